@@ -1,0 +1,235 @@
+"""Configuration: environment, optional ``<data-dir>/config.toml``, CLI options over both.
+
+Precedence (highest first): CLI option, ``WATCHER_*``/``DEVTO_*`` environment variable,
+``config.toml`` key (same name, lower case, without ``WATCHER_``), built-in default.
+Secrets live only in memory, inside :class:`pydantic.SecretStr`, so a ``repr`` or a JSON dump
+of the settings never shows them.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from watcher.errors import ConfigError
+
+PROVIDERS = ("openai", "anthropic", "offline")
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest", "offline": "heuristic-v1"}
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com", "offline": ""}
+KEY_FALLBACKS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+# env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.
+_ENV_KEYS = {
+    "WATCHER_PROVIDER": "provider",
+    "WATCHER_MODEL": "model",
+    "WATCHER_BASE_URL": "base_url",
+    "WATCHER_API_KEY": "api_key",
+    "WATCHER_TIMEOUT": "timeout",
+    "WATCHER_INCLUDE_OWN_COMMENTS": "include_own_comments",
+    "DEVTO_USERNAME": "devto_username",
+    "DEVTO_API_KEY": "devto_api_key",
+    "DEVTO_BASE_URL": "devto_base_url",
+}
+_SECRETS = {"api_key", "devto_api_key"}
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Every file of one data directory (SPEC §4). Pure: building it touches nothing."""
+
+    root: Path
+
+    @property
+    def inbox(self) -> Path:
+        return self.root / "inbox"
+
+    def inbox_file(self, comment_id: str) -> Path:
+        return self.inbox / f"{comment_id}.json"
+
+    @property
+    def seen(self) -> Path:
+        return self.root / "seen.json"
+
+    @property
+    def provider_state(self) -> Path:
+        return self.root / "provider.json"
+
+    @property
+    def observations(self) -> Path:
+        return self.root / "observations.jsonl"
+
+    @property
+    def signals_dir(self) -> Path:
+        return self.root / "signals"
+
+    @property
+    def signals_state(self) -> Path:
+        return self.signals_dir / "state.json"
+
+    @property
+    def signals_cursor(self) -> Path:
+        return self.signals_dir / "cursor.json"
+
+    @property
+    def locks(self) -> Path:
+        return self.root / "locks"
+
+    @property
+    def pipeline_lock(self) -> Path:
+        return self.locks / "pipeline.lock"
+
+    @property
+    def seen_lock(self) -> Path:
+        return self.locks / "seen.lock"
+
+    @property
+    def signals_lock(self) -> Path:
+        return self.locks / "signals.lock"
+
+    @property
+    def quarantine(self) -> Path:
+        return self.root / "quarantine"
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "config.toml"
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    provider: str = "offline"
+    model: str = DEFAULT_MODELS["offline"]
+    base_url: str = ""
+    api_key: SecretStr | None = None
+    timeout: float = 60.0
+    devto_username: str | None = None
+    devto_api_key: SecretStr | None = None
+    devto_base_url: str = "https://dev.to/api"
+    include_own_comments: bool = False
+    # True when nothing chose a provider and the offline classifier stands in.
+    provider_defaulted: bool = False
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def paths(self) -> Paths:
+        return Paths(self.data_dir)
+
+    def public(self) -> dict[str, Any]:
+        """What ``status`` may show: never a secret, only whether one is set."""
+        return {
+            "data_dir": str(self.data_dir),
+            "provider": self.provider,
+            "model": self.model,
+            "base_url": self.base_url or None,
+            "api_key_set": self.api_key is not None,
+            "timeout_s": self.timeout,
+            "offline": self.provider == "offline",
+            "provider_defaulted": self.provider_defaulted,
+            "devto_username": self.devto_username,
+            "devto_api_key_set": self.devto_api_key is not None,
+            "devto_base_url": self.devto_base_url,
+        }
+
+
+def load_settings(
+    *,
+    data_dir: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Resolve settings; raise :class:`ConfigError` (exit 2) for anything unusable.
+
+    Reads ``config.toml`` from the data dir if it exists; never creates anything.
+    """
+    env = os.environ if env is None else env
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    root = Path(data_dir or env.get("WATCHER_DATA_DIR") or "./data").expanduser()
+    file_values = _read_config_file(Paths(root).config_file)
+
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for env_name, key in _ENV_KEYS.items():
+        if key in overrides:
+            values[key], sources[key] = overrides[key], "option"
+        elif env.get(env_name, "") != "":
+            values[key], sources[key] = env[env_name], "env"
+        elif key in file_values:
+            values[key], sources[key] = file_values[key], "config.toml"
+    return _build(root, values, sources, env)
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    known = set(_ENV_KEYS.values())
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
+    return data
+
+
+def _build(root: Path, values: dict[str, Any], sources: dict[str, str], env: Mapping[str, str]) -> Settings:
+    provider = str(values.get("provider", "offline")).strip().lower()
+    if provider not in PROVIDERS:
+        raise ConfigError(f"unknown provider {provider!r}: choose one of {', '.join(PROVIDERS)} (WATCHER_PROVIDER)")
+    api_key = values.get("api_key") or env.get(KEY_FALLBACKS.get(provider, ""), "") or None
+    if provider != "offline" and not api_key:
+        fallback = KEY_FALLBACKS[provider]
+        raise ConfigError(
+            f"No API key found for provider {provider} — set WATCHER_API_KEY or {fallback} "
+            "(for a local OpenAI-compatible server without keys, any non-empty value works)"
+        )
+    devto_key = values.get("devto_api_key") or None
+    for key in ("api_key", "devto_api_key"):
+        if key in values and not isinstance(values[key], str):
+            raise ConfigError(f"{key} must be a string")
+    return Settings(
+        data_dir=root,
+        provider=provider,
+        model=str(values.get("model") or DEFAULT_MODELS[provider]),
+        base_url=str(values.get("base_url") or DEFAULT_BASE_URLS[provider]).rstrip("/"),
+        api_key=SecretStr(api_key) if api_key and provider != "offline" else None,
+        timeout=_positive_float(values.get("timeout", 60.0)),
+        devto_username=(str(values["devto_username"]).strip() or None) if "devto_username" in values else None,
+        devto_api_key=SecretStr(devto_key) if devto_key else None,
+        devto_base_url=str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"),
+        include_own_comments=_bool(values.get("include_own_comments", False)),
+        provider_defaulted="provider" not in values,
+        sources=sources,
+    )
+
+
+def _positive_float(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"timeout must be a number of seconds, got {value!r} (WATCHER_TIMEOUT)") from None
+    if not 0 < number <= 3600:
+        raise ConfigError(f"timeout must be between 0 and 3600 seconds, got {number} (WATCHER_TIMEOUT)")
+    return number
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise ConfigError(f"expected true/false, got {value!r} (WATCHER_INCLUDE_OWN_COMMENTS)")

@@ -1,0 +1,151 @@
+"""Every error watcher raises on purpose, and the one mapping from errors to exit codes.
+
+    WatcherError                     exit 1   base; anything unexpected also exits 1
+    ├── UsageError                   exit 2   bad option, unknown comment id, bad argument
+    │   └── ConfigError              exit 2   bad config file/value, missing API key, auth failure
+    ├── ProviderStop                 exit 3   the batch must stop and the user must wait
+    │   ├── RateLimited                       provider HTTP 429 (may carry Retry-After)
+    │   ├── QuotaExhausted                    provider quota / spend limit
+    │   ├── CooldownActive                    provider.json says wait until <time>
+    │   └── SourceUnavailable                 dev.to unreachable, 5xx, or its own 429
+    ├── LockBusy                     exit 4   another run holds a lock past the wait
+    └── StateError                   exit 5   state on disk cannot be trusted or written
+        ├── CorruptState                      file moved to quarantine/ (never deleted)
+        ├── NewerSchema                       file written by a newer watcher; left untouched
+        ├── SaveFailed                        a durable write failed
+        └── LogReplaced                       observations.jsonl replaced or truncated
+
+Per-item provider failures (malformed JSON, overload, …) are not exceptions here: they are
+classified outcomes recorded on the attempt (see ``watcher.providers``), and a run that meets
+them still exits 0. Only the kinds that must stop a batch become a ``ProviderStop`` or
+``ConfigError`` at the pipeline boundary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_PROVIDER_STOP = 3
+EXIT_LOCK_BUSY = 4
+EXIT_STATE = 5
+
+
+class WatcherError(Exception):
+    """Base of every deliberate watcher error. ``kind`` is a stable machine-readable name."""
+
+    exit_code = EXIT_INTERNAL
+    kind = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(WatcherError):
+    exit_code = EXIT_USAGE
+    kind = "usage"
+
+
+class ConfigError(UsageError):
+    kind = "config"
+
+
+class ProviderStop(WatcherError):
+    exit_code = EXIT_PROVIDER_STOP
+    kind = "provider_stop"
+
+
+class RateLimited(ProviderStop):
+    kind = "rate_limited"
+
+
+class QuotaExhausted(ProviderStop):
+    kind = "quota_exhausted"
+
+
+class CooldownActive(ProviderStop):
+    kind = "cooldown"
+
+    def __init__(self, until: str, reason: str) -> None:
+        super().__init__(f"provider cooldown until {until} ({reason}); no model calls before then")
+        self.until = until
+        self.reason = reason
+
+
+class SourceUnavailable(ProviderStop):
+    kind = "source_unavailable"
+
+
+class LockBusy(WatcherError):
+    exit_code = EXIT_LOCK_BUSY
+    kind = "lock_busy"
+
+    def __init__(self, path: Path, waited_s: float, *, what: str = "another watcher run") -> None:
+        super().__init__(f"{_lock_name(path)} busy: {what} holds {path} (waited {waited_s:.1f} s)")
+        self.path = path
+        self.waited_s = waited_s
+
+
+def _lock_name(path: Path) -> str:
+    return f"{path.stem} lock"
+
+
+class StateError(WatcherError):
+    exit_code = EXIT_STATE
+    kind = "state"
+
+
+class CorruptState(StateError):
+    kind = "corrupt_state"
+
+    def __init__(self, path: Path, moved_to: Path | None, reason: str) -> None:
+        where = f"moved to {moved_to}" if moved_to else "left in place (it changed while being moved)"
+        super().__init__(
+            f"corrupt state file {path}: {reason}; {where}. The command did not overwrite it — "
+            "inspect it, then re-run (a missing index is rebuilt from inbox/)"
+        )
+        self.path = path
+        self.moved_to = moved_to
+
+
+class NewerSchema(StateError):
+    kind = "newer_schema"
+
+    def __init__(self, path: Path, found: int, known: int) -> None:
+        super().__init__(
+            f"{path} has schema_version {found}, this watcher knows only {known}: "
+            "upgrade devto-watcher; the file was left untouched"
+        )
+        self.path = path
+
+
+class SaveFailed(StateError):
+    kind = "save_failed"
+
+    def __init__(self, path: Path, cause: BaseException) -> None:
+        super().__init__(f"could not save {path}: {cause}")
+        self.path = path
+
+
+class LogReplaced(StateError):
+    kind = "log_replaced"
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The process exit code for ``exc``; anything not ours is an internal error (1)."""
+    if isinstance(exc, WatcherError):
+        return exc.exit_code
+    return EXIT_INTERNAL
+
+
+def error_kind(exc: BaseException) -> str:
+    """Stable name for the JSON envelope's ``error.kind``."""
+    if isinstance(exc, WatcherError):
+        return exc.kind
+    return "internal"

@@ -1,0 +1,156 @@
+"""One comment's inbox file (SPEC §4.1): its decisions are pure, its I/O is two functions.
+
+The pure functions take a record and return a new one; :func:`load` and :func:`save` are the
+only places that touch ``inbox/<id>.json``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from watcher.config import Paths
+from watcher.durable import read_model, write_model
+from watcher.models import CAP, COMMENT_ID_RE, Attempt, AttemptError, Comment, InboxRecord, Prompt, State, Usage, Verdict
+from watcher.timeutil import iso
+
+RAW_LIMIT = 16 * 1024
+
+
+class Fingerprint(NamedTuple):
+    """What a command saw of a comment when it planned; compared again under the lock."""
+
+    attempts: int
+    last_outcome: str | None
+    last_error: str | None
+    has_verdict: bool
+
+
+EMPTY = Fingerprint(0, None, None, False)
+
+
+def is_valid_id(comment_id: str) -> bool:
+    return bool(COMMENT_ID_RE.match(comment_id))
+
+
+# ---- I/O ---------------------------------------------------------------------------------------
+
+
+def load(paths: Paths, comment_id: str) -> InboxRecord | None:
+    """The record, or ``None`` if there is none; corrupt files go to quarantine (StateError)."""
+    return read_model(paths.inbox_file(comment_id), InboxRecord, quarantine_dir=paths.quarantine)
+
+
+def save(paths: Paths, record: InboxRecord) -> None:
+    """Durably replace the record; raises :class:`watcher.errors.SaveFailed`."""
+    write_model(paths.inbox_file(record.comment.id), record)
+
+
+def list_ids(paths: Paths) -> list[str]:
+    """Ids of every inbox file (temp files and stray names are ignored)."""
+    try:
+        names = os.listdir(paths.inbox)
+    except FileNotFoundError:
+        return []
+    return sorted(n[:-5] for n in names if n.endswith(".json") and is_valid_id(n[:-5]))
+
+
+def stamp(path: Path) -> str | None:
+    """Identity of the file's current version: every durable write makes a new inode."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
+
+
+# ---- pure decisions ----------------------------------------------------------------------------
+
+
+def new_record(comment: Comment, prompt: Prompt, *, cap: int = CAP) -> InboxRecord:
+    return InboxRecord(comment=comment, prompt=prompt, cap=cap)
+
+
+def state_of(record: InboxRecord) -> State:
+    if record.verdict is not None:
+        return "done"
+    if not record.attempts:
+        return "pending"
+    if record.attempts[-1].outcome is None:
+        return "reserved"
+    if len(record.attempts) >= record.cap:
+        return "exhausted"
+    return "failed"
+
+
+def fingerprint(record: InboxRecord | None) -> Fingerprint:
+    if record is None:
+        return EMPTY
+    last = record.attempts[-1] if record.attempts else None
+    return Fingerprint(
+        attempts=len(record.attempts),
+        last_outcome=last.outcome if last else None,
+        last_error=last.error.kind if last and last.error else None,
+        has_verdict=record.verdict is not None,
+    )
+
+
+def reserve(
+    record: InboxRecord, *, command: str, entrypoint: str, provider: str, model: str, pid: int | None = None
+) -> InboxRecord:
+    """Append attempt n+1 with ``outcome: null``. Saved before the call, it *is* the budget."""
+    if record.verdict is not None or len(record.attempts) >= record.cap:
+        raise ValueError(f"comment {record.comment.id}: no attempt left to reserve")
+    attempt = Attempt(
+        n=len(record.attempts) + 1,
+        reserved_at=iso(),
+        command=command,  # type: ignore[arg-type]
+        entrypoint=entrypoint,  # type: ignore[arg-type]
+        pid=os.getpid() if pid is None else pid,
+        provider=provider,
+        model=model,
+    )
+    return record.model_copy(update={"attempts": [*record.attempts, attempt]}, deep=True)
+
+
+def finish(
+    record: InboxRecord,
+    *,
+    verdict: Verdict | None,
+    error: AttemptError | None,
+    raw: str | None = None,
+    usage: Usage | None = None,
+    duration_ms: int | None = None,
+) -> InboxRecord:
+    """Record the outcome of the reserved last attempt: a verdict or one classified error."""
+    if (verdict is None) == (error is None):
+        raise ValueError("finish() takes exactly one of verdict or error")
+    last = _reserved_last(record)
+    done = last.model_copy(
+        update={
+            "outcome": "ok" if verdict is not None else "error",
+            "finished_at": iso(),
+            "error": error,
+            "raw": raw[:RAW_LIMIT] if raw is not None else None,
+            "usage": usage,
+            "duration_ms": duration_ms,
+        }
+    )
+    return record.model_copy(update={"attempts": [*record.attempts[:-1], done], "verdict": verdict}, deep=True)
+
+
+def mark_interrupted(record: InboxRecord) -> InboxRecord:
+    """Close an orphaned reservation: its process died (we hold the lock, so nothing is in flight)."""
+    last = _reserved_last(record)
+    message = (
+        f"attempt {last.n} was reserved by pid {last.pid} ({last.entrypoint} {last.command}) at "
+        f"{last.reserved_at} and never finished: the process died or could not save; the attempt stays spent"
+    )
+    return finish(record, verdict=None, error=AttemptError(kind="interrupted", message=message))
+
+
+def _reserved_last(record: InboxRecord) -> Attempt:
+    if not record.attempts or record.attempts[-1].outcome is not None:
+        raise ValueError(f"comment {record.comment.id}: last attempt is not reserved")
+    return record.attempts[-1]

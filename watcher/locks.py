@@ -1,0 +1,54 @@
+"""The three cooperative locks of a data directory (SPEC §4, §7).
+
+Lock files are separate ``.lock`` files, never the data they guard, and never deleted:
+unlinking a lock file while another process waits on it splits the waiters across two inodes
+and both then "hold" the lock (the bug that filelock 3.20.4–3.29.4 shipped).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from watcher.config import Paths
+from watcher.errors import LockBusy
+
+PIPELINE_WAIT_S = 5.0
+# seen.json and the signal counter hold their locks for one read-merge-write: milliseconds.
+# Waiting this long means something is wrong, and we say so instead of hanging.
+SHORT_WAIT_S = 15.0
+
+
+@contextmanager
+def hold(path: Path, *, timeout: float, what: str = "another watcher run") -> Iterator[None]:
+    """Hold the exclusive lock at ``path``; raise :class:`LockBusy` after ``timeout`` seconds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path), timeout=timeout)
+    started = time.monotonic()
+    try:
+        lock.acquire()
+    except Timeout:
+        raise LockBusy(path, time.monotonic() - started, what=what) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def pipeline_lock(paths: Paths, *, timeout: float = PIPELINE_WAIT_S) -> AbstractContextManager[None]:
+    """Held by scan/recheck from reconcile to the seen save, model calls included."""
+    return hold(paths.pipeline_lock, timeout=timeout)
+
+
+def seen_lock(paths: Paths) -> AbstractContextManager[None]:
+    """Held only for one read-merge-write of seen.json, never across a model call."""
+    return hold(paths.seen_lock, timeout=SHORT_WAIT_S)
+
+
+def signals_lock(paths: Paths) -> AbstractContextManager[None]:
+    """Held for one append to observations.jsonl or one counter state update."""
+    return hold(paths.signals_lock, timeout=SHORT_WAIT_S)

@@ -1,0 +1,166 @@
+"""The file formats, as pydantic models: the only place that knows them (SPEC §4).
+
+Every model forbids unknown fields and every state file carries ``schema_version: 1``; reading
+a newer version is refused in :mod:`watcher.durable` before validation.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+COMMENT_ID_RE = re.compile(r"^[a-z0-9]{1,16}$")
+CAP = 3
+
+Category = Literal["question", "feedback", "bug_report", "praise", "discussion", "spam", "other"]
+Priority = Literal["high", "normal", "low"]
+Triage = Literal["open", "replied", "ignored"]
+Outcome = Literal["ok", "error"]
+Entrypoint = Literal["cli", "bridge"]
+ErrorKind = Literal[
+    "rate_limited",
+    "quota_exhausted",
+    "overloaded",
+    "server_error",
+    "timeout",
+    "network",
+    "auth",
+    "bad_request",
+    "malformed_json",
+    "invalid_verdict",
+    "refused",
+    "truncated",
+    "interrupted",  # the process holding this reservation died before recording an outcome
+]
+ERROR_KINDS: tuple[str, ...] = ErrorKind.__args__  # type: ignore[attr-defined]
+State = Literal["done", "pending", "failed", "exhausted", "reserved"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Verdict(_Strict):
+    """The model's structured answer about one comment."""
+
+    needs_reply: bool
+    category: Category
+    priority: Priority
+    summary: str = Field(min_length=1, max_length=280)
+    reply_hint: str = Field(max_length=500)
+
+
+class Comment(_Strict):
+    id: str
+    article_id: int
+    article_title: str
+    article_url: str
+    parent_id: str | None = None
+    author: str
+    created_at: str
+    text: str
+    url: str
+
+    @field_validator("id", "parent_id")
+    @classmethod
+    def _safe_id(cls, value: str | None) -> str | None:
+        # The id becomes a file name: anything else could walk out of inbox/.
+        if value is not None and not COMMENT_ID_RE.match(value):
+            raise ValueError(f"comment id {value!r} does not match {COMMENT_ID_RE.pattern}")
+        return value
+
+
+class Prompt(_Strict):
+    template: str
+    template_sha256: str
+    system: str
+    user: str
+
+
+class AttemptError(_Strict):
+    kind: ErrorKind
+    message: str
+    http_status: int | None = None
+    retry_after_s: float | None = None
+
+
+class Usage(_Strict):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class Attempt(_Strict):
+    n: int = Field(ge=1)
+    reserved_at: str
+    command: Literal["scan", "recheck"]
+    entrypoint: Entrypoint
+    pid: int
+    provider: str
+    model: str
+    outcome: Outcome | None = None
+    finished_at: str | None = None
+    error: AttemptError | None = None
+    raw: str | None = None
+    usage: Usage | None = None
+    duration_ms: int | None = None
+
+
+class InboxRecord(_Strict):
+    schema_version: Literal[1] = 1
+    comment: Comment
+    prompt: Prompt
+    cap: int = Field(default=CAP, ge=1)
+    attempts: list[Attempt] = Field(default_factory=list)
+    verdict: Verdict | None = None
+
+
+class SeenComment(_Strict):
+    article_id: int
+    status: State
+    attempts: int = Field(ge=0)
+    triage: Triage = "open"
+    first_seen_at: str
+    updated_at: str
+    # (inode, mtime_ns, size) of the inbox file this entry was derived from: a cheap stat tells
+    # whether the inbox moved on since, without reading every inbox file on every command.
+    inbox_stamp: str | None = None
+
+
+class SeenArticle(_Strict):
+    title: str
+    comments_count: int = Field(ge=0)
+    checked_at: str
+    url: str | None = None
+
+
+class SeenFile(_Strict):
+    schema_version: Literal[1] = 1
+    comments: dict[str, SeenComment] = Field(default_factory=dict)
+    articles: dict[str, SeenArticle] = Field(default_factory=dict)
+
+
+class ProviderState(_Strict):
+    schema_version: Literal[1] = 1
+    cooldown_until: str | None = None
+    reason: str | None = None
+
+
+class LogIdentity(_Strict):
+    dev: int
+    inode: int
+    head_sha256: str | None = None
+
+
+class SignalState(_Strict):
+    schema_version: Literal[1] = 1
+    counts: dict[str, int] = Field(default_factory=dict)
+    applied: int = Field(default=0, ge=0)
+    invalid: int = Field(default=0, ge=0)
+    log: LogIdentity | None = None
+
+
+class SignalCursor(_Strict):
+    schema_version: Literal[1] = 1
+    offset: int = Field(default=0, ge=0)

@@ -1,0 +1,130 @@
+"""seen.json: the shared index and the triage marks (SPEC §4.2).
+
+The index may lag the inbox files but never leads them. Saving is a three-way merge under
+``locks/seen.lock``: the caller's *base* (what it read) and *mine* (its edit) against *theirs*
+(the file now), so two writers never erase each other's work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from watcher import inbox
+from watcher.config import Paths
+from watcher.durable import read_model, write_model
+from watcher.locks import seen_lock
+from watcher.models import InboxRecord, SeenArticle, SeenComment, SeenFile, Triage
+from watcher.timeutil import iso
+
+
+def load(paths: Paths) -> SeenFile:
+    """The index as on disk; an empty one if it does not exist yet."""
+    return read_model(paths.seen, SeenFile, quarantine_dir=paths.quarantine) or SeenFile()
+
+
+def entry_from(record: InboxRecord, old: SeenComment | None, stamp: str | None) -> SeenComment:
+    """The index entry the inbox record implies; keeps the old entry's triage and first_seen_at."""
+    now = iso()
+    return SeenComment(
+        article_id=record.comment.article_id,
+        status=inbox.state_of(record),
+        attempts=max(len(record.attempts), old.attempts if old else 0),
+        triage=old.triage if old else "open",
+        first_seen_at=old.first_seen_at if old else now,
+        updated_at=now,
+        inbox_stamp=stamp,
+    )
+
+
+def reconcile(paths: Paths, seen: SeenFile, ids: Iterable[str] | None = None) -> tuple[SeenFile, list[str]]:
+    """Bring the index up to the inbox files, without any model call.
+
+    Returns the new index and the ids whose entry was added or repaired. Only files whose
+    stamp changed are read, so an idle index costs one ``stat`` per comment.
+    """
+    comments = dict(seen.comments)
+    changed: list[str] = []
+    for cid in inbox.list_ids(paths) if ids is None else ids:
+        stamp = inbox.stamp(paths.inbox_file(cid))
+        old = comments.get(cid)
+        if stamp is None or (old is not None and old.inbox_stamp == stamp):
+            continue
+        record = inbox.load(paths, cid)
+        if record is None:  # removed between stat and read
+            continue
+        fresh = entry_from(record, old, stamp)
+        if old is None or _derived(old) != _derived(fresh):
+            changed.append(cid)
+        comments[cid] = fresh
+    return seen.model_copy(update={"comments": comments}), changed
+
+
+def _derived(entry: SeenComment) -> tuple[object, ...]:
+    return (entry.article_id, entry.status, entry.attempts)
+
+
+def merge(
+    base: SeenFile, mine: SeenFile, theirs: SeenFile, patches: Mapping[str, Triage] | None = None
+) -> SeenFile:
+    """Apply what changed from ``base`` to ``mine`` onto ``theirs``; then the triage patches.
+
+    Per comment and per field: a field ``mine`` did not change keeps ``theirs``' value. Attempts
+    are ``max(theirs, mine)``; comments are never removed; a patch is applied as given.
+    """
+    comments = dict(theirs.comments)
+    for cid, entry in mine.comments.items():
+        comments[cid] = _merge_entry(base.comments.get(cid), entry, theirs.comments.get(cid))
+    for cid, triage in (patches or {}).items():
+        if cid in comments:
+            comments[cid] = comments[cid].model_copy(update={"triage": triage})
+    articles = dict(theirs.articles)
+    for aid, article in mine.articles.items():
+        if base.articles.get(aid) != article or aid not in articles:
+            articles[aid] = article
+    return SeenFile(comments=comments, articles=articles)
+
+
+def _merge_entry(base: SeenComment | None, mine: SeenComment, theirs: SeenComment | None) -> SeenComment:
+    if theirs is None:
+        return mine
+    if base is None:
+        # Both sides discovered it: the derived fields are mine (I read the inbox just now),
+        # but triage is only ever set by a patch, so theirs stands.
+        merged = mine.model_copy(update={"triage": theirs.triage, "first_seen_at": theirs.first_seen_at})
+    else:
+        update = {
+            name: getattr(mine, name)
+            for name in SeenComment.model_fields
+            if getattr(mine, name) != getattr(base, name)
+        }
+        merged = theirs.model_copy(update=update)
+    return merged.model_copy(update={"attempts": max(theirs.attempts, mine.attempts)})
+
+
+def save(paths: Paths, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None) -> SeenFile:
+    """Merge-on-save under the seen lock; writes only if the result differs. Returns the result."""
+    with seen_lock(paths):
+        theirs = load(paths)
+        merged = merge(base, mine, theirs, patches)
+        if merged != theirs or not paths.seen.exists():
+            write_model(paths.seen, merged)
+        return merged
+
+
+def record_article(seen: SeenFile, article_id: int, *, title: str, url: str | None, comments_count: int) -> SeenFile:
+    articles = dict(seen.articles)
+    articles[str(article_id)] = SeenArticle(title=title, url=url, comments_count=comments_count, checked_at=iso())
+    return seen.model_copy(update={"articles": articles})
+
+
+def patch_triage(paths: Paths, comment_id: str, triage: Triage) -> SeenComment | None:
+    """Apply an explicit triage mark (``watcher mark``). Reconciles that one comment first.
+
+    Returns the entry as saved, or ``None`` if watcher knows no such comment.
+    """
+    base = load(paths)
+    mine, _ = reconcile(paths, base, [comment_id])
+    if comment_id not in mine.comments:
+        return None
+    merged = save(paths, base, mine, {comment_id: triage})
+    return merged.comments[comment_id]
