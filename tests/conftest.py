@@ -1,0 +1,39 @@
+"""Shared fixtures: every test runs against a fresh temporary data dir and sees no real keys."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from watcher.config import Paths
+
+# Variables that would let a test reach real data or real keys if inherited from the shell.
+_PREFIXES = ("WATCHER_", "DEVTO_")
+_EXACT = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Clear WATCHER_*/DEVTO_*/provider keys and point WATCHER_DATA_DIR at a fresh tmp dir."""
+    for name in list(os.environ):
+        if name.startswith(_PREFIXES) or name in _EXACT:
+            monkeypatch.delenv(name, raising=False)
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("WATCHER_DATA_DIR", str(data))
+    yield data
+
+
+@pytest.fixture
+def data_dir(isolated_env: Path) -> Path:
+    """The fresh data dir WATCHER_DATA_DIR points at (exists, empty)."""
+    return isolated_env
+
+
+@pytest.fixture
+def paths(data_dir: Path) -> Paths:
+    """``Paths`` of the fresh data dir."""
+    return Paths(data_dir)
