@@ -77,11 +77,40 @@ def read_model(path: Path, model: type[M], *, quarantine_dir: Path) -> M | None:
 
     Raises :class:`NewerSchema` (file untouched) when written by a newer watcher, and
     :class:`CorruptState` after moving a file that does not parse or validate into
-    ``quarantine_dir``.
+    ``quarantine_dir``. If a concurrent durable write replaces the corrupt file while we move
+    it, nothing healthy is moved: we read again and judge what is there now.
     """
+    reason = ""
+    for _ in range(_READ_TRIES):
+        found = _read_once(path, model)
+        if not isinstance(found, _Corrupt):
+            return found
+        reason = found.reason
+        try:
+            moved = quarantine(path, quarantine_dir, expected=found.stat)
+        except OSError as exc:
+            raise CorruptState(path, None, f"{reason}; could not move it to quarantine ({exc})") from exc
+        if moved is not None:
+            raise CorruptState(path, moved, reason)
+    raise CorruptState(path, None, f"{reason}; it kept changing while being moved aside")
+
+
+_READ_TRIES = 3
+
+
+class _Corrupt:
+    def __init__(self, reason: str, stat: os.stat_result) -> None:
+        self.reason = reason
+        self.stat = stat
+
+
+def _read_once(path: Path, model: type[M]) -> M | None | _Corrupt:
     try:
-        before = os.stat(path)
-        raw = path.read_bytes()
+        # One open file: the bytes we judge and the identity we later compare belong to the
+        # same inode, even if a writer replaces the name in between.
+        with open(path, "rb") as fh:
+            before = os.fstat(fh.fileno())
+            raw = fh.read()
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -89,9 +118,9 @@ def read_model(path: Path, model: type[M], *, quarantine_dir: Path) -> M | None:
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _quarantined(path, before, quarantine_dir, f"not valid JSON ({exc})") from exc
+        return _Corrupt(f"not valid JSON ({exc})", before)
     if not isinstance(data, dict):
-        raise _quarantined(path, before, quarantine_dir, f"expected a JSON object, found {type(data).__name__}")
+        return _Corrupt(f"expected a JSON object, found {type(data).__name__}", before)
     version = data.get("schema_version")
     if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise NewerSchema(path, version, SCHEMA_VERSION)
@@ -100,12 +129,7 @@ def read_model(path: Path, model: type[M], *, quarantine_dir: Path) -> M | None:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top)"
-        reason = f"invalid at {where}: {first['msg']} ({exc.error_count()} problem(s))"
-        raise _quarantined(path, before, quarantine_dir, reason) from exc
-
-
-def _quarantined(path: Path, seen: os.stat_result, quarantine_dir: Path, reason: str) -> CorruptState:
-    return CorruptState(path, quarantine(path, quarantine_dir, expected=seen), reason)
+        return _Corrupt(f"invalid at {where}: {first['msg']} ({exc.error_count()} problem(s))", before)
 
 
 def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | None = None) -> Path | None:
@@ -113,28 +137,51 @@ def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | N
 
     ``expected`` guards a race: a concurrent durable write may have replaced the corrupt file
     with a good one since we read it (every write is a new inode). Then nothing is moved and
-    ``None`` is returned, so a healthy file is never quarantined.
+    ``None`` is returned, so a healthy file is never quarantined. ``None`` also means the file
+    is already gone (another reader moved it first).
     """
     quarantine_dir.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    label = f"{path.parent.name}-{path.name}" if path.parent.name == "inbox" else path.name
-    for n in range(1000):
-        target = quarantine_dir / f"{label}.{stamp}.{os.getpid()}.{n}"
-        if not target.exists():
-            break
+    target = _free_name(path, quarantine_dir)
     try:
-        if expected is not None:
-            now = os.stat(path)
-            if (now.st_ino, now.st_dev, now.st_mtime_ns) != (expected.st_ino, expected.st_dev, expected.st_mtime_ns):
-                return None
-        # link + unlink, not rename: link fails instead of overwriting an existing quarantine file.
-        os.link(path, target)
-        os.unlink(path)
-        fsync_dir(quarantine_dir)
-        fsync_dir(path.parent)
+        # rename grabs whatever is at ``path`` atomically. A stat-then-move (or link+unlink)
+        # leaves a window in which a writer's os.replace lands and the *healthy* new file is
+        # the one unlinked — lost. Here the worst case is grabbing the new file, which we see
+        # by its identity and put back below.
+        os.rename(path, target)
     except FileNotFoundError:
         return None
+    if expected is not None and not _same_version(os.stat(target), expected):
+        _put_back(target, path)
+        return None
+    fsync_dir(quarantine_dir)
+    fsync_dir(path.parent)
     return target
+
+
+def _free_name(path: Path, quarantine_dir: Path) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    label = f"{path.parent.name}-{path.name}" if path.parent.name == "inbox" else path.name
+    n = 0
+    # pid in the name keeps processes apart; within one process the counter does.
+    while (target := quarantine_dir / f"{label}.{stamp}.{os.getpid()}.{n}").exists():
+        n += 1
+    return target
+
+
+def _same_version(now: os.stat_result, expected: os.stat_result) -> bool:
+    # Inode numbers are reused once freed; mtime and size make a false match implausible.
+    fields = ("st_ino", "st_dev", "st_mtime_ns", "st_size")
+    return all(getattr(now, f) == getattr(expected, f) for f in fields)
+
+
+def _put_back(grabbed: Path, path: Path) -> None:
+    """Return a healthy file we grabbed by mistake; link never overwrites a newer write."""
+    try:
+        os.link(grabbed, path)
+    except FileExistsError:
+        pass  # an even newer version is in place; the grabbed one was superseded anyway
+    os.unlink(grabbed)
+    fsync_dir(path.parent)
 
 
 def quarantined_names(quarantine_dir: Path, label: str) -> list[Path]:

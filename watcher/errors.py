@@ -105,7 +105,8 @@ class CorruptState(StateError):
     kind = "corrupt_state"
 
     def __init__(self, path: Path, moved_to: Path | None, reason: str) -> None:
-        where = f"moved to {moved_to}" if moved_to else "left in place (it changed while being moved)"
+        # The reason says why a file was not moved (unreadable, could not be moved, kept changing).
+        where = f"moved to {moved_to}" if moved_to else "left in place"
         super().__init__(
             f"corrupt state file {path}: {reason}; {where}. The command did not overwrite it — "
             "inspect it, then re-run (a missing index is rebuilt from inbox/)"

@@ -1,0 +1,208 @@
+"""The one durable write (SPEC §4): temp + fsync + replace + fsync dir, and its failure modes.
+
+"Previous file intact" is exact for failures *before* ``os.replace`` (temp fsync, replace): the
+old bytes are still at the path. The directory fsync runs *after* the replace, so by then the new
+bytes are already in place; the write still fails loudly with ``SaveFailed`` (the rename may not
+survive a power cut), and no temp file is left either way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Self
+
+import pytest
+from _records import record
+
+from watcher.config import Paths
+from watcher.durable import quarantine, read_model, write_bytes, write_json, write_model
+from watcher.errors import EXIT_STATE, SaveFailed, exit_code_for
+from watcher.models import InboxRecord
+
+OLD = {"schema_version": 1, "value": "old"}
+NEW = {"schema_version": 1, "value": "new"}
+
+
+def _is_dir_fd(fd: int) -> bool:
+    return stat.S_ISDIR(os.fstat(fd).st_mode)
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+@pytest.fixture
+def state_file(data_dir: Path) -> Path:
+    path = data_dir / "state.json"
+    write_json(path, OLD)
+    return path
+
+
+def test_write_json_round_trips_and_leaves_no_temp(data_dir: Path) -> None:
+    """A successful write puts exactly the JSON at the path and no temp file beside it."""
+    path = data_dir / "sub" / "state.json"
+    write_json(path, NEW)
+    assert json.loads(path.read_text("utf-8")) == NEW
+    assert _leftovers(path.parent) == []
+
+
+def test_write_replaces_the_inode(state_file: Path) -> None:
+    """Every write is a new inode (a reader's stat tells versions apart; see quarantine)."""
+    before = os.stat(state_file).st_ino
+    write_json(state_file, NEW)
+    assert os.stat(state_file).st_ino != before
+
+
+def test_write_model_round_trips_through_read_model(paths: Paths) -> None:
+    """write_model then read_model gives back an equal model."""
+    rec = record("abc1")
+    write_model(paths.inbox_file("abc1"), rec)
+    assert read_model(paths.inbox_file("abc1"), InboxRecord, quarantine_dir=paths.quarantine) == rec
+
+
+def _fail_when(monkeypatch: pytest.MonkeyPatch, name: str, when: Callable[..., bool]) -> list[object]:
+    real = getattr(os, name)
+    calls: list[object] = []
+
+    def fake(*args: object) -> object:
+        if when(*args):
+            calls.append(args)
+            raise OSError(28, "No space left on device (injected)")
+        return real(*args)
+
+    monkeypatch.setattr(os, name, fake)
+    return calls
+
+
+def test_fsync_failure_keeps_previous_file_and_no_temp(state_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OSError at the temp file's fsync: SaveFailed, old bytes intact, temp removed."""
+    old_bytes = state_file.read_bytes()
+    calls = _fail_when(monkeypatch, "fsync", lambda fd: not _is_dir_fd(fd))
+    with pytest.raises(SaveFailed) as info:
+        write_json(state_file, NEW)
+    assert calls, "the injected fsync was never reached"
+    assert state_file.read_bytes() == old_bytes
+    assert _leftovers(state_file.parent) == []
+    assert str(state_file) in str(info.value)
+
+
+def test_replace_failure_keeps_previous_file_and_no_temp(state_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OSError at os.replace: SaveFailed, old bytes intact, temp removed."""
+    old_bytes = state_file.read_bytes()
+    calls = _fail_when(monkeypatch, "replace", lambda src, dst: True)
+    with pytest.raises(SaveFailed):
+        write_json(state_file, NEW)
+    assert calls
+    assert state_file.read_bytes() == old_bytes
+    assert _leftovers(state_file.parent) == []
+
+
+def test_directory_fsync_failure_is_loud_new_content_in_place_no_temp(
+    state_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OSError at the directory fsync (after replace): SaveFailed, new bytes in place, no temp."""
+    calls = _fail_when(monkeypatch, "fsync", _is_dir_fd)
+    with pytest.raises(SaveFailed) as info:
+        write_json(state_file, NEW)
+    assert calls
+    assert json.loads(state_file.read_text("utf-8")) == NEW
+    assert _leftovers(state_file.parent) == []
+    assert exit_code_for(info.value) == EXIT_STATE
+
+
+def test_write_failure_mid_payload_keeps_previous_file(state_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failing data write (disk full) leaves the old file and no temp, and raises SaveFailed."""
+    old_bytes = state_file.read_bytes()
+    real_fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, fd: int) -> None:
+            self._fh = real_fdopen(fd, "wb")
+
+        def __enter__(self) -> Self:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self._fh.close()
+
+        def write(self, data: bytes) -> int:
+            raise OSError(28, "No space left on device (injected)")
+
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode: Full(fd))
+    with pytest.raises(SaveFailed):
+        write_bytes(state_file, b"{}")
+    assert state_file.read_bytes() == old_bytes
+    assert _leftovers(state_file.parent) == []
+
+
+def test_interrupt_during_write_removes_temp(state_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A non-OSError (Ctrl-C) between temp and replace propagates and still removes the temp."""
+    old_bytes = state_file.read_bytes()
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_json(state_file, NEW)
+    assert state_file.read_bytes() == old_bytes
+    assert _leftovers(state_file.parent) == []
+
+
+def test_quarantine_never_overwrites_an_earlier_quarantined_file(data_dir: Path) -> None:
+    """Two files quarantined under the same name in the same second both survive, byte-for-byte."""
+    qdir = data_dir / "quarantine"
+    path = data_dir / "seen.json"
+    path.write_bytes(b"first")
+    first = quarantine(path, qdir)
+    path.write_bytes(b"second")
+    second = quarantine(path, qdir)
+    assert first is not None and second is not None and first != second
+    assert (first.read_bytes(), second.read_bytes()) == (b"first", b"second")
+
+
+def test_quarantine_of_a_missing_file_returns_none(data_dir: Path) -> None:
+    """Another reader already moved it: nothing to do, nothing raised."""
+    assert quarantine(data_dir / "seen.json", data_dir / "quarantine") is None
+
+
+def test_quarantine_leaves_a_file_replaced_since_it_was_read(data_dir: Path) -> None:
+    """If a durable write replaced the corrupt file after we read it, the healthy file stays."""
+    path = data_dir / "seen.json"
+    path.write_bytes(b"{corrupt")
+    seen_then = os.stat(path)
+    write_json(path, NEW)
+    assert quarantine(path, data_dir / "quarantine", expected=seen_then) is None
+    assert json.loads(path.read_text("utf-8")) == NEW
+    assert list((data_dir / "quarantine").iterdir()) == []
+
+
+def test_read_model_never_moves_a_healthy_file_written_during_the_move(
+    paths: Paths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write landing between the corrupt read and the move: the healthy record is returned, kept."""
+    target = paths.inbox_file("abc1")
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"{truncated")
+    healthy = record("abc1")
+    real_rename = os.rename
+
+    def writer_wins_the_race(src: object, dst: object) -> None:
+        monkeypatch.setattr(os, "rename", real_rename)
+        write_model(target, healthy)  # the concurrent writer's os.replace lands right here
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", writer_wins_the_race)
+    assert read_model(target, InboxRecord, quarantine_dir=paths.quarantine) == healthy
+    assert read_model(target, InboxRecord, quarantine_dir=paths.quarantine) == healthy
+    assert list(paths.quarantine.iterdir()) == []
+
+
+def test_read_model_of_a_missing_file_is_none(paths: Paths) -> None:
+    """No file yet is not an error."""
+    assert read_model(paths.seen, InboxRecord, quarantine_dir=paths.quarantine) is None
+
