@@ -1,0 +1,323 @@
+"""Observation signals: the append-only log and the counter that counts each line once (SPEC §8).
+
+Appenders add whole JSON lines to ``observations.jsonl`` with one ``write`` under the short
+signals lock, so lines never interleave. The counter turns the log into counts per ``key``,
+exactly once per line, across crashes, by keeping two files with different jobs:
+
+- ``signals/cursor.json`` ``{offset}`` says where the next *read* starts. It is only a hint.
+- ``signals/state.json`` ``{counts, applied, invalid, log}`` holds the counts together with the
+  *applied watermark* (end offset of the last line counted). Counts and watermark are one durable
+  write, so no crash can leave one without the other.
+
+Order of a pass: read complete lines after the cursor (cursor untouched) → under the lock load
+the state, count only lines ending past ``applied``, save the state → then advance the cursor.
+A crash before the state save loses nothing (the lines are read again); a crash after it counts
+nothing twice (the re-read lines end at or before ``applied`` and are skipped). The cursor may
+therefore lag ``applied``; that is the normal trace of a crash, not an error.
+
+End offsets only identify lines within one stable, append-only file, so the log's identity
+(device, inode, hash of its first line) and length are checked on every run. A replaced or
+truncated log stops the counter (:class:`LogReplaced`, exit 5) until ``watcher signals --reset``
+recounts it from zero on purpose.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from watcher import durable
+from watcher.config import Paths
+from watcher.errors import LogReplaced, SaveFailed, StateError
+from watcher.locks import signals_lock
+from watcher.models import LogIdentity, SignalCursor, SignalState
+from watcher.timeutil import iso
+
+# The first line is hashed to recognise the log; lines are short, but a hand-made first line
+# could be huge, and the identity check must stay cheap, so only this many bytes count.
+HEAD_CAP = 4096
+# One durable state update per this many new bytes at most: a large backlog is counted in
+# several passes, so memory and the time the lock is held stay bounded.
+PASS_BYTES = 1 << 20
+_READ_BLOCK = 64 * 1024
+
+
+def new_run_id() -> str:
+    """A short id for one run: seconds since the epoch in hex, then 6 random hex digits."""
+    return f"{int(time.time()):x}{secrets.token_hex(3)}"
+
+
+# --------------------------------------------------------------------------------------- append
+
+
+def append(paths: Paths, events: Iterable[Mapping[str, Any]]) -> None:
+    """Append one JSON line per event to ``observations.jsonl``.
+
+    Each event needs a non-empty string ``"key"``; other fields (``comment``, ``run``,
+    ``entrypoint``) are copied, ``None`` values dropped, and ``"ts"`` is added first. All lines go
+    in one ``os.write`` under the signals lock, then the file is fsynced. Creates the file and its
+    directory. Raises :class:`SaveFailed` on an OS error, :class:`LockBusy` if the lock is stuck,
+    and ``ValueError`` for an event without a key (a programming error).
+    """
+    ts = iso()
+    payload = b"".join(_encode(event, ts) for event in events)
+    if not payload:
+        return
+    path = paths.observations
+    with signals_lock(paths):
+        try:
+            _append_bytes(path, payload)
+        except OSError as exc:
+            raise SaveFailed(path, exc) from exc
+
+
+def emit(paths: Paths, key: str, *, run: str, entrypoint: str, comment: str | None = None) -> None:
+    """Append one signal line; see :func:`append` for what it raises."""
+    append(paths, [{"key": key, "comment": comment, "run": run, "entrypoint": entrypoint}])
+
+
+def _encode(event: Mapping[str, Any], ts: str) -> bytes:
+    key = event.get("key")
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"a signal needs a non-empty string 'key', got {key!r}")
+    record: dict[str, Any] = {"ts": ts, "key": key}
+    record.update((name, value) for name, value in event.items() if value is not None)
+    # json.dumps escapes control characters, so the text can never contain a raw newline.
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _append_bytes(path: Path, payload: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        # A writer that died mid-write (or a disk that filled up) may have left a line without
+        # its newline. Gluing our first line onto it would spoil ours too; start a fresh line so
+        # the fragment is counted as one invalid line and ours stays valid.
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            payload = b"\n" + payload
+        written = os.write(fd, payload)
+        while written < len(payload):  # a short write; we hold the lock, so still contiguous
+            written += os.write(fd, payload[written:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if size == 0:
+        durable.fsync_dir(path.parent)  # the file may be new: make its name durable too
+
+
+# -------------------------------------------------------------------------------------- counter
+
+
+@dataclass(frozen=True)
+class CountResult:
+    """What one counter run left on disk, and what it did.
+
+    ``counts``/``invalid``/``applied`` are the saved state after the run; ``offset`` is the saved
+    cursor; ``new_lines`` how many lines this run counted (valid or invalid); ``lines_read`` how
+    many complete lines it read, including re-read ones it skipped as already counted.
+    """
+
+    counts: dict[str, int]
+    invalid: int
+    applied: int
+    new_lines: int
+    offset: int
+    lines_read: int = 0
+
+
+@dataclass(frozen=True)
+class _Batch:
+    start: int
+    end: int  # end offset of the last complete line read; == start when none was complete
+    lines: list[tuple[int, str | None]] = field(default_factory=list)  # (end offset, key or None)
+
+
+def read_state(paths: Paths) -> SignalState | None:
+    """The saved counter state, ``None`` before the first count (guarded read, see durable)."""
+    return durable.read_model(paths.signals_state, SignalState, quarantine_dir=paths.quarantine)
+
+
+def run_counter(paths: Paths, *, reset: bool = False) -> CountResult:
+    """Count every complete log line not counted yet, exactly once; return the saved totals.
+
+    ``reset=True`` discards the saved counts and recounts the current log from offset 0 (what
+    ``watcher signals --reset`` does after a replaced log). A missing log is zero new lines.
+    Raises :class:`LogReplaced` when the log is not the file the counts came from (or is shorter
+    than what was counted), :class:`SaveFailed` when a state or cursor write fails,
+    :class:`CorruptState`/:class:`NewerSchema` for unreadable state, :class:`LockBusy`.
+    """
+    try:
+        fd = os.open(paths.observations, os.O_RDONLY)
+    except FileNotFoundError:
+        return _count_without_log(paths, reset=reset)
+    except OSError as exc:
+        raise StateError(f"cannot read {paths.observations}: {exc}") from exc
+    try:
+        if reset:
+            _reset(paths, _identity(fd)[0])
+        # Lines appended after this snapshot wait for the next run, so a busy log cannot keep
+        # one run going forever.
+        stop = os.fstat(fd).st_size
+        new_lines = lines_read = 0
+        while True:
+            batch, state, new = _one_pass(paths, fd, stop)
+            new_lines += new
+            lines_read += len(batch.lines)
+            if not batch.lines or batch.end >= stop:
+                break
+    finally:
+        os.close(fd)
+    return CountResult(dict(state.counts), state.invalid, state.applied, new_lines, state.applied, lines_read)
+
+
+def _one_pass(paths: Paths, fd: int, stop: int) -> tuple[_Batch, SignalState, int]:
+    # Read before taking the lock, so appenders are not kept waiting while we parse.
+    batch = _read_batch(fd, _start_offset(paths), stop)
+    with signals_lock(paths):
+        state = read_state(paths) or SignalState()
+        identity, size = _identity(fd)
+        _check_same_log(paths, state, identity, size)
+        if state.applied < batch.start:
+            # A concurrent --reset (or a state.json lost since we looked) moved the watermark
+            # back past where we began reading; counting our batch alone would skip the gap.
+            batch = _read_batch(fd, state.applied, stop)
+        new_state, new = _apply(state, batch, identity)
+        if new_state != state:
+            # Counts and watermark in ONE durable write: the unit that makes replays harmless.
+            durable.write_model(paths.signals_state, new_state)
+        # Only now may the cursor move. It is written under the lock so two counters cannot
+        # leave it behind each other's watermark; a crash before this write just means the same
+        # lines are read again and skipped.
+        durable.write_model(paths.signals_cursor, SignalCursor(offset=new_state.applied))
+    return batch, new_state, new
+
+
+def _start_offset(paths: Paths) -> int:
+    """Where to start reading: the cursor, but never past the watermark.
+
+    The cursor is written after the state, so normally ``cursor <= applied``. A cursor *ahead*
+    of ``applied`` means the state is older than the cursor (state.json lost, quarantined or
+    restored): the state is the authority on what was counted, so we read from ``applied`` and
+    recount the lines it does not cover rather than silently skip them.
+    """
+    cursor = durable.read_model(paths.signals_cursor, SignalCursor, quarantine_dir=paths.quarantine)
+    state = read_state(paths)
+    return min(cursor.offset if cursor else 0, state.applied if state else 0)
+
+
+def _read_batch(fd: int, start: int, stop: int) -> _Batch:
+    """Complete lines from ``start`` (a line boundary) up to ``stop``; about PASS_BYTES of them.
+
+    Cost follows the bytes after ``start``, never the log's size. A trailing line without its
+    newline is not returned: it is still being written, or its writer died; it waits.
+    """
+    lines: list[tuple[int, str | None]] = []
+    end = read_to = start
+    pending = bytearray()
+    while read_to < stop and end - start < PASS_BYTES:
+        chunk = os.pread(fd, min(_READ_BLOCK, stop - read_to), read_to)
+        if not chunk:
+            break
+        read_to += len(chunk)
+        pending += chunk
+        *complete, rest = bytes(pending).split(b"\n")
+        for raw in complete:
+            end += len(raw) + 1
+            lines.append((end, _key_of(raw)))
+        pending = bytearray(rest)
+    return _Batch(start, end, lines)
+
+
+def _key_of(raw: bytes) -> str | None:
+    """The line's key, or ``None`` if it is not a JSON object with a non-empty string ``key``."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    key = data.get("key") if isinstance(data, dict) else None
+    return key if isinstance(key, str) and key else None
+
+
+def _apply(state: SignalState, batch: _Batch, identity: LogIdentity) -> tuple[SignalState, int]:
+    """Pure: the state after counting ``batch``, and how many lines were new."""
+    counts = dict(state.counts)
+    invalid = state.invalid
+    new = 0
+    for end, key in batch.lines:
+        if end <= state.applied:
+            continue  # counted by a run whose cursor write never happened
+        new += 1
+        if key is None:
+            invalid += 1
+        else:
+            counts[key] = counts.get(key, 0) + 1
+    applied = max(state.applied, batch.end)
+    log = identity if identity.head_sha256 or state.log is None else state.log
+    return SignalState(counts=counts, applied=applied, invalid=invalid, log=log), new
+
+
+# ------------------------------------------------------------------------------- identity, reset
+
+
+def _identity(fd: int) -> tuple[LogIdentity, int]:
+    """(dev, inode, hash of the first line) of the open log, and its current size."""
+    st = os.fstat(fd)
+    head = os.pread(fd, HEAD_CAP, 0)
+    newline = head.find(b"\n")
+    if newline >= 0:
+        digest: str | None = hashlib.sha256(head[: newline + 1]).hexdigest()
+    elif len(head) >= HEAD_CAP:
+        digest = hashlib.sha256(head).hexdigest()  # an over-long first line: its prefix is stable
+    else:
+        digest = None  # no complete first line yet: nothing that could have been counted
+    return LogIdentity(dev=st.st_dev, inode=st.st_ino, head_sha256=digest), st.st_size
+
+
+def _check_same_log(paths: Paths, state: SignalState, now: LogIdentity, size: int) -> None:
+    """Raise :class:`LogReplaced` unless the open log is the one ``state`` counted."""
+    was = state.log
+    if was is None or state.applied == 0:
+        return  # nothing counted yet, so nothing to protect
+    if (was.dev, was.inode) != (now.dev, now.inode):
+        raise _log_changed(paths, "was replaced (it is a different file: device/inode changed)")
+    if was.head_sha256 and now.head_sha256 != was.head_sha256:
+        raise _log_changed(paths, "was replaced (its first line changed)")
+    if size < state.applied:
+        raise _log_changed(paths, f"was truncated (it has {size} bytes, {state.applied} were already counted)")
+
+
+def _log_changed(paths: Paths, what: str) -> LogReplaced:
+    return LogReplaced(
+        f"{paths.observations} {what}. The signal counter stopped rather than mix counts from "
+        "two different logs; run `watcher signals --reset` to discard the saved counts and "
+        "recount this log from zero on purpose"
+    )
+
+
+def _reset(paths: Paths, identity: LogIdentity | None) -> None:
+    """Fresh state for the current log, then cursor 0.
+
+    A crash between the two writes leaves ``applied == 0`` with the old cursor; reading starts
+    at ``min(cursor, applied)`` = 0, so the recount still covers the whole log.
+    """
+    with signals_lock(paths):
+        durable.write_model(paths.signals_state, SignalState(log=identity))
+        durable.write_model(paths.signals_cursor, SignalCursor(offset=0))
+
+
+def _count_without_log(paths: Paths, *, reset: bool) -> CountResult:
+    if reset:
+        _reset(paths, None)
+    state = read_state(paths) or SignalState()
+    if state.applied > 0:
+        raise _log_changed(paths, f"was removed ({state.applied} bytes of it were already counted)")
+    cursor = durable.read_model(paths.signals_cursor, SignalCursor, quarantine_dir=paths.quarantine)
+    return CountResult(dict(state.counts), state.invalid, state.applied, 0, cursor.offset if cursor else 0)
