@@ -1,0 +1,131 @@
+"""Corrupt and newer-schema state files (SPEC §4): a clear error, quarantine byte-for-byte, and
+never an overwrite; a newer schema is refused and left exactly where it is."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from _records import record
+
+from watcher import inbox, seen
+from watcher.config import Paths
+from watcher.errors import EXIT_STATE, CorruptState, NewerSchema, exit_code_for
+
+_GOOD_INBOX = record("abc1").model_dump(mode="json")
+
+
+def _with(**changes: object) -> bytes:
+    return json.dumps({**_GOOD_INBOX, **changes}).encode()
+
+
+CORRUPT: dict[str, bytes] = {
+    "empty": b"",
+    "whitespace": b"  \n",
+    "truncated": json.dumps(_GOOD_INBOX).encode()[:57],
+    "binary": bytes(range(256)),
+    "array": b"[1, 2, 3]",
+    "string": b'"hello"',
+    "null": b"null",
+    "wrong_types": _with(cap="three", attempts={"n": 1}),
+    "missing_field": json.dumps({k: v for k, v in _GOOD_INBOX.items() if k != "prompt"}).encode(),
+    "unknown_field": _with(extra=1),
+    "schema_version_as_string": _with(schema_version="2"),
+    "schema_version_zero": _with(schema_version=0),
+    "unsafe_comment_id": _with(comment={**_GOOD_INBOX["comment"], "id": "../../etc"}),
+    "bad_utf8": b'{"schema_version": 1, "comments": {"\xff": 1}}',
+}
+
+Loader = Callable[[Paths], object]
+TARGETS: dict[str, tuple[Callable[[Paths], Path], Loader, str]] = {
+    "inbox": (lambda p: p.inbox_file("abc1"), lambda p: inbox.load(p, "abc1"), "inbox-abc1.json"),
+    "seen": (lambda p: p.seen, seen.load, "seen.json"),
+}
+
+
+def _plant(paths: Paths, target: str, content: bytes) -> Path:
+    path = TARGETS[target][0](paths)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("kind", sorted(CORRUPT))
+def test_corrupt_file_is_quarantined_byte_for_byte(paths: Paths, target: str, kind: str) -> None:
+    """Each kind of corrupt inbox/seen file raises CorruptState and moves, unchanged, to quarantine/."""
+    content = CORRUPT[kind]
+    path = _plant(paths, target, content)
+    with pytest.raises(CorruptState) as info:
+        TARGETS[target][1](paths)
+    moved = info.value.moved_to
+    assert moved is not None and moved.parent == paths.quarantine
+    assert moved.name.startswith(TARGETS[target][2] + ".")
+    assert moved.read_bytes() == content
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_corrupt_error_names_the_file_and_where_it_went(paths: Paths, target: str) -> None:
+    """The message names the corrupt file and its quarantine path; exit code 5."""
+    path = _plant(paths, target, b"{not json")
+    with pytest.raises(CorruptState) as info:
+        TARGETS[target][1](paths)
+    message = str(info.value)
+    assert str(path) in message and str(info.value.moved_to) in message
+    assert "not valid JSON" in message
+    assert exit_code_for(info.value) == EXIT_STATE
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_newer_schema_is_refused_and_left_untouched(paths: Paths, target: str) -> None:
+    """schema_version 2 raises NewerSchema; the file stays byte-for-byte and nothing is quarantined."""
+    content = json.dumps({"schema_version": 2, "whatever": "a newer watcher wrote"}).encode()
+    path = _plant(paths, target, content)
+    mtime = path.stat().st_mtime_ns
+    with pytest.raises(NewerSchema) as info:
+        TARGETS[target][1](paths)
+    assert path.read_bytes() == content and path.stat().st_mtime_ns == mtime
+    assert not paths.quarantine.exists() or list(paths.quarantine.iterdir()) == []
+    assert "schema_version 2" in str(info.value) and "upgrade" in str(info.value)
+    assert exit_code_for(info.value) == EXIT_STATE
+
+
+def test_unreadable_state_is_a_state_error_left_in_place(paths: Paths) -> None:
+    """A path that cannot be read (a directory) raises CorruptState and is not moved."""
+    paths.seen.mkdir(parents=True)
+    with pytest.raises(CorruptState) as info:
+        seen.load(paths)
+    assert info.value.moved_to is None
+    assert "left in place" in str(info.value)
+    assert paths.seen.is_dir()
+
+
+def test_seen_save_over_a_corrupt_file_never_overwrites_it(paths: Paths) -> None:
+    """A save that meets a corrupt seen.json fails loudly and does not write a fresh index over it."""
+    content = b'{"schema_version": 1, "comments": 7}'
+    _plant(paths, "seen", content)
+    empty = seen.SeenFile()
+    with pytest.raises(CorruptState) as info:
+        seen.save(paths, empty, empty)
+    assert info.value.moved_to is not None and info.value.moved_to.read_bytes() == content
+    assert not paths.seen.exists()
+
+
+def test_valid_files_load_without_touching_quarantine(paths: Paths) -> None:
+    """Healthy files load and nothing appears in quarantine/."""
+    inbox.save(paths, record("abc1"))
+    seen.save(paths, seen.SeenFile(), seen.SeenFile())
+    assert inbox.load(paths, "abc1") == record("abc1")
+    assert seen.load(paths) == seen.SeenFile()
+    assert not paths.quarantine.exists()
+
+
+def test_list_ids_ignores_temp_and_unsafe_names(paths: Paths) -> None:
+    """Only <valid id>.json counts as an inbox file; temp files and odd names do not."""
+    inbox.save(paths, record("abc1"))
+    for name in (".abc1.json.x1.tmp", "ABC.json", "notes.txt", "a-b.json", "x" * 17 + ".json"):
+        (paths.inbox / name).write_bytes(b"{}")
+    assert inbox.list_ids(paths) == ["abc1"]
