@@ -1,0 +1,200 @@
+"""Forem payloads to watcher records: pure functions over decoded JSON, no I/O (SPEC §5).
+
+Every payload item is checked on its own: a bad one becomes a :class:`Rejection` naming it, and
+the good items beside it still go through. Comment ids become file names under ``inbox/``, so an
+``id_code`` outside ``^[a-z0-9]{1,16}$`` (say ``../../etc``) is rejected here, before anything
+downstream could join it to a path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from pydantic import ValidationError
+
+from watcher.models import COMMENT_ID_RE, Comment
+from watcher.source._html import html_to_text
+from watcher.source._types import FetchResult, Rejection, SourceArticle
+from watcher.timeutil import parse_iso
+
+# What Forem leaves in body_html when a comment is deleted or hidden by the article's author.
+SKIPPED_BODIES = frozenset({"[deleted]", "[hidden by post author]"})
+_SHOW = 40  # characters of a bad value quoted in a message
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOW else text[: _SHOW - 3] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_article(raw: Any, *, where: str) -> tuple[SourceArticle, str | None] | Rejection:
+    """One article of a listing or export, with its author's username when the payload has it."""
+    if not isinstance(raw, dict):
+        return Rejection(f"{where} is not a JSON object ({type(raw).__name__}); skipped", where)
+    if _is_int(raw.get("id")) and raw["id"] > 0:
+        where = f"article {raw['id']}"
+    problems = []
+    if not (_is_int(raw.get("id")) and raw["id"] > 0):
+        problems.append(f"id must be a positive integer, got {_show(raw.get('id'))}")
+    for key in ("title", "url"):
+        if not isinstance(raw.get(key), str):
+            problems.append(f"{key} must be a string, got {_show(raw.get(key))}")
+    count = raw.get("comments_count")
+    if not (_is_int(count) and count >= 0):
+        problems.append(f"comments_count must be a non-negative integer, got {_show(count)}")
+    if problems:
+        return Rejection(f"{where}: {'; '.join(problems)}; skipped", where)
+    user = raw.get("user")
+    author = user.get("username") if isinstance(user, dict) else None
+    article = SourceArticle(id=raw["id"], title=raw["title"], url=raw["url"], comments_count=count)
+    return article, author if isinstance(author, str) and author else None
+
+
+@dataclass
+class Collector:
+    """Accumulates one fetch's comments; ``result()`` freezes it into a :class:`FetchResult`."""
+
+    include_own: bool
+    articles: list[SourceArticle] = field(default_factory=list)
+    fetched: set[int] = field(default_factory=set)
+    comments: list[Comment] = field(default_factory=list)
+    parent_texts: dict[str, str] = field(default_factory=dict)
+    rejected: list[Rejection] = field(default_factory=list)
+    _ids: set[str] = field(default_factory=set)
+
+    def result(self) -> FetchResult:
+        return FetchResult(
+            articles=list(self.articles),
+            fetched_article_ids=set(self.fetched),
+            comments=list(self.comments),
+            parent_texts=dict(self.parent_texts),
+            rejected=list(self.rejected),
+        )
+
+    def add_thread(self, nodes: Any, *, article: SourceArticle, author: str | None) -> bool:
+        """Flatten one article's nested comment list; False (and a rejection) if it is no list."""
+        if not isinstance(nodes, list):
+            where = f"article {article.id}"
+            self.rejected.append(
+                Rejection(f"{where}: comments must be a JSON list, got {type(nodes).__name__}; skipped", where)
+            )
+            return False
+        # Iterative pre-order walk: a hostile, deeply nested payload must not hit the recursion limit.
+        stack: list[tuple[Any, str | None, str]] = [
+            (node, None, str(i + 1)) for i, node in reversed(list(enumerate(nodes)))
+        ]
+        while stack:
+            node, parent_id, position = stack.pop()
+            own_id = self._add_node(node, article=article, author=author, parent_id=parent_id, position=position)
+            children = node.get("children", []) if isinstance(node, dict) else []
+            if not isinstance(children, list):
+                where = own_id or f"article {article.id}, comment #{position}"
+                self.rejected.append(Rejection(f"{where}: children must be a list; its replies were skipped", where))
+                continue
+            # Replies of a rejected comment are still good comments; they lose only their parent link.
+            for i, child in reversed(list(enumerate(children))):
+                stack.append((child, own_id, f"{position}.{i + 1}"))
+        return True
+
+    def _add_node(
+        self, node: Any, *, article: SourceArticle, author: str | None, parent_id: str | None, position: str
+    ) -> str | None:
+        """Check and keep one comment; return its id when replies may point at it."""
+        where = f"article {article.id}, comment #{position}"
+        if not isinstance(node, dict):
+            return self._reject(f"{where} is not a JSON object ({type(node).__name__}); skipped", where)
+        id_code = node.get("id_code")
+        if not isinstance(id_code, str) or not COMMENT_ID_RE.match(id_code):
+            return self._reject(
+                f"{where}: id_code {_show(id_code)} does not match {COMMENT_ID_RE.pattern} "
+                "(it would become a file name); skipped",
+                where,
+            )
+        if id_code in self._ids:
+            return self._reject(f"comment {id_code} ({where}) appears twice; the later copy was skipped", id_code)
+        body = node.get("body_html")
+        if not isinstance(body, str):
+            return self._reject(f"comment {id_code}: body_html must be a string, got {_show(body)}; skipped", id_code)
+        self._ids.add(id_code)
+        text = html_to_text(body)
+        self.parent_texts[id_code] = text
+        if text in SKIPPED_BODIES:
+            return id_code
+        username = _username(node)
+        if username is None:
+            return id_code  # deleted account: nobody to reply to
+        if isinstance(username, Rejection):
+            return self._reject(f"comment {id_code}: {username.message}; skipped", id_code, keep_id=True)
+        if author and username.lower() == author.lower() and not self.include_own:
+            return id_code
+        comment = self._build(node, id_code=id_code, article=article, parent_id=parent_id, username=username, text=text)
+        if comment is not None:
+            self.comments.append(comment)
+        return id_code
+
+    def _build(
+        self, node: dict[str, Any], *, id_code: str, article: SourceArticle, parent_id: str | None,
+        username: str, text: str,
+    ) -> Comment | None:
+        created_at = node.get("created_at")
+        problem = _created_at_problem(created_at)
+        url = node.get("url")
+        if problem is None and url is not None and not isinstance(url, str):
+            problem = f"url must be a string, got {_show(url)}"
+        if problem is not None:
+            self._reject(f"comment {id_code}: {problem}; skipped", id_code, keep_id=True)
+            return None
+        try:
+            return Comment(
+                id=id_code, article_id=article.id, article_title=article.title, article_url=article.url,
+                parent_id=parent_id, author=username, created_at=created_at, text=text,
+                url=url or comment_url(article.url, username, id_code),
+            )
+        except ValidationError as exc:  # defensive: every field was checked above
+            self._reject(f"comment {id_code}: {exc.errors()[0]['msg']}; skipped", id_code, keep_id=True)
+            return None
+
+    def _reject(self, message: str, item: str, *, keep_id: bool = False) -> str | None:
+        self.rejected.append(Rejection(message, item))
+        # A comment rejected for its content still has a safe id its replies may point at.
+        return item if keep_id else None
+
+
+def _username(node: dict[str, Any]) -> str | None | Rejection:
+    """The author's username; None for a deleted account (empty user); a Rejection if malformed."""
+    if "user" not in node:
+        return Rejection("missing field user", None)
+    user = node["user"]
+    if user is None or user == {}:
+        return None
+    if not isinstance(user, dict):
+        return Rejection(f"user must be an object, got {_show(user)}", None)
+    username = user.get("username")
+    if username is None or username == "":
+        return None
+    if not isinstance(username, str):
+        return Rejection(f"user.username must be a string, got {_show(username)}", None)
+    return username
+
+
+def _created_at_problem(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return f"created_at must be a timestamp string, got {_show(value)}"
+    try:
+        parse_iso(value)
+    except ValueError:
+        return f"created_at {_show(value)} is not an ISO 8601 timestamp"
+    return None
+
+
+def comment_url(article_url: str, username: str, id_code: str) -> str:
+    """``https://<article host>/<username>/comment/<id_code>``: Forem's comment permalink."""
+    parts = urlsplit(article_url)
+    origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else "https://dev.to"
+    return f"{origin}/{quote(username, safe='')}/comment/{id_code}"

@@ -1,0 +1,43 @@
+"""What a fetch hands to the pipeline: plain frozen records, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from watcher.models import Comment
+
+
+@dataclass(frozen=True)
+class SourceArticle:
+    """One of the author's articles as the source saw it in this fetch."""
+
+    id: int
+    title: str
+    url: str
+    comments_count: int
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """An item of a payload that could not be used; the rest of the payload still went through.
+
+    ``item`` is the comment id when it is a safe id, else a short description ("article 12,
+    comment #3"); it is never a raw value that could be used as a path.
+    """
+
+    message: str
+    item: str | None
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    articles: list[SourceArticle]
+    # Articles whose comment list is now known to be current: fetched in this run, or known to
+    # be empty because comments_count is 0 (no request needed for that).
+    fetched_article_ids: set[int]
+    # Flattened, filtered (no deleted/hidden/own), in thread order (parents before replies).
+    comments: list[Comment]
+    # id -> plain text of every usable comment, including skipped own/deleted ones, so a reply's
+    # prompt can quote its parent.
+    parent_texts: dict[str, str] = field(default_factory=dict)
+    rejected: list[Rejection] = field(default_factory=list)
