@@ -12,7 +12,18 @@ from typing import NamedTuple
 
 from watcher.config import Paths
 from watcher.durable import read_model, write_model
-from watcher.models import CAP, COMMENT_ID_RE, Attempt, AttemptError, Comment, InboxRecord, Prompt, State, Usage, Verdict
+from watcher.models import (
+    CAP,
+    COMMENT_ID_RE,
+    Attempt,
+    AttemptError,
+    Comment,
+    InboxRecord,
+    Prompt,
+    State,
+    Usage,
+    Verdict,
+)
 from watcher.timeutil import iso
 
 RAW_LIMIT = 16 * 1024
@@ -102,6 +113,10 @@ def reserve(
     """Append attempt n+1 with ``outcome: null``. Saved before the call, it *is* the budget."""
     if record.verdict is not None or len(record.attempts) >= record.cap:
         raise ValueError(f"comment {record.comment.id}: no attempt left to reserve")
+    if record.attempts and record.attempts[-1].outcome is None:
+        # An open reservation is either in flight or an orphan; stacking a second one on it
+        # would leave an attempt whose outcome can never be recorded. Close it first.
+        raise ValueError(f"comment {record.comment.id}: attempt {len(record.attempts)} is still reserved")
     attempt = Attempt(
         n=len(record.attempts) + 1,
         reserved_at=iso(),

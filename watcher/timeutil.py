@@ -15,5 +15,5 @@ def iso(moment: datetime | None = None) -> str:
 
 def parse_iso(text: str) -> datetime:
     """Inverse of :func:`iso`; also accepts Forem's ``…Z`` and offset forms."""
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    moment = datetime.fromisoformat(text)  # Python >= 3.11 reads a trailing Z
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
