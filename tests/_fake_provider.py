@@ -1,0 +1,139 @@
+"""A loopback OpenAI-compatible provider that records every call (SPEC §12).
+
+Each comment used in process tests carries a tag ``TAG:<label>`` in its text; the cached prompt
+contains it, so the server knows which comment a request is for. Per label, a script of
+behaviours is consumed one per call (the last one repeats):
+
+- ``"verdict"``   a valid verdict
+- ``"malformed"`` a 200 whose content is not JSON
+- ``"429"`` / ``"429:<seconds>"``  rate limited, with ``Retry-After``
+- ``"529"``       overloaded
+- ``"hold"``      keep the request open until :meth:`release` (then answer a verdict)
+- ``"hold-malformed"``  hold, then answer malformed JSON
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TAG = re.compile(r"TAG:([a-z0-9_-]+)")
+VERDICT = {"needs_reply": True, "category": "question", "priority": "normal",
+           "summary": "Asks how to configure the thing.", "reply_hint": "Point to the docs."}
+
+
+class FakeProvider:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.scripts: dict[str, list[str]] = {}
+        self.default = "verdict"
+        self.in_flight = threading.Event()
+        self._release = threading.Event()
+        self._lock = threading.Lock()
+        self.server: ThreadingHTTPServer | None = None
+
+    # ---- test-facing ----
+    def script(self, label: str, *behaviours: str) -> None:
+        self.scripts[label] = list(behaviours)
+
+    def release(self) -> None:
+        self._release.set()
+
+    @property
+    def base_url(self) -> str:
+        assert self.server is not None
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def env(self) -> dict[str, str]:
+        return {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": self.base_url, "WATCHER_API_KEY": "sk-test-fake",
+                "WATCHER_MODEL": "fake-model", "WATCHER_TIMEOUT": "30"}
+
+    def wait_in_flight(self, timeout: float = 20.0) -> None:
+        if not self.in_flight.wait(timeout):
+            raise AssertionError("the provider never received the held request")
+
+    # ---- server side ----
+    def _next(self, label: str) -> str:
+        with self._lock:
+            self.calls.append(label)
+            script = self.scripts.get(label)
+            if not script:
+                return self.default
+            return script.pop(0) if len(script) > 1 else script[0]
+
+    def handle(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        text = json.dumps(body)
+        match = TAG.search(text)
+        label = match.group(1) if match else "?"
+        behaviour = self._next(label)
+        if behaviour.startswith("hold"):
+            self.in_flight.set()
+            self._release.wait(60)
+            behaviour = "malformed" if behaviour == "hold-malformed" else "verdict"
+        if behaviour.startswith("429"):
+            retry = behaviour.split(":", 1)[1] if ":" in behaviour else "30"
+            err = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
+            return 429, {"Retry-After": retry}, json.dumps(err).encode()
+        if behaviour == "529":
+            return 529, {}, b'{"error": {"message": "Overloaded", "type": "overloaded_error"}}'
+        content = "this is not json {" if behaviour == "malformed" else json.dumps(VERDICT)
+        doc = {"id": "chatcmpl-1", "object": "chat.completion", "model": "fake-model",
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+        return 200, {}, json.dumps(doc).encode()
+
+
+def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server API
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            status, headers, payload = fake.handle(body)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client was killed while we held its request
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@contextmanager
+def running_fake() -> Iterator[FakeProvider]:
+    fake = FakeProvider()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+    server.daemon_threads = True
+    fake.server = server
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        fake.release()
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")

@@ -1,0 +1,140 @@
+"""Human output: a progress bar on stderr during a batch, short tables on stdout after.
+
+Imported only by the human front end, so ``--json`` runs and the bridge never load rich.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from watcher.pipeline import ItemResult
+
+_out = Console(highlight=False, soft_wrap=False)
+_err = Console(stderr=True, highlight=False)
+
+
+class BatchProgress:
+    """A transient rich progress bar on stderr; with --verbose, one line per item as well."""
+
+    def __init__(self, *, verbose: bool) -> None:
+        self.verbose = verbose
+        self._progress: Any = None
+        self._task: Any = None
+
+    def start(self, total: int) -> None:
+        if not _err.is_terminal:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self._progress = Progress(TextColumn("checking comments"), BarColumn(), MofNCompleteColumn(),
+                                  console=_err, transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task("batch", total=max(total, 1))
+
+    def advance(self, item: ItemResult) -> None:
+        if self._progress is not None and item.outcome in ("verdict", "error", "save_failed"):
+            self._progress.advance(self._task)
+        if self.verbose:
+            _err.print(f"{item.id}: {item.outcome}" + (f" ({item.kind})" if item.kind else ""))
+
+    def stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def human(command: str, result: Any) -> None:
+    renderer = {"scan": _batch, "recheck": _batch, "status": _status, "inbox": _inbox, "show": _show,
+                "mark": _mark, "signals": _signals}[command]
+    renderer(result)
+
+
+def _batch(doc: dict[str, Any]) -> None:
+    if doc["items"]:
+        table = Table("comment", "outcome", "attempts", "detail", title=f"{doc['command']} ({doc['provider']})")
+        for item in doc["items"]:
+            detail = item.get("kind") or ""
+            if item.get("message") and item["outcome"] not in ("verdict",):
+                detail = f"{detail}: {item['message']}" if detail else item["message"]
+            table.add_row(item["id"], item["outcome"], str(item.get("attempts", "")), detail[:100])
+        _out.print(table)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(doc["counts"].items())) or "nothing to do"
+    verb = "would call" if doc["dry_run"] else "model calls"
+    calls = len(doc.get("would_call", [])) if doc["dry_run"] else doc["calls"]
+    line = f"{verb}: {calls} (limit {doc['limit']}) · {counts}"
+    if doc.get("discovered"):
+        line += f" · new comments: {doc['discovered']}"
+    if doc["remaining"]:
+        line += f" · remaining: {doc['remaining']} (run again)"
+    if doc["repaired"]:
+        line += f" · index repaired: {len(doc['repaired'])}"
+    _out.print(line)
+    if doc["command"] == "scan" and not doc["dry_run"]:
+        _out.print("next: `watcher inbox` shows what needs a reply")
+
+
+def _status(doc: dict[str, Any]) -> None:
+    s = doc["settings"]
+    provider = f"{s['provider']} ({s['model']})" + (" — offline heuristic, not a language model" if s["offline"] else "")
+    _out.print(f"data dir:  {s['data_dir']}")
+    _out.print(f"provider:  {provider}")
+    _out.print(f"comments:  {doc['comments']} on {doc['articles']} article(s)")
+    _out.print("states:    " + ", ".join(f"{k} {v}" for k, v in doc["states"].items()))
+    _out.print("triage:    " + ", ".join(f"{k} {v}" for k, v in doc["triage"].items()))
+    cooldown = doc["cooldown"]
+    _out.print(f"cooldown:  {'until ' + cooldown['until'] if cooldown else 'none'}")
+    counts = doc["signals"]["counts"]
+    _out.print("signals:   " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet"))
+
+
+def _inbox(doc: dict[str, Any]) -> None:
+    if not doc["comments"]:
+        _out.print("Nothing needs a reply." if not doc["all"] else "No comments yet: run `watcher scan`.")
+        return
+    table = Table("id", "priority", "category", "author", "summary", "state" if doc["all"] else "url")
+    for row in doc["comments"]:
+        v = row["verdict"] or {}
+        table.add_row(row["id"], v.get("priority", "-"), v.get("category", "-"), row["author"],
+                      v.get("summary", "(no verdict yet)"), row["state"] + "/" + row["triage"] if doc["all"]
+                      else row["url"])
+    _out.print(table)
+    if not doc["all"]:
+        _out.print("mark one done: `watcher mark ID replied` (or ignored)")
+
+
+def _show(doc: dict[str, Any]) -> None:
+    c = doc["comment"]
+    _out.print(f"{c['id']} by {c['author']} on “{c['article_title']}” ({c['created_at']})")
+    _out.print(c["url"])
+    _out.print(f"state: {doc['state']} · triage: {doc['triage']} · attempts: {len(doc['attempts'])}/{doc['cap']}")
+    _out.print("")
+    _out.print(c["text"], markup=False)
+    if doc["verdict"]:
+        v = doc["verdict"]
+        _out.print("")
+        _out.print(f"verdict: needs_reply={v['needs_reply']} {v['category']} {v['priority']}: {v['summary']}",
+                   markup=False)
+        if v["reply_hint"]:
+            _out.print(f"reply hint: {v['reply_hint']}", markup=False)
+    for a in doc["attempts"]:
+        err = a.get("error") or {}
+        what = a["outcome"] or "reserved"
+        if err:
+            what += f" {err['kind']}: {err['message']}"
+        _out.print(f"attempt {a['n']}: {a['command']} via {a['entrypoint']} ({a['provider']}) at {a['reserved_at']} "
+                   f"→ {what}", markup=False)
+
+
+def _mark(doc: dict[str, Any]) -> None:
+    _out.print(f"{doc['id']} marked {doc['triage']}")
+
+
+def _signals(doc: dict[str, Any]) -> None:
+    if not doc["counts"]:
+        _out.print("no signals counted yet")
+    for key, n in sorted(doc["counts"].items()):
+        _out.print(f"{n:>8}  {key}")
+    if doc["invalid"]:
+        _out.print(f"{doc['invalid']:>8}  (invalid lines)")
