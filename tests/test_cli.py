@@ -1,0 +1,126 @@
+"""The CLI as a user types it: options, output streams and exit codes (SPEC §9)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _proc import write_export
+from typer.testing import CliRunner
+
+from watcher.cli import build_app
+
+runner = CliRunner()
+
+
+def invoke(*args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return runner.invoke(build_app("cli"), list(args), env=env, catch_exceptions=False)
+
+
+def files_under(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("limit", ["0", "21", "-3"])
+def test_limit_outside_1_to_20_is_a_usage_error_and_does_nothing(data_dir: Path, limit: str) -> None:
+    """--limit 0, 21 or negative: exit 2 and the data dir stays empty."""
+    result = invoke("scan", "--limit", limit, "--json")
+    assert result.exit_code == 2
+    assert "--limit must be between 1 and 20" in json.loads(result.stdout)["error"]["message"]
+    assert files_under(data_dir) == []
+
+
+def test_scan_on_bundled_sample_with_offline_model_reports_verdicts(data_dir: Path) -> None:
+    """The default scan reads the bundled sample with the offline classifier and says so on stderr."""
+    result = invoke("scan", "--limit", "20", "--json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["ok"] is True and doc["result"]["calls"] == 20
+    assert doc["result"]["provider"] == "offline"
+    assert "offline heuristic" in result.stderr
+    assert "bundled sample" in result.stderr
+    inbox_doc = json.loads(invoke("inbox", "--json").stdout)
+    assert inbox_doc["result"]["count"] >= 1
+    assert all(row["verdict"]["needs_reply"] for row in inbox_doc["result"]["comments"])
+
+
+def test_default_limit_is_five_calls_and_the_rest_are_counted_as_remaining(data_dir: Path, tmp_path: Path) -> None:
+    """Without --limit a run makes at most 5 model calls; the rest wait for the next run."""
+    export = write_export(tmp_path / "e.json", [f"c{i}" for i in range(8)])
+    doc = json.loads(invoke("scan", "--source", str(export), "--json").stdout)["result"]
+    assert doc["calls"] == 5 and doc["remaining"] == 3
+    doc2 = json.loads(invoke("scan", "--source", str(export), "--json").stdout)["result"]
+    assert doc2["calls"] == 3 and doc2["remaining"] == 0
+
+
+def test_dry_run_takes_no_lock_writes_nothing_and_calls_nothing(data_dir: Path, tmp_path: Path) -> None:
+    """--dry-run lists what would be called and leaves the data dir untouched."""
+    export = write_export(tmp_path / "e.json", ["a1", "a2", "a3"])
+    result = invoke("scan", "--source", str(export), "--dry-run", "--limit", "2", "--json")
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)["result"]
+    assert doc["would_call"] == ["a1", "a2"] and doc["calls"] == 0 and doc["remaining"] == 1
+    assert files_under(data_dir) == []
+
+
+def test_json_output_is_one_document_on_stdout(data_dir: Path) -> None:
+    """--json prints exactly one JSON document on stdout; notices go to stderr."""
+    result = invoke("scan", "--limit", "3", "--json")
+    json.loads(result.stdout)  # raises if anything else is on stdout
+    assert result.stdout.count('"command"') >= 1
+    assert "note:" not in result.stdout
+
+
+def test_missing_api_key_is_a_config_error_before_any_work(data_dir: Path) -> None:
+    """WATCHER_PROVIDER=openai without a key: exit 2, message names the variable, nothing written."""
+    result = invoke("scan", env={"WATCHER_PROVIDER": "openai"})
+    assert result.exit_code == 2
+    assert "WATCHER_API_KEY" in result.stderr
+    assert files_under(data_dir) == []
+
+
+def test_show_and_mark_unknown_or_malformed_ids_are_usage_errors(data_dir: Path) -> None:
+    """Unknown ids and ids that could be paths are refused with exit 2."""
+    for args in (["show", "nosuch"], ["mark", "nosuch", "replied"], ["show", "../../etc"]):
+        result = invoke(*args)
+        assert result.exit_code == 2, args
+        assert "error:" in result.stderr
+
+
+def test_mark_then_inbox_hides_the_replied_comment(data_dir: Path) -> None:
+    """Marking a comment replied removes it from `watcher inbox`; `open` brings it back."""
+    invoke("scan", "--limit", "20")
+    rows = json.loads(invoke("inbox", "--json").stdout)["result"]["comments"]
+    target = rows[0]["id"]
+    assert invoke("mark", target, "replied").exit_code == 0
+    ids = [r["id"] for r in json.loads(invoke("inbox", "--json").stdout)["result"]["comments"]]
+    assert target not in ids
+    invoke("mark", target, "open")
+    ids = [r["id"] for r in json.loads(invoke("inbox", "--json").stdout)["result"]["comments"]]
+    assert target in ids
+
+
+def test_status_shows_states_provider_and_signal_counts(data_dir: Path) -> None:
+    """status counts comments by state and shows the signal counts after a scan."""
+    invoke("scan", "--limit", "4")
+    doc = json.loads(invoke("status", "--json").stdout)["result"]
+    assert doc["states"]["done"] == 4
+    assert doc["settings"]["provider"] == "offline" and doc["settings"]["offline"] is True
+    assert doc["signals"]["counts"]["verdict.ok"] == 4
+
+
+def test_show_prints_text_verdict_and_every_attempt(data_dir: Path, tmp_path: Path) -> None:
+    """show renders the comment, its verdict and its attempts for a person."""
+    export = write_export(tmp_path / "e.json", ["s1"])
+    invoke("scan", "--source", str(export))
+    result = invoke("show", "s1")
+    assert result.exit_code == 0
+    assert "TAG:s1" in result.stdout and "verdict:" in result.stdout and "attempt 1: scan via cli" in result.stdout
+
+
+def test_help_explains_commands_and_exit_codes() -> None:
+    """--help lists every command and the exit codes."""
+    result = invoke("--help")
+    for word in ("scan", "recheck", "status", "inbox", "show", "mark", "signals", "Exit codes"):
+        assert word in result.stdout

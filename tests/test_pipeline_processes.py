@@ -1,0 +1,265 @@
+"""SPEC §7 with real processes: every attempt reserved first, never a fourth call, never stale.
+
+Each test drives the real ``watcher`` / ``watcher-bridge`` executables against a temp data dir
+and a loopback provider that records every call; assertions are on that call log.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _fake_provider import FakeProvider, running_fake, wait_for
+from _proc import envelope, run, start, write_export
+
+from watcher import inbox
+from watcher.config import Paths
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeProvider]:
+    with running_fake() as provider:
+        yield provider
+
+
+def _scan(data_dir: Path, fake: FakeProvider, export: Path, *extra: str, entry: str = "cli",
+          fault: str | None = None):  # type: ignore[no-untyped-def]
+    return run(entry, "scan", "--source", str(export), "--json", *extra, data_dir=data_dir, env=fake.env(),
+               fault=fault)
+
+
+def _record(data_dir: Path, cid: str):  # type: ignore[no-untyped-def]
+    record = inbox.load(Paths(data_dir), cid)
+    assert record is not None
+    return record
+
+
+def _failed_once(data_dir: Path, fake: FakeProvider, tmp_path: Path, label: str = "first") -> Path:
+    """A comment whose first attempt failed (malformed JSON); the call log is then cleared."""
+    export = write_export(tmp_path / "export.json", [label])
+    fake.script(label, "malformed")
+    proc = _scan(data_dir, fake, export)
+    assert proc.returncode == 0, proc.stderr
+    assert inbox.state_of(_record(data_dir, label)) == "failed"
+    fake.calls.clear()
+    return export
+
+
+def test_save_failure_after_answer_leaves_attempt_for_waiting_run_to_mark_interrupted(
+        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+    """Save fails after the model answered: exit 5; the queued recheck records interrupted, no call."""
+    _failed_once(data_dir, fake, tmp_path)
+    fake.script("first", "hold")
+    first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env(), fault="save_outcome")
+    fake.wait_in_flight()
+    second = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
+    time.sleep(1.5)  # let the second plan (it sees attempt 1 failed) and queue on the lock
+    fake.release()
+    out1 = first.communicate(timeout=30)
+    out2 = second.communicate(timeout=30)
+    assert first.returncode == 5, out1
+    assert envelope(out1)["result"]["items"][0]["outcome"] == "save_failed"
+    assert second.returncode == 0, out2
+    assert envelope(out2)["result"]["items"][0]["outcome"] == "interrupted"
+    assert fake.calls == ["first"]
+    record = _record(data_dir, "first")
+    assert [a.error.kind for a in record.attempts if a.error] == ["malformed_json", "interrupted"]
+
+
+def test_killed_during_call_leaves_attempt_for_waiting_run_to_mark_interrupted(
+        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+    """SIGKILL while the provider holds the request: the queued recheck records interrupted, no call."""
+    _failed_once(data_dir, fake, tmp_path)
+    fake.script("first", "hold")
+    first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
+    fake.wait_in_flight()
+    second = start("bridge", "recheck", data_dir=data_dir, env=fake.env())
+    time.sleep(1.5)
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    out2 = second.communicate(timeout=30)
+    fake.release()
+    assert second.returncode == 0, out2
+    assert envelope(out2)["result"]["items"][0]["outcome"] == "interrupted"
+    assert fake.calls == ["first"]
+    record = _record(data_dir, "first")
+    assert len(record.attempts) == 2 and record.attempts[-1].error.kind == "interrupted"
+    assert record.attempts[-1].entrypoint == "cli"
+
+
+def test_always_failing_comment_gets_exactly_three_calls_across_entrypoints(
+        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+    """A mix of scan/recheck from watcher and watcher-bridge: 3 calls, then exhausted forever."""
+    export = write_export(tmp_path / "export.json", ["bad"])
+    fake.script("bad", "malformed")
+    assert _scan(data_dir, fake, export).returncode == 0
+    assert _scan(data_dir, fake, export, entry="bridge").returncode == 0  # scan never retries
+    for _ in range(3):  # concurrent pairs: one may wait on the lock or be deferred, never double-call
+        a = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
+        b = start("bridge", "recheck", data_dir=data_dir, env=fake.env())
+        for proc in (a, b):
+            proc.communicate(timeout=60)
+            assert proc.returncode == 0
+    assert fake.calls == ["bad", "bad", "bad"]
+    record = _record(data_dir, "bad")
+    assert len(record.attempts) == 3
+    assert {a.entrypoint for a in record.attempts} <= {"cli", "bridge"}
+    for entry in ("cli", "bridge"):
+        proc = run(entry, "recheck", "bad", "--json", data_dir=data_dir, env=fake.env())
+        assert envelope(proc)["result"]["items"][0]["outcome"] == "exhausted"
+    assert fake.calls == ["bad", "bad", "bad"]
+    status = envelope(run("cli", "status", "--json", data_dir=data_dir))
+    assert status["result"]["states"]["exhausted"] == 1
+
+
+def test_comment_changed_while_waiting_for_lock_is_deferred(
+        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+    """B plans on attempt 1 failed; A makes attempt 2 meanwhile; B defers instead of calling."""
+    _failed_once(data_dir, fake, tmp_path)
+    fake.script("first", "hold-malformed")
+    a = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
+    fake.wait_in_flight()
+    b = start("bridge", "recheck", "first", data_dir=data_dir, env=fake.env())
+    time.sleep(1.5)
+    fake.release()
+    out_a, out_b = a.communicate(timeout=30), b.communicate(timeout=30)
+    assert a.returncode == 0 and b.returncode == 0, (out_a, out_b)
+    assert envelope(out_b)["result"]["items"][0]["outcome"] == "deferred"
+    assert fake.calls == ["first"]
+    assert len(_record(data_dir, "first").attempts) == 2
+
+
+def test_kill_after_verdict_saved_before_index_is_repaired_without_a_call(
+        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+    """Killed after the verdict was saved but before seen.json: the next run repairs with 0 calls."""
+    export = write_export(tmp_path / "export.json", ["one"])
+    killed = _scan(data_dir, fake, export, fault="kill_before_seen_save")
+    assert killed.returncode == -signal.SIGKILL
+    assert _record(data_dir, "one").verdict is not None
+    assert not (data_dir / "seen.json").exists()
+    assert fake.calls == ["one"]
+    again = _scan(data_dir, fake, export)
+    assert again.returncode == 0, again.stderr
+    assert fake.calls == ["one"]
+    seen_doc = json.loads((data_dir / "seen.json").read_text())
+    assert seen_doc["comments"]["one"]["status"] == "done"
+    assert seen_doc["comments"]["one"]["attempts"] == 1
+
+
+def test_rate_limit_stops_batch_and_cooldown_blocks_calls_until_it_expires(
+        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+    """429 on the 2nd of five: exit 3, two calls, the rest not_started; cooldown holds until expiry."""
+    labels = ["c1", "c2", "c3", "c4", "c5"]
+    export = write_export(tmp_path / "export.json", labels)
+    fake.script("c2", "429:3", "verdict")
+    proc = _scan(data_dir, fake, export)
+    assert proc.returncode == 3, proc.stderr
+    doc = envelope(proc)
+    outcomes = {i["id"]: i["outcome"] for i in doc["result"]["items"]}
+    assert outcomes == {"c1": "verdict", "c2": "error", "c3": "not_started", "c4": "not_started", "c5": "not_started"}
+    assert doc["error"]["kind"] == "rate_limited"
+    assert fake.calls == ["c1", "c2"]
+    blocked = _scan(data_dir, fake, export, entry="bridge")
+    assert blocked.returncode == 3
+    assert "provider cooldown until" in envelope(blocked)["error"]["message"]
+    blocked_recheck = run("cli", "recheck", data_dir=data_dir, env=fake.env())
+    assert blocked_recheck.returncode == 3
+    assert fake.calls == ["c1", "c2"]
+    time.sleep(3.2)
+    resumed = _scan(data_dir, fake, export)
+    assert resumed.returncode == 0, resumed.stderr
+    assert fake.calls == ["c1", "c2", "c3", "c4", "c5"]
+
+
+def test_second_run_fails_with_lock_busy_after_five_seconds_from_both_entrypoints(
+        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+    """While one run holds the pipeline lock, others exit 4 after about 5 s (CLI and bridge)."""
+    export = write_export(tmp_path / "export.json", ["slow"])
+    fake.script("slow", "hold")
+    holder = start("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env())
+    fake.wait_in_flight()
+    began = time.monotonic()
+    cli = start("cli", "recheck", data_dir=data_dir, env=fake.env())
+    bridge = start("bridge", "recheck", data_dir=data_dir, env=fake.env())
+    out_cli, out_bridge = cli.communicate(timeout=30), bridge.communicate(timeout=30)
+    elapsed = time.monotonic() - began
+    fake.release()
+    holder.communicate(timeout=30)
+    assert cli.returncode == 4 and bridge.returncode == 4
+    assert 4.9 <= elapsed <= 12
+    assert "pipeline lock busy: another watcher run holds" in out_cli[1]
+    assert "(waited 5.0 s)" in out_cli[1]
+    env = envelope(out_bridge)
+    assert env["exit_code"] == 4 and env["error"]["kind"] == "lock_busy"
+    assert fake.calls == ["slow"]
+
+
+def test_mark_during_batch_returns_promptly_and_survives_the_batch_save(
+        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+    """`watcher mark X replied` while a batch holds the pipeline lock: fast, and not overwritten."""
+    export = write_export(tmp_path / "export.json", ["done1"])
+    assert _scan(data_dir, fake, export).returncode == 0
+    export2 = write_export(tmp_path / "export2.json", ["done1", "slow"])
+    fake.script("slow", "hold")
+    batch = start("cli", "scan", "--source", str(export2), data_dir=data_dir, env=fake.env())
+    fake.wait_in_flight()
+    began = time.monotonic()
+    marked = run("cli", "mark", "done1", "replied", data_dir=data_dir)
+    took = time.monotonic() - began
+    assert marked.returncode == 0, marked.stderr
+    assert took < 4.0  # it never waits for the pipeline lock (5 s)
+    assert batch.poll() is None  # the batch was still holding the lock
+    fake.release()
+    batch.communicate(timeout=30)
+    assert batch.returncode == 0
+    seen_doc = json.loads((data_dir / "seen.json").read_text())
+    assert seen_doc["comments"]["done1"]["triage"] == "replied"
+    assert seen_doc["comments"]["slow"]["status"] == "done"
+
+
+def _normalise(doc: object, data_dir: Path) -> object:
+    text = json.dumps(doc).replace(str(data_dir), "<data>")
+    return json.loads(text)
+
+
+def test_bridge_envelope_and_exit_code_match_cli_for_every_command(
+        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+    """Every command gives the same envelope and exit code from `watcher --json` and the bridge."""
+    export = write_export(tmp_path / "export.json", ["aa", "bb"])
+    fake.script("bb", "malformed")
+    cli_dir, bridge_dir = tmp_path / "cli-data", tmp_path / "bridge-data"
+    commands = [
+        ["scan", "--source", str(export)], ["recheck", "--dry-run"], ["status"], ["inbox"], ["inbox", "--all"],
+        ["show", "aa"], ["mark", "aa", "replied"], ["signals"], ["show", "zz"], ["scan", "--limit", "21"],
+        ["mark", "aa", "someday"], ["recheck"],
+    ]
+    for args in commands:
+        c = run("cli", *args, "--json", data_dir=cli_dir, env=fake.env())
+        b = run("bridge", *args, data_dir=bridge_dir, env=fake.env())
+        assert c.returncode == b.returncode, (args, c.stderr, b.stderr)
+        ce, be = _normalise(envelope(c), cli_dir), _normalise(envelope(b), bridge_dir)
+        assert ce.keys() == be.keys() == {"ok", "command", "exit_code", "result", "error"}
+        assert be["exit_code"] == b.returncode
+        if args[0] in ("scan", "recheck", "show"):
+            # attempts carry timestamps, pids, run ids and the entrypoint itself; compare the rest
+            assert _shape(ce) == _shape(be), args
+        else:
+            assert ce == be, args
+    show_b = envelope(run("bridge", "show", "bb", data_dir=bridge_dir))
+    assert {a["entrypoint"] for a in show_b["result"]["attempts"]} == {"bridge"}
+
+
+def _shape(env: dict) -> object:  # type: ignore[type-arg]
+    result = env["result"]
+    if env["command"] == "show" and result:
+        result = {k: v for k, v in result.items() if k != "attempts"} | {
+            "attempts": [(a["n"], a["outcome"], (a.get("error") or {}).get("kind")) for a in result["attempts"]]}
+    elif result:
+        result = {k: v for k, v in result.items() if k != "signals"}
+    return {**env, "result": result}
