@@ -180,7 +180,8 @@ def run_counter(paths: Paths, *, reset: bool = False) -> CountResult:
 
 def _one_pass(paths: Paths, fd: int, stop: int) -> tuple[_Batch, SignalState, int]:
     # Read before taking the lock, so appenders are not kept waiting while we parse.
-    batch = _read_batch(fd, _start_offset(paths), stop)
+    start, cursor = _start_offset(paths)
+    batch = _read_batch(fd, start, stop)
     with signals_lock(paths):
         state = read_state(paths) or SignalState()
         identity, size = _identity(fd)
@@ -196,12 +197,13 @@ def _one_pass(paths: Paths, fd: int, stop: int) -> tuple[_Batch, SignalState, in
         # Only now may the cursor move. It is written under the lock so two counters cannot
         # leave it behind each other's watermark; a crash before this write just means the same
         # lines are read again and skipped.
-        durable.write_model(paths.signals_cursor, SignalCursor(offset=new_state.applied))
+        if cursor != new_state.applied:
+            durable.write_model(paths.signals_cursor, SignalCursor(offset=new_state.applied))
     return batch, new_state, new
 
 
-def _start_offset(paths: Paths) -> int:
-    """Where to start reading: the cursor, but never past the watermark.
+def _start_offset(paths: Paths) -> tuple[int, int]:
+    """Where to start reading, and the saved cursor: the cursor, but never past the watermark.
 
     The cursor is written after the state, so normally ``cursor <= applied``. A cursor *ahead*
     of ``applied`` means the state is older than the cursor (state.json lost, quarantined or
@@ -210,7 +212,8 @@ def _start_offset(paths: Paths) -> int:
     """
     cursor = durable.read_model(paths.signals_cursor, SignalCursor, quarantine_dir=paths.quarantine)
     state = read_state(paths)
-    return min(cursor.offset if cursor else 0, state.applied if state else 0)
+    offset = cursor.offset if cursor else 0
+    return min(offset, state.applied if state else 0), offset
 
 
 def _read_batch(fd: int, start: int, stop: int) -> _Batch:
