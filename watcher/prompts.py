@@ -1,0 +1,141 @@
+"""Render the verdict prompt for one comment (SPEC §4.1).
+
+The rendered :class:`~watcher.models.Prompt` is cached in the comment's inbox file and reused by
+every later attempt, so rendering happens once and must be a pure function of the comment and
+the template bytes. Comment and parent text are untrusted: each is fenced between marker lines
+whose token the text does not contain, so no comment can close its own block and continue as
+"instructions" (see :func:`fence_token`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from watcher.models import Comment, Prompt
+
+TEMPLATE_NAME = "verdict"
+# Title and author are shown on one line each; capping them keeps a hostile title from
+# flooding the prompt (the comment text itself is not cut: it is what we classify).
+_TITLE_MAX = 300
+_AUTHOR_MAX = 100
+_PART_RE = re.compile(r"^<!-- part: (\w+) -->\n", re.MULTILINE)
+_PLACEHOLDER_RE = re.compile(r"\{\{(\w+)\}\}")
+# One fenced block of the rendered user text: label, token, content. Used by the offline
+# provider, which only ever sees the cached prompt (see :func:`fenced_blocks`).
+_BLOCK_RE = re.compile(r"^<<<(COMMENT|PARENT) ([0-9a-f]{16})\n(.*?)\n\1 \2>>>$", re.MULTILINE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Template:
+    """The parsed template file: its parts and the sha256 of its exact bytes."""
+
+    sha256: str
+    system: str
+    user: str
+    parent: str
+
+
+def render(comment: Comment, *, parent_text: str | None = None) -> Prompt:
+    """The exact system and user text for ``comment``; ``parent_text`` for replies.
+
+    Raises :class:`FileNotFoundError` if the template cannot be found and :class:`ValueError`
+    if it is malformed (a packaging bug, not a user error).
+    """
+    template = load_template()
+    parent = ""
+    if parent_text is not None:
+        parent = _fill(template.parent, parent_text=parent_text, parent_fence=fence_token(parent_text))
+        parent = parent.strip("\n") + "\n\n"
+    user = _fill(
+        template.user,
+        article_title=_one_line(comment.article_title, _TITLE_MAX),
+        comment_author=_one_line(comment.author, _AUTHOR_MAX),
+        parent=parent,
+        comment_text=comment.text,
+        comment_fence=fence_token(comment.text),
+    )
+    return Prompt(template=TEMPLATE_NAME, template_sha256=template.sha256, system=template.system, user=user)
+
+
+def fence_token(text: str) -> str:
+    """A 16-hex token that does not occur in ``text``, derived from it (so rendering is pure).
+
+    The closing marker contains the token, so text without the token cannot close its block.
+    Finding a text containing its own sha256 prefix is a preimage search; the loop is only there
+    so that even that case stays correct.
+    """
+    counter = 0
+    while True:
+        token = hashlib.sha256(f"{counter}:{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        if token not in text:
+            return token
+        counter += 1
+
+
+def fenced_blocks(user: str) -> dict[str, str]:
+    """The fenced blocks of a rendered user prompt: ``{"COMMENT": text, "PARENT": text}``.
+
+    Scans left to right: the first marker line is always a real one (the lines before it are
+    template text and one-line fields), and a real block ends at its own closing line, which
+    the text inside cannot contain; so fake blocks *inside* a comment are swallowed whole.
+    """
+    blocks: dict[str, str] = {}
+    for match in _BLOCK_RE.finditer(user):
+        blocks.setdefault(match.group(1), match.group(3))
+    return blocks
+
+
+@functools.cache
+def load_template() -> Template:
+    """The parsed template, read once per process (never at import time)."""
+    data = _template_bytes()
+    return _parse(data, sha256=hashlib.sha256(data).hexdigest())
+
+
+def _template_bytes() -> bytes:
+    # The wheel ships prompts/ as watcher/_bundled/prompts (pyproject force-include); a source
+    # checkout or an editable install has it at the repository root instead.
+    bundled = resources.files("watcher").joinpath("_bundled", "prompts", f"{TEMPLATE_NAME}.md")
+    if bundled.is_file():
+        return bundled.read_bytes()
+    repo = Path(__file__).resolve().parent.parent / "prompts" / f"{TEMPLATE_NAME}.md"
+    try:
+        return repo.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"prompt template {TEMPLATE_NAME}.md not found in the installed package or at {repo}; "
+            "reinstall devto-watcher"
+        ) from None
+
+
+def _parse(data: bytes, *, sha256: str) -> Template:
+    text = data.decode("utf-8").replace("\r\n", "\n")
+    pieces = _PART_RE.split(text)
+    # split() gives [preamble, name1, body1, name2, body2, ...]; the preamble is a note.
+    parts = {name: body.strip("\n") for name, body in zip(pieces[1::2], pieces[2::2], strict=True)}
+    missing = {"system", "user", "parent"} - set(parts)
+    if missing:
+        raise ValueError(f"prompt template {TEMPLATE_NAME}.md lacks part(s): {', '.join(sorted(missing))}")
+    return Template(sha256=sha256, system=parts["system"], user=parts["user"], parent=parts["parent"])
+
+
+def _fill(text: str, **values: str) -> str:
+    # One pass: a value that itself contains "{{comment_text}}" is inserted verbatim.
+    def replace(match: re.Match[str]) -> str:
+        try:
+            return values[match.group(1)]
+        except KeyError:
+            raise ValueError(f"prompt template {TEMPLATE_NAME}.md: unknown placeholder {match.group(0)}") from None
+
+    return _PLACEHOLDER_RE.sub(replace, text)
+
+
+def _one_line(value: str, limit: int) -> str:
+    # A newline in a title could start a line that looks like a fence marker; collapse it.
+    flat = " ".join(value.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,227 @@
+"""What the HTTP providers share: one request, no retries, every outcome classified.
+
+Imported only by :mod:`watcher.providers.openai` and :mod:`watcher.providers.anthropic`, so a
+command that never calls a model never imports httpx.
+
+The no-retry promise (SPEC §1: at most 3 calls per comment, each reserved durably first) needs
+both halves: no loop here, and ``HTTPTransport(retries=0)`` so httpcore does not quietly
+reconnect and resend either.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import httpx
+
+from watcher.config import Settings
+from watcher.models import AttemptError, ErrorKind, Prompt, Usage, Verdict
+from watcher.providers.base import CallResult
+from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
+from watcher.providers.parse import parse_verdict_text
+
+RAW_LIMIT_BYTES = 16 * 1024
+REDACTED = "[redacted]"
+# Enough for the verdict (≤ ~800 characters of JSON) with room for a reasoning model's
+# thinking; a hard ceiling on what one call can cost.
+MAX_OUTPUT_TOKENS = 2048
+USER_AGENT = "devto-watcher/0.1 (+https://github.com/devto-watcher)"
+_SERVER_MESSAGE_LIMIT = 300
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a 2xx body says: the answer text (``None`` if there is none), how it stopped, and a
+    note for the error message (the refusal text, the finish reason, what is missing)."""
+
+    text: str | None
+    stop: Stop | None = None
+    note: str = "the response has no answer text"
+
+
+class HttpProvider:
+    """One provider over httpx. Subclasses describe the wire format; this class owns the call."""
+
+    name: ClassVar[str]
+    path: ClassVar[str]
+
+    def __init__(self, settings: Settings, *, transport: httpx.BaseTransport | None = None) -> None:
+        self.model = settings.model
+        self._secret = settings.api_key.get_secret_value() if settings.api_key is not None else ""
+        self._timeout_s = settings.timeout
+        self._url = settings.base_url.rstrip("/") + self.path
+        self._client = httpx.Client(
+            base_url=settings.base_url.rstrip("/"),
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json", **self.auth_headers(self._secret)},
+            timeout=httpx.Timeout(settings.timeout),
+            transport=transport if transport is not None else default_transport(settings.base_url),
+            follow_redirects=False,
+        )
+
+    # ---- wire format (subclasses) --------------------------------------------------------------
+
+    def auth_headers(self, secret: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def request_body(self, prompt: Prompt) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def extract(self, data: dict[str, Any]) -> Answer:
+        raise NotImplementedError
+
+    def usage_of(self, data: dict[str, Any]) -> Usage:
+        raise NotImplementedError
+
+    # ---- the call ------------------------------------------------------------------------------
+
+    def complete(self, prompt: Prompt) -> CallResult:
+        """Exactly one POST; never raises for HTTP, network or parse problems."""
+        body = self.request_body(prompt)
+        started = time.monotonic()
+        try:
+            response = self._client.post(self.path, json=body)
+        except httpx.TimeoutException:
+            message = f"no response from {self._url} within {self._timeout_s:g} s (WATCHER_TIMEOUT)"
+            return self._no_response("timeout", message, started)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            message = f"could not reach {self._url}: {type(exc).__name__}: {exc}"
+            return self._no_response("network", message, started)
+        return self.interpret(response, duration_ms=_elapsed_ms(started))
+
+    def close(self) -> None:
+        self._client.close()
+
+    def interpret(self, response: httpx.Response, *, duration_ms: int) -> CallResult:
+        """Classify a response that arrived. Raw body, usage and duration are always kept."""
+        text = response.content.decode("utf-8", "replace")
+        data = _json_object(text)
+        raw = _truncate(self.redact(text))
+        usage = self.usage_of(data) if data is not None else Usage()
+        status = response.status_code
+        err_type, err_code, err_message = _error_fields(data)
+        answer: Answer | None = None
+        parsed: Verdict | AttemptError | None = None
+        if 200 <= status < 300 and not (err_type or err_code):
+            answer = self.extract(data) if data is not None else Answer(None, note="the response body is not JSON")
+            if answer.text is None:
+                parsed = AttemptError(kind="malformed_json", message=answer.note)
+            else:
+                parsed = parse_verdict_text(answer.text)
+        kind = classify(
+            status=status,
+            error_type=err_type,
+            error_code=err_code,
+            error_message=err_message,
+            stop=answer.stop if answer else None,
+            parse_failure=parsed.kind if isinstance(parsed, AttemptError) else None,
+        )
+        if kind is None and isinstance(parsed, Verdict):
+            return CallResult(verdict=parsed, raw=raw, usage=usage, duration_ms=duration_ms)
+        retry = retry_after_seconds(response.headers.get("retry-after"), value_ms=response.headers.get("retry-after-ms"))
+        if answer is not None and answer.stop is not None:
+            detail: str | None = answer.note
+        else:
+            detail = parsed.message if isinstance(parsed, AttemptError) else err_message
+        error = AttemptError(
+            kind=kind or "malformed_json",
+            message=self.redact(self.describe(kind or "malformed_json", status, detail, retry)),
+            http_status=status,
+            retry_after_s=retry,
+        )
+        return CallResult(error=error, raw=raw, usage=usage, duration_ms=duration_ms)
+
+    # ---- helpers -------------------------------------------------------------------------------
+
+    def redact(self, text: str) -> str:
+        """``text`` without the API key (a misbehaving server or proxy may echo it back)."""
+        return text.replace(self._secret, REDACTED) if self._secret else text
+
+    def describe(self, kind: ErrorKind, status: int, detail: str | None, retry: float | None) -> str:
+        """A message that says what happened and what the user can do about it."""
+        said = f": {_clip(detail)}" if detail else ""
+        hints = {
+            "rate_limited": "rate limited by the provider"
+            + (f"; retry after {retry:g} s" if retry is not None else "; wait before the next run"),
+            "quota_exhausted": "quota or spend limit exhausted; check the plan and billing of this API key",
+            "auth": "the provider rejected the API key; check WATCHER_API_KEY and its permissions",
+            "overloaded": "the provider is overloaded; `watcher recheck` later",
+            "server_error": "the provider had an internal error; `watcher recheck` later",
+            "bad_request": f"the provider refused the request; check WATCHER_MODEL ({self.model}) and WATCHER_BASE_URL",
+            "truncated": "the answer was cut off at the output token limit",
+            "refused": "the model refused to answer or the answer was filtered",
+            "malformed_json": "the answer is not a JSON object",
+            "invalid_verdict": "the answer does not match the verdict schema",
+        }
+        hint = hints.get(kind, kind)
+        if kind in ("malformed_json", "invalid_verdict") and detail:
+            return f"{self.name} HTTP {status}: {_clip(detail)}"
+        return f"{self.name} HTTP {status}: {hint}{said}"
+
+    def _no_response(self, kind: Transport, message: str, started: float) -> CallResult:
+        error = AttemptError(kind=kind, message=self.redact(message))
+        return CallResult(error=error, duration_ms=_elapsed_ms(started))
+
+
+def default_transport(base_url: str) -> httpx.HTTPTransport:
+    """``retries=0``, plus the environment's proxy for ``base_url`` if one applies.
+
+    Passing our own transport switches off httpx's environment-proxy support (it only reads
+    ``HTTPS_PROXY`` & co. when it builds the transport itself), so honour them here.
+    """
+    url = httpx.URL(base_url)
+    proxies = urllib.request.getproxies_environment()
+    proxy = None
+    if proxies and not urllib.request.proxy_bypass_environment(url.host, proxies):
+        proxy = proxies.get(url.scheme) or proxies.get("all")
+    return httpx.HTTPTransport(retries=0, proxy=proxy)
+
+
+def usage(input_tokens: object, output_tokens: object) -> Usage:
+    """Token counts if they are non-negative integers, else ``None`` for that side."""
+
+    def count(value: object) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    return Usage(input_tokens=count(input_tokens), output_tokens=count(output_tokens))
+
+
+def _error_fields(data: dict[str, Any] | None) -> tuple[str | None, str | None, str | None]:
+    # OpenAI: {"error": {"message", "type", "code"}}; Anthropic: {"type": "error",
+    # "error": {"type", "message"}}; some compatible servers: {"error": "text"}.
+    error = data.get("error") if data is not None else None
+    if isinstance(error, str):
+        return None, None, error
+    if not isinstance(error, dict):
+        return None, None, None
+    return _str(error.get("type")), _str(error.get("code")), _str(error.get("message"))
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _truncate(text: str) -> str:
+    # Redaction happens before this cut, so a key cannot survive as a prefix at the boundary.
+    data = text.encode("utf-8", "surrogatepass")
+    return text if len(data) <= RAW_LIMIT_BYTES else data[:RAW_LIMIT_BYTES].decode("utf-8", "ignore")
+
+
+def _clip(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _SERVER_MESSAGE_LIMIT else flat[: _SERVER_MESSAGE_LIMIT - 1] + "…"
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

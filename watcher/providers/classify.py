@@ -1,0 +1,143 @@
+"""The SPEC §6 table as one pure function: what happened → exactly one error kind (or none).
+
+Providers translate their wire format into the keyword arguments of :func:`classify` (an httpx
+exception into ``transport``, a ``finish_reason``/``stop_reason`` into ``stop``, the error
+object of a JSON body into ``error_type``/``error_code``/``error_message``) and this module
+decides. No I/O, no httpx: it is tested with plain values, including that every kind of the
+table is reachable.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Literal
+
+from watcher.models import ErrorKind
+
+Transport = Literal["timeout", "network"]
+# Provider stop reasons, normalised: "length" (OpenAI finish_reason length, Anthropic
+# max_tokens), "refusal" (OpenAI message.refusal, Anthropic stop_reason refusal),
+# "content_filter" (OpenAI finish_reason content_filter). Anything else is a normal stop.
+Stop = Literal["length", "refusal", "content_filter"]
+
+# Error codes/types that mean "no more money", not "too fast": waiting a minute will not help.
+QUOTA_CODES = frozenset(
+    {
+        "insufficient_quota",  # OpenAI 429: "You exceeded your current quota"
+        "billing_hard_limit_reached",  # OpenAI: the organisation's hard spend limit
+        "billing_not_active",  # OpenAI: no payment method / account not activated
+        "quota_exceeded",  # Azure OpenAI and several OpenAI-compatible gateways
+        "billing_error",  # Anthropic 402: billing or payment problem
+        "insufficient_credits",  # OpenAI-compatible gateways (e.g. OpenRouter 402)
+    }
+)
+# Anthropic reports spend limits and an empty credit balance as a plain invalid_request_error
+# (HTTP 400); only the message tells them apart. Deliberately specific phrases: OpenAI's
+# ordinary rate-limit message mentions "billing" too, and must stay a rate limit.
+QUOTA_PHRASES = (
+    "exceeded your current quota",
+    "credit balance is too low",
+    "api usage limits",
+    "spend limit",
+    "spending limit",
+    "insufficient credits",
+)
+OVERLOADED_STATUSES = frozenset({503, 529})
+AUTH_STATUSES = frozenset({401, 403})
+AUTH_TYPES = frozenset({"authentication_error", "permission_error", "invalid_api_key"})
+RATE_LIMIT_TYPES = frozenset({"rate_limit_error", "rate_limit_exceeded"})
+
+
+def classify(
+    *,
+    transport: Transport | None = None,
+    status: int | None = None,
+    error_type: str | None = None,
+    error_code: str | None = None,
+    error_message: str | None = None,
+    stop: Stop | None = None,
+    parse_failure: ErrorKind | None = None,
+) -> ErrorKind | None:
+    """The one error kind for an outcome, or ``None`` when it is a usable answer.
+
+    Precedence follows what is known first: no response at all, then the HTTP status (and the
+    error object of its body), then how generation stopped (a truncated answer also fails to
+    parse, but "truncated" is the useful diagnosis), then the parse result.
+    """
+    if transport is not None:
+        return transport
+    markers = {m.lower() for m in (error_type, error_code) if m}
+    if status is not None and not 200 <= status < 300:
+        return _http_kind(status, markers, (error_message or "").lower())
+    if markers:
+        # A 2xx whose body is an error object (some OpenAI-compatible servers do this).
+        return _http_kind(status or 200, markers, (error_message or "").lower())
+    if stop == "length":
+        return "truncated"
+    if stop in ("refusal", "content_filter"):
+        return "refused"
+    return parse_failure
+
+
+def _http_kind(status: int, markers: set[str], message: str) -> ErrorKind:
+    if is_quota(status, markers, message):
+        return "quota_exhausted"
+    if status == 429 or markers & RATE_LIMIT_TYPES:
+        return "rate_limited"
+    if status in AUTH_STATUSES or markers & AUTH_TYPES:
+        return "auth"
+    if status in OVERLOADED_STATUSES or "overloaded_error" in markers:
+        return "overloaded"
+    if status >= 500 or 200 <= status < 300:
+        return "server_error"
+    # Other 4xx, and 1xx/3xx (not followed: a redirect means the base URL is wrong).
+    return "bad_request"
+
+
+def is_quota(status: int, markers: set[str], message: str) -> bool:
+    """Quota/spend-limit exhaustion: 402, or a 4xx (or error body) naming a quota code or phrase."""
+    if status == 402:
+        return True
+    if not (400 <= status < 500 or 200 <= status < 300):
+        return False
+    return bool(markers & QUOTA_CODES) or any(phrase in message for phrase in QUOTA_PHRASES)
+
+
+def retry_after_seconds(
+    value: str | None, *, value_ms: str | None = None, now: datetime | None = None
+) -> float | None:
+    """``Retry-After`` as seconds (delta-seconds or an HTTP date), else ``retry-after-ms``.
+
+    ``None`` when absent or unreadable; a date in the past is ``0.0``. Never raises.
+    """
+    if value:
+        seconds = _as_seconds(value.strip())
+        if seconds is None:
+            seconds = _date_delta(value.strip(), now or datetime.now(UTC))
+        if seconds is not None:
+            return seconds
+    if value_ms:
+        millis = _as_seconds(value_ms.strip())
+        if millis is not None:
+            return millis / 1000.0
+    return None
+
+
+def _as_seconds(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def _date_delta(text: str, now: datetime) -> float | None:
+    try:
+        moment = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if moment.tzinfo is None:  # RFC 9110 dates are GMT; "-0000" parses as naive
+        moment = moment.replace(tzinfo=UTC)
+    return max(0.0, (moment - now).total_seconds())
