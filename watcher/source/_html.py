@@ -30,7 +30,8 @@ _SPACES = re.compile(r"[ \t\r\n\f\v]+")
 class _TextBuilder(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.blocks: list[tuple[str, bool]] = []  # (text, is_list_item)
+        self.blocks: list[tuple[str, bool]] = []  # (text, joins the previous block with one newline)
+        self._after_item = False  # the last block was a list item of a list still open
         self._line: list[str] = []
         self._pre: list[str] | None = None
         self._pre_depth = 0
@@ -117,6 +118,7 @@ class _TextBuilder(HTMLParser):
                 self._quote_depth -= 1
             elif tag in ("ul", "ol") and self._lists:
                 self._lists.pop()
+                self._after_item = False  # two lists in a row are two blocks, not one
 
     def _close_pre(self) -> None:
         code = "".join(self._pre or []).strip("\n")
@@ -140,7 +142,8 @@ class _TextBuilder(HTMLParser):
     def _add(self, text: str, *, is_item: bool) -> None:
         if self._quote_depth:
             text = "\n".join(("> " * self._quote_depth + line).rstrip() for line in text.split("\n"))
-        self.blocks.append((text, is_item))
+        self.blocks.append((text, is_item and self._after_item))
+        self._after_item = is_item
 
     def finish(self) -> str:
         self.close()
@@ -148,12 +151,10 @@ class _TextBuilder(HTMLParser):
             self._close_pre()
         self._flush()
         out: list[str] = []
-        previous_item = False
-        for text, is_item in self.blocks:
+        for text, tight in self.blocks:
             if out:
-                out.append("\n" if is_item and previous_item else "\n\n")
+                out.append("\n" if tight else "\n\n")
             out.append(text)
-            previous_item = is_item
         return "".join(out).strip()
 
 
