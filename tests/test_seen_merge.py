@@ -1,0 +1,261 @@
+"""seen.json merge-on-save (SPEC §4.2), as properties over arbitrary base/mine/theirs, plus the
+file-level save, reconcile and patch_triage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from _records import entry, error, record, verdict
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from watcher import inbox, seen
+from watcher.config import Paths
+from watcher.models import SeenArticle, SeenComment, SeenFile
+from watcher.seen import merge
+
+IDS = ["a", "b", "c", "d"]
+STATUSES = ["done", "pending", "failed", "exhausted", "reserved"]
+TRIAGES = ["open", "replied", "ignored"]
+TIMES = [f"2026-05-14T09:00:0{i}.000000Z" for i in range(6)]
+
+entries = st.builds(
+    SeenComment,
+    article_id=st.sampled_from([1, 2]),
+    status=st.sampled_from(STATUSES),
+    attempts=st.integers(0, 4),
+    triage=st.sampled_from(TRIAGES),
+    first_seen_at=st.sampled_from(TIMES),
+    updated_at=st.sampled_from(TIMES),
+    inbox_stamp=st.sampled_from([None, "1:1:1", "2:2:2"]),
+)
+articles = st.builds(SeenArticle, title=st.sampled_from(["t1", "t2"]), comments_count=st.integers(0, 3),
+                     checked_at=st.sampled_from(TIMES), url=st.none())
+files = st.builds(
+    SeenFile,
+    comments=st.dictionaries(st.sampled_from(IDS), entries, max_size=4),
+    articles=st.dictionaries(st.sampled_from(["1", "2"]), articles, max_size=2),
+)
+patches = st.dictionaries(st.sampled_from(IDS), st.sampled_from(TRIAGES), max_size=2)
+FIELDS = [f for f in SeenComment.model_fields if f != "attempts"]
+
+
+@given(base=files, mine=files, theirs=files, patch=patches)
+def test_attempts_never_decrease(base: SeenFile, mine: SeenFile, theirs: SeenFile, patch: dict[str, str]) -> None:
+    """Merged attempts are at least theirs' and at least mine's, for every comment."""
+    merged = merge(base, mine, theirs, patch)  # type: ignore[arg-type]
+    for side in (mine, theirs):
+        for cid, e in side.comments.items():
+            assert merged.comments[cid].attempts >= e.attempts
+
+
+@given(base=files, mine=files, theirs=files, patch=patches)
+def test_comments_never_disappear(base: SeenFile, mine: SeenFile, theirs: SeenFile, patch: dict[str, str]) -> None:
+    """Every comment in theirs or mine is in the result (even one mine dropped from base)."""
+    merged = merge(base, mine, theirs, patch)  # type: ignore[arg-type]
+    assert set(merged.comments) == set(theirs.comments) | set(mine.comments)
+    assert set(merged.articles) == set(theirs.articles) | set(mine.articles)
+
+
+@given(base=files, mine=files, theirs=files)
+def test_unchanged_fields_keep_theirs_changed_fields_take_mine(base: SeenFile, mine: SeenFile,
+                                                               theirs: SeenFile) -> None:
+    """Per field: what mine did not change from base keeps theirs; what it changed is mine's."""
+    merged = merge(base, mine, theirs)
+    for cid in set(base.comments) & set(mine.comments) & set(theirs.comments):
+        b, m, t, r = base.comments[cid], mine.comments[cid], theirs.comments[cid], merged.comments[cid]
+        for name in FIELDS:
+            expected = getattr(t, name) if getattr(m, name) == getattr(b, name) else getattr(m, name)
+            assert getattr(r, name) == expected, name
+
+
+@given(base=files, mine=files, theirs=files)
+def test_comments_only_theirs_has_are_kept_as_they_are(base: SeenFile, mine: SeenFile, theirs: SeenFile) -> None:
+    """Another writer's entry that mine does not mention is kept exactly."""
+    merged = merge(base, mine, theirs)
+    for cid in set(theirs.comments) - set(mine.comments):
+        assert merged.comments[cid] == theirs.comments[cid]
+
+
+@given(mine=files, theirs=files)
+def test_both_discovered_keeps_theirs_triage(mine: SeenFile, theirs: SeenFile) -> None:
+    """A comment new to my base but already in theirs keeps theirs' triage and first_seen_at."""
+    merged = merge(SeenFile(), mine, theirs)
+    for cid in set(mine.comments) & set(theirs.comments):
+        assert merged.comments[cid].triage == theirs.comments[cid].triage
+        assert merged.comments[cid].first_seen_at == theirs.comments[cid].first_seen_at
+
+
+@given(base=files, mine=files, theirs=files, patch=patches)
+def test_patch_is_applied_as_given(base: SeenFile, mine: SeenFile, theirs: SeenFile, patch: dict[str, str]) -> None:
+    """A triage patch wins over everything for a known comment, even if equal to an older read."""
+    merged = merge(base, mine, theirs, patch)  # type: ignore[arg-type]
+    for cid, triage in patch.items():
+        if cid in merged.comments:
+            assert merged.comments[cid].triage == triage
+
+
+# ---- interleavings of batch saves and marks -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Read:
+    writer: int
+
+
+@dataclass(frozen=True)
+class Save:
+    writer: int
+    bumps: tuple[tuple[str, int, str], ...]  # (comment, attempts added, new status)
+
+
+@dataclass(frozen=True)
+class Mark:
+    cid: str
+    triage: str
+
+
+events = st.lists(
+    st.one_of(
+        st.builds(Read, st.integers(0, 2)),
+        st.builds(Save, st.integers(0, 2), st.lists(
+            st.tuples(st.sampled_from(IDS), st.integers(0, 2), st.sampled_from(STATUSES)), max_size=3
+        ).map(tuple)),
+        st.builds(Mark, st.sampled_from(IDS), st.sampled_from(TRIAGES)),
+    ),
+    max_size=25,
+)
+
+
+def _batch_edit(base: SeenFile, bumps: tuple[tuple[str, int, str], ...], n: int) -> SeenFile:
+    """What a batch does: derived fields only (status, attempts, stamps), never triage."""
+    comments = dict(base.comments)
+    for cid, more, status in bumps:
+        old = comments.get(cid)
+        attempts = (old.attempts if old else 0) + more
+        fresh = entry(attempts=attempts, status=status, stamp=f"{n}:{n}:{n}", updated_at=TIMES[n % 6])
+        comments[cid] = fresh.model_copy(update={"triage": old.triage}) if old else fresh
+    return base.model_copy(update={"comments": comments})
+
+
+@settings(max_examples=300)
+@given(script=events)
+def test_marks_and_attempts_survive_any_interleaving(script: list[Read | Save | Mark]) -> None:
+    """Batch saves with stale bases never undo a mark, lose a comment, or lower attempts."""
+    disk = SeenFile()
+    bases: dict[int, SeenFile] = {}
+    last_mark: dict[str, str] = {}
+    most_attempts: dict[str, int] = {}
+    for n, ev in enumerate(script):
+        if isinstance(ev, Read):
+            bases[ev.writer] = disk
+        elif isinstance(ev, Save) and ev.writer in bases:
+            base = bases.pop(ev.writer)
+            mine = _batch_edit(base, ev.bumps, n)
+            disk = merge(base, mine, disk)
+            for cid, e in mine.comments.items():
+                most_attempts[cid] = max(most_attempts.get(cid, 0), e.attempts)
+        elif isinstance(ev, Mark):
+            # patch_triage: read, reconcile the one comment (it exists in the inbox), save the patch.
+            base = disk
+            mine = base if ev.cid in base.comments else _batch_edit(base, ((ev.cid, 0, "pending"),), n)
+            disk = merge(base, mine, disk, {ev.cid: ev.triage})  # type: ignore[dict-item]
+            last_mark[ev.cid] = ev.triage
+        for cid, triage in last_mark.items():
+            assert disk.comments[cid].triage == triage
+        for cid, attempts in most_attempts.items():
+            assert disk.comments[cid].attempts >= attempts
+
+
+def test_patch_equal_to_an_old_read_still_applies() -> None:
+    """'open' after 'replied' is applied even though the batch's stale base also said open."""
+    base = SeenFile(comments={"a": entry(triage="open")})
+    theirs = SeenFile(comments={"a": entry(triage="replied")})
+    assert merge(base, base, theirs, {"a": "open"}).comments["a"].triage == "open"
+
+
+# ---- the file-level operations --------------------------------------------------------------
+
+
+def test_save_writes_the_merge_under_the_lock_and_returns_it(paths: Paths) -> None:
+    """save re-reads theirs, merges, writes, and returns what it wrote; the lock file stays."""
+    theirs = SeenFile(comments={"a": entry(triage="replied")})
+    seen.save(paths, SeenFile(), theirs)
+    mine = SeenFile(comments={"b": entry(attempts=1, status="failed")})
+    result = seen.save(paths, SeenFile(), mine)
+    assert seen.load(paths) == result
+    assert set(result.comments) == {"a", "b"} and result.comments["a"].triage == "replied"
+    assert paths.seen_lock.exists()
+
+
+def test_save_without_changes_does_not_rewrite(paths: Paths) -> None:
+    """An unchanged index is not rewritten (same inode)."""
+    same = SeenFile(comments={"a": entry()})
+    seen.save(paths, SeenFile(), same)
+    before = inbox.stamp(paths.seen)
+    seen.save(paths, same, same)
+    assert inbox.stamp(paths.seen) == before
+
+
+def test_reconcile_adds_missing_and_repairs_moved_on_entries(paths: Paths) -> None:
+    """Inbox files missing from the index are added; one whose inbox moved on is repaired."""
+    inbox.save(paths, record("a"))
+    index, changed = seen.reconcile(paths, SeenFile())
+    assert changed == ["a"] and index.comments["a"].status == "pending"
+    index = index.model_copy(update={"comments": {"a": index.comments["a"].model_copy(update={"triage": "ignored"})}})
+    reserved = inbox.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
+    inbox.save(paths, inbox.finish(reserved, verdict=verdict(), error=None))
+    repaired, changed = seen.reconcile(paths, index)
+    assert changed == ["a"]
+    assert (repaired.comments["a"].status, repaired.comments["a"].attempts) == ("done", 1)
+    assert repaired.comments["a"].triage == "ignored"
+
+
+def test_reconcile_reads_only_files_whose_stamp_changed(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An up-to-date index costs a stat per comment, no reads."""
+    inbox.save(paths, record("a"))
+    index, _ = seen.reconcile(paths, SeenFile())
+
+    def no_reads(*args: object) -> None:
+        raise AssertionError("read an unchanged inbox file")
+
+    monkeypatch.setattr(inbox, "load", no_reads)
+    assert seen.reconcile(paths, index) == (index, [])
+
+
+def test_reconcile_never_lowers_attempts(paths: Paths) -> None:
+    """An index entry with more attempts than the inbox file shows keeps its count."""
+    reserved = inbox.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
+    inbox.save(paths, inbox.finish(reserved, verdict=None, error=error()))
+    index = SeenFile(comments={"a": entry(attempts=2, status="failed", stamp="stale")})
+    fixed, _ = seen.reconcile(paths, index)
+    assert fixed.comments["a"].attempts == 2
+
+
+def test_patch_triage_marks_a_comment_known_only_to_the_inbox(paths: Paths) -> None:
+    """mark reconciles the one comment first, so a comment not yet indexed can be marked."""
+    inbox.save(paths, record("a"))
+    saved = seen.patch_triage(paths, "a", "replied")
+    assert saved is not None and saved.triage == "replied"
+    assert seen.load(paths).comments["a"].triage == "replied"
+
+
+def test_patch_triage_of_an_unknown_comment_returns_none_and_writes_nothing(paths: Paths) -> None:
+    """No inbox file, no index entry: None, and no seen.json is created."""
+    assert seen.patch_triage(paths, "zzz", "ignored") is None
+    assert not paths.seen.exists()
+
+
+def test_batch_save_after_a_mark_keeps_the_mark(paths: Paths) -> None:
+    """A batch that read before the mark and saves after it does not undo it."""
+    inbox.save(paths, record("a"))
+    batch_base, _ = seen.reconcile(paths, SeenFile())
+    seen.save(paths, SeenFile(), batch_base)
+    batch_base = seen.load(paths)
+    seen.patch_triage(paths, "a", "ignored")
+    reserved = inbox.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
+    inbox.save(paths, inbox.finish(reserved, verdict=verdict(), error=None))
+    batch_mine, _ = seen.reconcile(paths, batch_base)
+    result = seen.save(paths, batch_base, batch_mine)
+    assert (result.comments["a"].triage, result.comments["a"].status) == ("ignored", "done")
