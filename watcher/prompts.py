@@ -130,7 +130,9 @@ def _fill(text: str, **values: str) -> str:
         try:
             return values[match.group(1)]
         except KeyError:
-            raise ValueError(f"prompt template {TEMPLATE_NAME}.md: unknown placeholder {match.group(0)}") from None
+            raise ValueError(
+                f"prompt template {TEMPLATE_NAME}.md: unknown placeholder {match.group(0)}"
+            ) from None
 
     return _PLACEHOLDER_RE.sub(replace, text)
 

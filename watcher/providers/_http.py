@@ -56,7 +56,11 @@ class HttpProvider:
         self._url = settings.base_url.rstrip("/") + self.path
         self._client = httpx.Client(
             base_url=settings.base_url.rstrip("/"),
-            headers={"User-Agent": USER_AGENT, "Accept": "application/json", **self.auth_headers(self._secret)},
+            headers={
+                "User-Agent": USER_AGENT,
+                "Accept": "application/json",
+                **self.auth_headers(self._secret),
+            },
             timeout=httpx.Timeout(settings.timeout),
             transport=transport if transport is not None else default_transport(settings.base_url),
             follow_redirects=False,
@@ -106,7 +110,9 @@ class HttpProvider:
         answer: Answer | None = None
         parsed: Verdict | AttemptError | None = None
         if 200 <= status < 300 and not (err_type or err_code):
-            answer = self.extract(data) if data is not None else Answer(None, note="the response body is not JSON")
+            answer = (
+                self.extract(data) if data is not None else Answer(None, note="the response body is not JSON")
+            )
             if answer.text is None:
                 parsed = AttemptError(kind="malformed_json", message=answer.note)
             else:
@@ -121,7 +127,9 @@ class HttpProvider:
         )
         if kind is None and isinstance(parsed, Verdict):
             return CallResult(verdict=parsed, raw=raw, usage=usage, duration_ms=duration_ms)
-        retry = retry_after_seconds(response.headers.get("retry-after"), value_ms=response.headers.get("retry-after-ms"))
+        retry = retry_after_seconds(
+            response.headers.get("retry-after"), value_ms=response.headers.get("retry-after-ms")
+        )
         if answer is not None and answer.stop is not None:
             detail: str | None = answer.note
         else:

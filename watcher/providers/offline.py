@@ -24,40 +24,45 @@ SUMMARY_PREFIX = "[offline] "
 _SNIPPET = 160
 
 
-def _words(*patterns: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w'])(?:" + "|".join(patterns) + r")(?![\w'])", re.IGNORECASE)
+def _words(alternatives: str) -> re.Pattern[str]:
+    """Whole words/phrases only: "bug" must not fire inside "debugger", nor "imo" in "limo"."""
+    return re.compile(rf"(?<![\w'])(?:{alternatives})(?![\w'])", re.IGNORECASE)
 
 
 _LINK = re.compile(r"https?://|\bwww\.", re.IGNORECASE)
-_PROMO = _words(
-    r"buy", r"cheap", r"discount\w*", r"promo\w*", r"coupon\w*", r"crypto\w*", r"bitcoin", r"forex",
-    r"casino\w*", r"betting", r"viagra", r"loans?", r"make money", r"earn \$?\d+\w*", r"work from home",
-    r"click here", r"dm me", r"whatsapp", r"telegram", r"seo services?", r"followers", r"limited offer",
-    r"investment opportunit\w+",
+# Strong: rarely in an honest comment. Weak: common in honest ones too, so they only count in
+# numbers or next to a link.
+_PROMO_STRONG = _words(
+    r"cryptocurrenc\w+|trading bot|bitcoin|forex|casino\w*|betting|viagra|loans?|make money"
+    r"|earn \$?\d+\w*|work from home|click here|dm me|whatsapp|telegram|seo services?|backlinks?"
+    r"|limited offer|investment opportunit\w+|only \$\d+|\$\d+(?:/day| per day| a day)"
+)
+_PROMO_WEAK = _words(
+    r"buy|sell|crypto|cheap|discount\w*|promo\w*|coupon\w*|followers|guaranteed|high quality|traffic"
 )
 _BUG = _words(
-    r"bugs?", r"buggy", r"errors?", r"crash\w*", r"traceback", r"exceptions?", r"stack ?trace",
-    r"doesn't work", r"does not work", r"didn't work", r"not working", r"broken", r"fails?", r"failed",
-    r"failing", r"segfault", r"undefined is not", r"cannot find module", r"404",
+    r"bugs?|buggy|errors?|crash\w*|traceback|exceptions?|stack ?trace|doesn't work|does not work"
+    r"|didn't work|not working|broken|fails?|failed|failing|segfault|undefined is not"
+    r"|cannot find module|404|race condition|deadlock|memory leak|reproduc\w+|regression"
 )
 _DISCUSSION_STRONG = _words(
-    r"i disagree", r"disagree", r"what about", r"on the other hand", r"counterpoint", r"i'd argue",
-    r"in my opinion", r"imo", r"in my experience", r"not sure i agree", r"i'm not convinced",
+    r"i disagree|disagree|what about|on the other hand|counterpoint|i'd argue|in my opinion|imo"
+    r"|in my experience|not sure i agree|i'm not convinced|push back|pushback|devil's advocate"
 )
-_DISCUSSION_WEAK = _words(r"i think", r"i believe", r"i feel like", r"i prefer", r"personally")
+_DISCUSSION_WEAK = _words(r"i think|i believe|i feel like|i prefer|personally")
+# Only at the very start: a question word mid-comment ("…, which is why …") says nothing.
 _QUESTION_START = re.compile(
-    r"(?:^|[.!?\n]\s*)(?:how|why|what|when|where|which|who|can|could|would|should|is|are|do|does|did|"
-    r"will|any idea|anyone know)\b",
+    r"(?:how|why|what|when|where|which|who|can|could|would|should|is|are|do|does|did|will"
+    r"|any idea|anyone know)\b",
     re.IGNORECASE,
 )
 _FEEDBACK = _words(
-    r"you should", r"you could", r"suggest\w*", r"would be (?:nice|great|helpful|better)", r"consider",
-    r"recommend\w*", r"typo", r"instead of", r"it would help", r"maybe add", r"could add", r"improve\w*",
-    r"missing", r"clarify",
+    r"you should|you could|suggest\w*|would be (?:nice|great|helpful|better)|consider|recommend\w*"
+    r"|typo|instead of|it would help|maybe add|could add|improve\w*|missing|clarify"
 )
 _PRAISE = _words(
-    r"thanks?", r"thank you", r"thx", r"great", r"love[ds]?", r"awesome", r"amazing", r"nice", r"helpful",
-    r"excellent", r"well written", r"brilliant", r"good (?:post|article|read|job)", r"kudos", r"bookmarked",
+    r"thanks?|thank you|thx|great|love[ds]?|awesome|amazing|nice|helpful|excellent|well written"
+    r"|brilliant|good (?:post|article|read|job)|kudos|bookmarked"
 )
 _PRAISE_EMOJI = re.compile("[\U0001f525\U0001f44f\u2764\U0001f64c\U0001f64f\U0001f60d\U0001f680]")
 
@@ -106,8 +111,9 @@ def heuristic_answer(text: str) -> str:
 def categorize(text: str) -> Category:
     """First matching rule wins; the order encodes which signal is most telling."""
     flat = " ".join(text.replace("\u2019", "'").split())
-    promo = len(_PROMO.findall(flat))
-    if promo and (_LINK.search(flat) or promo >= 2):
+    strong, weak = len(_PROMO_STRONG.findall(flat)), len(_PROMO_WEAK.findall(flat))
+    linked = _LINK.search(flat) is not None
+    if 2 * strong + weak >= 4 or (linked and (strong >= 1 or weak >= 3)):
         return "spam"
     if _BUG.search(flat):
         return "bug_report"

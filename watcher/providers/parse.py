@@ -60,9 +60,13 @@ def parse_verdict_text(text: str) -> Verdict | AttemptError:
     try:
         return Verdict.model_validate(data)
     except ValidationError as exc:
-        return AttemptError(kind="invalid_verdict", message=f"model answer fails the verdict schema: {_errors(exc)}")
+        return AttemptError(
+            kind="invalid_verdict", message=f"model answer fails the verdict schema: {_errors(exc)}"
+        )
     except (ValueError, RecursionError) as exc:  # defensive: model text must never escape as an exception
-        return AttemptError(kind="invalid_verdict", message=f"model answer fails the verdict schema: {_short(str(exc))}")
+        return AttemptError(
+            kind="invalid_verdict", message=f"model answer fails the verdict schema: {_short(str(exc))}"
+        )
 
 
 def _strip_fence(text: str) -> str:
