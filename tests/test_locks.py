@@ -1,0 +1,111 @@
+"""Locks (SPEC §4, §7 step 2): the pipeline lock waits 5 s then fails loudly; a SIGKILLed holder
+frees it; lock files are never deleted."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from watcher.config import Paths
+from watcher.errors import EXIT_LOCK_BUSY, LockBusy
+from watcher.locks import PIPELINE_WAIT_S, hold, pipeline_lock, seen_lock, signals_lock
+
+WORKER = Path(__file__).with_name("_lock_worker.py")
+
+
+@pytest.fixture
+def holder(paths: Paths, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Another process holding the pipeline lock (killed at teardown if still alive)."""
+    held = tmp_path / "held"
+    proc = subprocess.Popen([sys.executable, str(WORKER), "hold", str(paths.root), str(held)])
+    deadline = time.monotonic() + 30
+    while not held.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "holder never took the lock"
+        time.sleep(0.01)
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=10)
+
+
+def _try_in_subprocess(paths: Paths) -> tuple[int, dict[str, object]]:
+    done = subprocess.run([sys.executable, str(WORKER), "try", str(paths.root)], capture_output=True,
+                          timeout=60, check=False)
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_second_process_fails_after_5_s_with_the_lock_busy_message(
+    paths: Paths, holder: subprocess.Popen[bytes]
+) -> None:
+    """While one process holds it, another waits ~5 s (4.9–8), then exits 4 with SPEC §7's message."""
+    code, report = _try_in_subprocess(paths)
+    assert code == EXIT_LOCK_BUSY
+    assert report["acquired"] is False
+    assert 4.9 <= float(report["elapsed"]) <= 8.0  # type: ignore[arg-type]
+    assert report["message"] == (
+        f"pipeline lock busy: another watcher run holds {paths.pipeline_lock} (waited 5.0 s)"
+    )
+
+
+def test_sigkilled_holder_frees_the_lock_and_the_file_stays(
+    paths: Paths, holder: subprocess.Popen[bytes]
+) -> None:
+    """After SIGKILL of the holder, a zero-wait acquire succeeds and the lock file still exists."""
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=10)
+    with pipeline_lock(paths, timeout=0):
+        assert paths.pipeline_lock.exists()
+    assert paths.pipeline_lock.exists()
+
+
+def test_pipeline_wait_is_5_seconds() -> None:
+    """The documented wait (SPEC §7 step 2)."""
+    assert PIPELINE_WAIT_S == 5.0
+
+
+def test_release_keeps_the_lock_file(paths: Paths) -> None:
+    """Lock files are never deleted, not even on a clean release."""
+    for take, path in ((pipeline_lock, paths.pipeline_lock), (seen_lock, paths.seen_lock),
+                       (signals_lock, paths.signals_lock)):
+        with take(paths):
+            pass
+        assert path.exists(), path
+
+
+def test_released_lock_can_be_taken_again_at_once(paths: Paths) -> None:
+    """A release really releases: the next zero-wait acquire succeeds."""
+    with pipeline_lock(paths):
+        pass
+    with pipeline_lock(paths, timeout=0):
+        pass
+
+
+def test_lock_is_released_when_the_body_raises(paths: Paths) -> None:
+    """An exception inside the locked block still releases the lock."""
+    with pytest.raises(RuntimeError), pipeline_lock(paths):
+        raise RuntimeError("boom")
+    with pipeline_lock(paths, timeout=0):
+        pass
+
+
+def test_busy_error_names_lock_path_and_wait(paths: Paths, holder: subprocess.Popen[bytes]) -> None:
+    """LockBusy carries the path and the seconds waited, and maps to exit 4."""
+    with pytest.raises(LockBusy) as info, hold(paths.pipeline_lock, timeout=0.2):
+        pass
+    assert info.value.path == paths.pipeline_lock
+    assert info.value.waited_s == 0.2
+    assert info.value.exit_code == EXIT_LOCK_BUSY
+    assert str(info.value).startswith("pipeline lock busy: another watcher run holds ")
+
+
+def test_seen_lock_is_independent_of_the_pipeline_lock(paths: Paths, holder: subprocess.Popen[bytes]) -> None:
+    """`watcher mark` needs only the seen lock: it works while a batch holds the pipeline lock."""
+    with seen_lock(paths):
+        pass
