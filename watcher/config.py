@@ -215,6 +215,8 @@ def _build(root: Path, values: dict[str, Any], sources: dict[str, str], env: Map
 
 
 def _positive_float(value: Any) -> float:
+    if isinstance(value, bool):  # float(True) is 1.0: `timeout = true` must not mean one second
+        raise ConfigError(f"timeout must be a number of seconds, got {value!r} (WATCHER_TIMEOUT)")
     try:
         number = float(value)
     except (TypeError, ValueError):
