@@ -225,7 +225,7 @@ def _read_batch(fd: int, start: int, stop: int) -> _Batch:
     lines: list[tuple[int, str | None]] = []
     end = read_to = start
     pending = bytearray()
-    while read_to < stop and end - start < PASS_BYTES:
+    while read_to < stop:
         chunk = os.pread(fd, min(_READ_BLOCK, stop - read_to), read_to)
         if not chunk:
             break
@@ -235,6 +235,8 @@ def _read_batch(fd: int, start: int, stop: int) -> _Batch:
         for raw in complete:
             end += len(raw) + 1
             lines.append((end, _key_of(raw)))
+            if end - start >= PASS_BYTES:
+                return _Batch(start, end, lines)  # the rest is the next pass's
         pending = bytearray(rest)
     return _Batch(start, end, lines)
 
