@@ -1,0 +1,244 @@
+"""Anthropic provider over respx: one request per call, every outcome classified (SPEC §6)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import respx
+from pydantic import SecretStr
+
+from watcher.config import Settings
+from watcher.models import Comment, Prompt
+from watcher.prompts import render
+from watcher.providers import make_provider, verdict_json_schema
+from watcher.providers.base import Provider
+
+BASE = "https://anthropic.invalid"
+KEY = "sk-ant-test-0123456789abcdef"
+GOOD = {
+    "needs_reply": True,
+    "category": "bug_report",
+    "priority": "high",
+    "summary": "Reports a race condition in acquire().",
+    "reply_hint": "Confirm and add a lock.",
+}
+
+
+def _settings(tmp_path: Path) -> Settings:
+    return Settings(
+        data_dir=tmp_path,
+        provider="anthropic",
+        model="claude-test",
+        base_url=BASE,
+        api_key=SecretStr(KEY),
+        timeout=7.5,
+    )
+
+
+def _prompt() -> Prompt:
+    comment = Comment(
+        id="4cd1",
+        article_id=7,
+        article_title="Rate Limiting Without Redis",
+        article_url="https://dev.to/me/rl",
+        author="ana",
+        created_at="2026-05-14T09:12:44Z",
+        text="I think there's a race condition in acquire().",
+        url="https://dev.to/ana/comment/4cd1",
+    )
+    return render(comment)
+
+
+def _message(content: list[dict[str, Any]], *, stop: str = "tool_use") -> dict[str, Any]:
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 420, "output_tokens": 57},
+    }
+
+
+def _tool(data: object) -> dict[str, Any]:
+    return {"type": "tool_use", "id": "toolu_1", "name": "record_verdict", "input": data}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _error(type_: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": type_, "message": message}}
+
+
+@pytest.fixture
+def provider(tmp_path: Path) -> Iterator[Provider]:
+    built = make_provider(_settings(tmp_path))
+    yield built
+    built.close()  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def mock() -> Iterator[respx.MockRouter]:
+    with respx.mock(base_url=BASE, assert_all_mocked=True, assert_all_called=False) as router:
+        yield router
+
+
+def _reply(status: int, body: dict[str, Any], **headers: str) -> dict[str, Any]:
+    return {"return_value": httpx.Response(status, json=body, headers=headers)}
+
+
+# One row per SPEC §6 kind (some kinds have several triggers): (id, mock kwargs, kind).
+ROWS: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "rate_limited",
+        _reply(
+            429,
+            _error("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
+            **{"retry-after": "12"},
+        ),
+        "rate_limited",
+    ),
+    (
+        "quota_credit_balance",
+        _reply(
+            400,
+            _error("invalid_request_error", "Your credit balance is too low to access the Anthropic API."),
+        ),
+        "quota_exhausted",
+    ),
+    (
+        "quota_usage_limits",
+        _reply(400, _error("invalid_request_error", "You have reached your specified API usage limits.")),
+        "quota_exhausted",
+    ),
+    ("quota_billing_error", _reply(402, _error("billing_error", "Payment required")), "quota_exhausted"),
+    ("overloaded_529", _reply(529, _error("overloaded_error", "Overloaded")), "overloaded"),
+    ("overloaded_503", {"return_value": httpx.Response(503, text="upstream unavailable")}, "overloaded"),
+    ("overloaded_error_type", _reply(500, _error("overloaded_error", "Overloaded")), "overloaded"),
+    ("server_error_500", _reply(500, _error("api_error", "Internal server error")), "server_error"),
+    ("server_error_504", _reply(504, _error("timeout_error", "Gateway timeout")), "server_error"),
+    ("timeout_read", {"side_effect": httpx.ReadTimeout}, "timeout"),
+    ("timeout_write", {"side_effect": httpx.WriteTimeout}, "timeout"),
+    ("network_connect", {"side_effect": httpx.ConnectError}, "network"),
+    ("network_read", {"side_effect": httpx.ReadError}, "network"),
+    ("auth_401", _reply(401, _error("authentication_error", "invalid x-api-key")), "auth"),
+    ("auth_403", _reply(403, _error("permission_error", "no access to this model")), "auth"),
+    ("bad_request_400", _reply(400, _error("invalid_request_error", "max_tokens: too large")), "bad_request"),
+    ("bad_request_404", _reply(404, _error("not_found_error", "model: claude-test")), "bad_request"),
+    (
+        "bad_request_413",
+        _reply(413, _error("request_too_large", "Request exceeds the maximum size")),
+        "bad_request",
+    ),
+    (
+        "malformed_text",
+        _reply(200, _message([_text("I think it is a bug report.")], stop="end_turn")),
+        "malformed_json",
+    ),
+    ("malformed_tool_input", _reply(200, _message([_tool(["not", "an", "object"])])), "malformed_json"),
+    ("malformed_no_content", _reply(200, _message([], stop="end_turn")), "malformed_json"),
+    (
+        "malformed_body",
+        {"return_value": httpx.Response(200, text="<html>captive portal</html>")},
+        "malformed_json",
+    ),
+    ("invalid_verdict", _reply(200, _message([_tool({**GOOD, "category": "rant"})])), "invalid_verdict"),
+    ("refused", _reply(200, _message([_text("I can't classify this.")], stop="refusal")), "refused"),
+    ("truncated", _reply(200, _message([_tool({"needs_reply": True})], stop="max_tokens")), "truncated"),
+]
+
+
+@pytest.mark.parametrize(("mock_kwargs", "kind"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_each_outcome_is_one_request_and_one_kind(
+    provider: Provider, mock: respx.MockRouter, mock_kwargs: dict[str, Any], kind: str
+) -> None:
+    """Every §6 row: the classified kind, after exactly one HTTP request (no retry)."""
+    route = mock.post("/v1/messages").mock(**mock_kwargs)
+    result = provider.complete(_prompt())
+    assert result.error is not None and result.error.kind == kind
+    assert route.call_count == 1 and mock.calls.call_count == 1
+
+
+@pytest.mark.parametrize(
+    ("mock_kwargs", "kind"),
+    [r[1:] for r in ROWS if "return_value" in r[1]],
+    ids=[r[0] for r in ROWS if "return_value" in r[1]],
+)
+def test_a_response_that_arrived_keeps_raw_usage_status_and_duration(
+    provider: Provider, mock: respx.MockRouter, mock_kwargs: dict[str, Any], kind: str
+) -> None:
+    """Whenever a response arrived, its raw body, usage, HTTP status and duration are kept."""
+    mock.post("/v1/messages").mock(**mock_kwargs)
+    result = provider.complete(_prompt())
+    assert result.error is not None and result.error.http_status == mock_kwargs["return_value"].status_code
+    assert result.raw == mock_kwargs["return_value"].text
+    assert result.usage is not None and result.duration_ms is not None
+
+
+def test_a_tool_call_is_a_verdict_with_usage(provider: Provider, mock: respx.MockRouter) -> None:
+    """A forced record_verdict tool call with a valid input is the verdict."""
+    mock.post("/v1/messages").mock(**_reply(200, _message([_tool(GOOD)])))
+    result = provider.complete(_prompt())
+    assert result.verdict is not None and result.verdict.category == "bug_report"
+    assert result.usage is not None and (result.usage.input_tokens, result.usage.output_tokens) == (420, 57)
+
+
+def test_a_text_answer_is_parsed_when_there_is_no_tool_call(
+    provider: Provider, mock: respx.MockRouter
+) -> None:
+    """A compatible server that ignores tools and answers JSON text still gives a verdict."""
+    mock.post("/v1/messages").mock(**_reply(200, _message([_text(json.dumps(GOOD))], stop="end_turn")))
+    assert provider.complete(_prompt()).verdict is not None
+
+
+def test_request_carries_prompt_and_schema_as_forced_tool(provider: Provider, mock: respx.MockRouter) -> None:
+    """The body has the system text, the user message and the verdict schema as a forced tool."""
+    route = mock.post("/v1/messages").mock(**_reply(200, _message([_tool(GOOD)])))
+    prompt = _prompt()
+    provider.complete(prompt)
+    body = json.loads(route.calls.last.request.content)
+    assert (body["model"], body["system"]) == ("claude-test", prompt.system)
+    assert body["messages"] == [{"role": "user", "content": prompt.user}]
+    assert body["tools"][0]["input_schema"] == verdict_json_schema()
+    assert body["tool_choice"] == {"type": "tool", "name": body["tools"][0]["name"]}
+    assert isinstance(body["max_tokens"], int)
+
+
+def test_request_headers_carry_key_and_version(provider: Provider, mock: respx.MockRouter) -> None:
+    """x-api-key and anthropic-version 2023-06-01 are sent; no Bearer header."""
+    route = mock.post("/v1/messages").mock(**_reply(200, _message([_tool(GOOD)])))
+    provider.complete(_prompt())
+    headers = route.calls.last.request.headers
+    assert (headers["x-api-key"], headers["anthropic-version"]) == (KEY, "2023-06-01")
+    assert "authorization" not in headers
+
+
+def test_retry_after_is_kept_on_a_rate_limit(provider: Provider, mock: respx.MockRouter) -> None:
+    """A 429's Retry-After lands on the error."""
+    mock.post("/v1/messages").mock(
+        **_reply(429, _error("rate_limit_error", "slow down"), **{"retry-after": "12"})
+    )
+    error = provider.complete(_prompt()).error
+    assert error is not None and error.retry_after_s == 12.0
+
+
+def test_an_echoed_key_is_redacted(provider: Provider, mock: respx.MockRouter) -> None:
+    """A server that echoes the key back does not get it into the attempt record."""
+    mock.post("/v1/messages").mock(**_reply(401, _error("authentication_error", f"bad key {KEY}")))
+    result = provider.complete(_prompt())
+    assert result.error is not None and result.raw is not None
+    assert KEY not in result.raw and KEY not in result.error.message
+
+
+def test_names_provider_and_model(provider: Provider) -> None:
+    """The attempt records which provider and model answered."""
+    assert (provider.name, provider.model) == ("anthropic", "claude-test")
