@@ -18,6 +18,7 @@ from typing import Self
 import pytest
 from _records import record
 
+from watcher import durable
 from watcher.config import Paths
 from watcher.durable import quarantine, read_model, write_bytes, write_json, write_model
 from watcher.errors import EXIT_STATE, SaveFailed, exit_code_for
@@ -206,3 +207,13 @@ def test_read_model_of_a_missing_file_is_none(paths: Paths) -> None:
     """No file yet is not an error."""
     assert read_model(paths.seen, InboxRecord, quarantine_dir=paths.quarantine) is None
 
+
+
+def test_write_into_a_new_directory_makes_the_directory_durable(data_dir: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Creating inbox/ on the first write fsyncs its parent too, not only the file's directory."""
+    synced: list[Path] = []
+    real = durable.fsync_dir
+    monkeypatch.setattr(durable, "fsync_dir", lambda d: (synced.append(Path(d)), real(d))[1])
+    write_json(data_dir / "inbox" / "abc1.json", NEW)
+    assert synced == [data_dir, data_dir / "inbox"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -40,7 +41,10 @@ def write_model(path: Path, model: BaseModel) -> None:
 def write_bytes(path: Path, payload: bytes) -> None:
     tmp: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.is_dir():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # A new directory's own entry is not durable until its parent is fsynced.
+            fsync_dir(path.parent.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
@@ -161,10 +165,10 @@ def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | N
 def _free_name(path: Path, quarantine_dir: Path) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     label = f"{path.parent.name}-{path.name}" if path.parent.name == "inbox" else path.name
-    n = 0
-    # pid in the name keeps processes apart; within one process the counter does.
-    while (target := quarantine_dir / f"{label}.{stamp}.{os.getpid()}.{n}").exists():
-        n += 1
+    # rename would overwrite an existing name, so the name must be unique, not just unused now:
+    # pid keeps processes apart, the random token keeps threads (and same-second repeats) apart.
+    while (target := quarantine_dir / f"{label}.{stamp}.{os.getpid()}.{secrets.token_hex(4)}").exists():
+        pass
     return target
 
 
