@@ -12,8 +12,9 @@ from rich.table import Table
 
 from watcher.pipeline import ItemResult
 
-_out = Console(highlight=False, soft_wrap=False)
-_err = Console(stderr=True, highlight=False)
+# markup=False: comment text and model output are untrusted and may contain "[...]".
+_out = Console(highlight=False, markup=False)
+_err = Console(stderr=True, highlight=False, markup=False)
 
 
 class BatchProgress:
@@ -93,15 +94,18 @@ def _inbox(doc: dict[str, Any]) -> None:
     if not doc["comments"]:
         _out.print("Nothing needs a reply." if not doc["all"] else "No comments yet: run `watcher scan`.")
         return
-    table = Table("id", "priority", "category", "author", "summary", "state" if doc["all"] else "url")
     for row in doc["comments"]:
         v = row["verdict"] or {}
-        table.add_row(row["id"], v.get("priority", "-"), v.get("category", "-"), row["author"],
-                      v.get("summary", "(no verdict yet)"), row["state"] + "/" + row["triage"] if doc["all"]
-                      else row["url"])
-    _out.print(table)
-    if not doc["all"]:
-        _out.print("mark one done: `watcher mark ID replied` (or ignored)")
+        head = f"{row['id']}  {v.get('priority', '-'):<6}  {v.get('category', '-'):<10}  @{row['author']}"
+        if doc["all"]:
+            head += f"  [{row['state']}, {row['triage']}]"
+        _out.print(head)
+        _out.print(f"    {v.get('summary', '(no verdict yet)')}")
+        if v.get("reply_hint"):
+            _out.print(f"    hint: {v['reply_hint']}")
+        _out.print(f"    {row['url']}  (on “{row['article']}”)")
+    _out.print(f"{doc['count']} comment(s)" + ("" if doc["all"] else " need a reply · `watcher show ID` for the "
+                                               "whole text · `watcher mark ID replied` (or ignored) when done"))
 
 
 def _show(doc: dict[str, Any]) -> None:
@@ -110,21 +114,20 @@ def _show(doc: dict[str, Any]) -> None:
     _out.print(c["url"])
     _out.print(f"state: {doc['state']} · triage: {doc['triage']} · attempts: {len(doc['attempts'])}/{doc['cap']}")
     _out.print("")
-    _out.print(c["text"], markup=False)
+    _out.print(c["text"])
     if doc["verdict"]:
         v = doc["verdict"]
         _out.print("")
-        _out.print(f"verdict: needs_reply={v['needs_reply']} {v['category']} {v['priority']}: {v['summary']}",
-                   markup=False)
+        _out.print(f"verdict: needs_reply={v['needs_reply']} {v['category']} {v['priority']}: {v['summary']}")
         if v["reply_hint"]:
-            _out.print(f"reply hint: {v['reply_hint']}", markup=False)
+            _out.print(f"reply hint: {v['reply_hint']}")
     for a in doc["attempts"]:
         err = a.get("error") or {}
         what = a["outcome"] or "reserved"
         if err:
             what += f" {err['kind']}: {err['message']}"
         _out.print(f"attempt {a['n']}: {a['command']} via {a['entrypoint']} ({a['provider']}) at {a['reserved_at']} "
-                   f"→ {what}", markup=False)
+                   f"→ {what}")
 
 
 def _mark(doc: dict[str, Any]) -> None:
