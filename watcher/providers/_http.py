@@ -89,10 +89,12 @@ class HttpProvider:
         try:
             response = self._client.post(self.path, json=body)
         except httpx.TimeoutException:
-            message = f"no response from {self._url} within {self._timeout_s:g} s (WATCHER_TIMEOUT)"
+            message = (
+                f"{self.name}: no response from {self._url} within {self._timeout_s:g} s (WATCHER_TIMEOUT)"
+            )
             return self._no_response("timeout", message, started)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            message = f"could not reach {self._url}: {type(exc).__name__}: {exc}"
+            message = f"{self.name}: could not reach {self._url}: {type(exc).__name__}: {exc}"
             return self._no_response("network", message, started)
         return self.interpret(response, duration_ms=_elapsed_ms(started))
 
@@ -150,7 +152,6 @@ class HttpProvider:
 
     def describe(self, kind: ErrorKind, status: int, detail: str | None, retry: float | None) -> str:
         """A message that says what happened and what the user can do about it."""
-        said = f": {_clip(detail)}" if detail else ""
         hints = {
             "rate_limited": "rate limited by the provider"
             + (f"; retry after {retry:g} s" if retry is not None else "; wait before the next run"),
@@ -167,6 +168,7 @@ class HttpProvider:
         hint = hints.get(kind, kind)
         if kind in ("malformed_json", "invalid_verdict") and detail:
             return f"{self.name} HTTP {status}: {_clip(detail)}"
+        said = f" (provider said: {_clip(detail)})" if detail else ""
         return f"{self.name} HTTP {status}: {hint}{said}"
 
     def _no_response(self, kind: Transport, message: str, started: float) -> CallResult:
