@@ -361,3 +361,19 @@ def test_a_missing_key_is_a_config_error(tmp_path: Path) -> None:
     """Without a key the provider is not built (exit 2 before any work)."""
     with pytest.raises(ConfigError, match="WATCHER_API_KEY"):
         make_provider(_settings(tmp_path, api_key=None))
+
+
+def test_a_key_at_the_message_clip_boundary_leaves_no_prefix(
+    provider: Provider, mock: respx.MockRouter
+) -> None:
+    """Redaction happens before the server message is clipped, so no key prefix survives."""
+    mock.post("/chat/completions").mock(return_value=httpx.Response(400, json=_error("x" * 290 + KEY)))
+    error = provider.complete(_prompt()).error
+    assert error is not None and KEY[:8] not in error.message
+
+
+def test_a_key_at_the_raw_cut_leaves_no_prefix(provider: Provider, mock: respx.MockRouter) -> None:
+    """Redaction happens before the 16 KiB cut, so no key prefix survives at the boundary."""
+    mock.post("/chat/completions").mock(return_value=httpx.Response(500, text="x" * (16 * 1024 - 8) + KEY))
+    result = provider.complete(_prompt())
+    assert result.raw is not None and KEY[:8] not in result.raw

@@ -109,16 +109,9 @@ class HttpProvider:
         usage = self.usage_of(data) if data is not None else Usage()
         status = response.status_code
         err_type, err_code, err_message = _error_fields(data)
-        answer: Answer | None = None
-        parsed: Verdict | AttemptError | None = None
+        answer, parsed = None, None
         if 200 <= status < 300 and not (err_type or err_code):
-            answer = (
-                self.extract(data) if data is not None else Answer(None, note="the response body is not JSON")
-            )
-            if answer.text is None:
-                parsed = AttemptError(kind="malformed_json", message=answer.note)
-            else:
-                parsed = parse_verdict_text(answer.text)
+            answer, parsed = self._read_answer(data)
         kind = classify(
             status=status,
             error_type=err_type,
@@ -138,11 +131,19 @@ class HttpProvider:
             detail = parsed.message if isinstance(parsed, AttemptError) else err_message
         error = AttemptError(
             kind=kind or "malformed_json",
-            message=self.redact(self.describe(kind or "malformed_json", status, detail, retry)),
+            message=self.describe(kind or "malformed_json", status, detail, retry),
             http_status=status,
             retry_after_s=retry,
         )
         return CallResult(error=error, raw=raw, usage=usage, duration_ms=duration_ms)
+
+    def _read_answer(self, data: dict[str, Any] | None) -> tuple[Answer, Verdict | AttemptError]:
+        answer = (
+            self.extract(data) if data is not None else Answer(None, note="the response body is not JSON")
+        )
+        if answer.text is None:
+            return answer, AttemptError(kind="malformed_json", message=answer.note)
+        return answer, parse_verdict_text(answer.text)
 
     # ---- helpers -------------------------------------------------------------------------------
 
@@ -151,7 +152,12 @@ class HttpProvider:
         return text.replace(self._secret, REDACTED) if self._secret else text
 
     def describe(self, kind: ErrorKind, status: int, detail: str | None, retry: float | None) -> str:
-        """A message that says what happened and what the user can do about it."""
+        """A message that says what happened and what the user can do about it.
+
+        ``detail`` (the server's words) is redacted *before* it is clipped: clipping first could
+        leave a prefix of the key that no longer matches it.
+        """
+        detail = self.redact(detail) if detail else None
         hints = {
             "rate_limited": "rate limited by the provider"
             + (f"; retry after {retry:g} s" if retry is not None else "; wait before the next run"),
