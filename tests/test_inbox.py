@@ -122,6 +122,8 @@ def test_finish_keeps_at_most_raw_limit_of_the_raw_body() -> None:
     """The raw body is kept, truncated to the first 16 KiB."""
     rec = finish(_reserve(record()), verdict=None, error=error(), raw="x" * (RAW_LIMIT + 100))
     assert rec.attempts[-1].raw == "x" * RAW_LIMIT
+    wide = finish(_reserve(record()), verdict=None, error=error(), raw="é" * RAW_LIMIT).attempts[-1].raw
+    assert wide is not None and len(wide.encode()) <= RAW_LIMIT and set(wide) == {"é"}
 
 
 def test_mark_interrupted_closes_the_orphan_and_keeps_it_spent() -> None:

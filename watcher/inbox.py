@@ -147,12 +147,18 @@ def finish(
             "outcome": "ok" if verdict is not None else "error",
             "finished_at": iso(),
             "error": error,
-            "raw": raw[:RAW_LIMIT] if raw is not None else None,
+            "raw": _first_bytes(raw, RAW_LIMIT) if raw is not None else None,
             "usage": usage,
             "duration_ms": duration_ms,
         }
     )
     return record.model_copy(update={"attempts": [*record.attempts[:-1], done], "verdict": verdict}, deep=True)
+
+
+def _first_bytes(text: str, limit: int) -> str:
+    """At most ``limit`` bytes of UTF-8 (SPEC: "first 16 KiB"), never a split character."""
+    data = text.encode("utf-8", "surrogatepass")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
 
 
 def mark_interrupted(record: InboxRecord) -> InboxRecord:
