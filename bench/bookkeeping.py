@@ -1,0 +1,247 @@
+"""Figure 1: bookkeeping per model call, against the floor of two durable writes per call.
+
+Every model call costs at least two durable writes of the comment's inbox file: the
+reservation (before the call) and the outcome (after it). That is the floor, measured here with
+``watcher.durable.write_json`` on same-sized records in the same run and on the same disk.
+
+Method: ``watcher.commands.recheck`` / ``scan`` run in-process with ``--limit`` lifted from 20 to
+the batch size by patching ``commands.check_limit`` (the cap is a policy, not a cost, and 200
+calls in one batch is what isolates the per-call cost from the once-per-run cost). Everything
+else is the product code unchanged: plan, lock, reconcile, per-item re-read / reserve / call /
+save, one signal line per outcome, the seen.json merge-save, the signal counter at the end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _common import (
+    VERDICT,
+    Row,
+    WriteCounter,
+    comment,
+    context,
+    forem_node,
+    median,
+    ms,
+    patched,
+    prompt_for,
+    record_bytes,
+    settings,
+    temp_dir,
+    timed,
+    write_plain,
+)
+
+from watcher import commands, durable, inbox, providers, seen
+from watcher.config import Settings
+from watcher.models import AttemptError, InboxRecord, Prompt, Usage
+from watcher.providers.base import CallResult
+
+RAW = json.dumps(VERDICT.model_dump())
+
+
+class InstantProvider:
+    """Answers every prompt at once with a valid verdict: isolates bookkeeping from the model."""
+
+    name = "bench"
+    model = "instant"
+
+    def complete(self, prompt: Prompt) -> CallResult:
+        return CallResult(verdict=VERDICT, raw=RAW, usage=Usage(input_tokens=300, output_tokens=40), duration_ms=0)
+
+
+def _new_record(i: int) -> InboxRecord:
+    c = comment(i, article_id=1 + i // 50)
+    return inbox.new_record(c, prompt_for(c))
+
+
+def _failed_record(i: int) -> InboxRecord:
+    reserved = inbox.reserve(_new_record(i), command="scan", entrypoint="cli", provider="bench", model="instant")
+    error = AttemptError(kind="malformed_json", message="the model answered text that is not JSON")
+    return inbox.finish(reserved, verdict=None, error=error, raw="Sure! Here is my verdict: needs reply.",
+                        duration_ms=800)
+
+
+def _seed_failed(s: Settings, n: int) -> list[InboxRecord]:
+    """n failed comments (one malformed attempt each) and an up-to-date index: recheck's input."""
+    records = [_failed_record(i) for i in range(n)]
+    for record in records:
+        write_plain(s.paths.inbox_file(record.comment.id), record_bytes(record))
+    index, _ = seen.reconcile(s.paths, seen.SeenFile())
+    durable.write_model(s.paths.seen, index)
+    return records
+
+
+def _floor_writer(directory: Path, records: list[InboxRecord]) -> Callable[[int, int], float]:
+    """Two durable writes per call, the reserved record then the finished one, same sizes.
+
+    Returns ``write(start, stop)`` timing the floor for calls ``start:stop``, so the floor can be
+    split around the measured batch (half before, half after): fsync latency on a shared disk
+    drifts over seconds, and bracketing makes floor and batch see the same drift.
+    """
+    pairs = []
+    for record in records:
+        reserved = inbox.reserve(record, command="recheck", entrypoint="cli", provider="bench", model="instant")
+        finished = inbox.finish(reserved, verdict=VERDICT, error=None, raw=RAW,
+                                usage=Usage(input_tokens=300, output_tokens=40), duration_ms=0)
+        pairs.append((directory / f"{record.comment.id}.json", reserved.model_dump(mode="json"),
+                      finished.model_dump(mode="json")))
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def write(start: int, stop: int) -> float:
+        def write_all() -> None:
+            for path, first, second in pairs[start:stop]:
+                durable.write_json(path, first)
+                durable.write_json(path, second)
+
+        return timed(write_all)
+
+    return write
+
+
+def _bracketed(floor: Callable[[int, int], float], n: int, batch: Callable[[], Any],
+               counter: WriteCounter | None) -> tuple[float, float]:
+    """(floor, batch) seconds: half the floor before the batch, half after."""
+    before = floor(0, n // 2)
+    if counter is not None:
+        with counter.active():
+            measured = timed(batch)
+    else:
+        measured = timed(batch)
+    return before + floor(n // 2, n), measured
+
+
+def _recheck(s: Settings, n: int) -> dict[str, Any]:
+    doc, error = commands.recheck(context(s), limit=n)
+    if error is not None or doc["calls"] != n:
+        raise RuntimeError(f"recheck did not make {n} calls: {error} {doc['counts']}")
+    return doc
+
+
+def _measure(base: Path | None, n: int, reps: int, *, label: str,
+             configure: Callable[[Path], Settings], floor_extra: Callable[[], float] | None = None
+             ) -> tuple[list[float], list[float], WriteCounter]:
+    """Reps of (floor, recheck of n failed comments, floor); fresh data dir each rep."""
+    floors, runs = [], []
+    counter = WriteCounter()
+    for rep in range(reps):
+        with temp_dir(base, label) as root:
+            s = configure(root)
+            records = _seed_failed(s, n)
+            floor, measured = _bracketed(_floor_writer(root / "floor", records), n,
+                                         lambda s=s: _recheck(s, n), counter if rep == 0 else None)
+            if floor_extra is not None:
+                floor += floor_extra()
+            floors.append(floor)
+            runs.append(measured)
+    return floors, runs, counter
+
+
+def _ratio(runs: list[float], floors: list[float]) -> tuple[float, str]:
+    """Median of the per-rep ratios, and the list of them for the notes."""
+    ratios = [r / f for r, f in zip(runs, floors, strict=True)]
+    return median(ratios), "per-rep ratios " + ", ".join(f"{r:.2f}" for r in ratios)
+
+
+def _notes(counter: WriteCounter, n: int, *, floor_fsyncs: int) -> list[str]:
+    w = counter.writes
+    return [f"seen.json saved {w['seen.json']}× per batch of {n} (target: once per batch)",
+            (f"durable writes in that batch: inbox {w['inbox/*.json']} ({w['inbox/*.json'] / n:.0f} per call), "
+            f"seen.json {w['seen.json']}, signals state {w['signals/state.json']} + cursor {w['signals/cursor.json']}"),
+            (f"fsyncs per call: {counter.fsyncs / n:.2f} (floor: {floor_fsyncs}, file + directory per durable write;"
+            " +1 per call is the observation-log append of the outcome line)")]
+
+
+def _instant() -> Any:
+    return patched(providers, "make_provider", lambda _s, **_kw: InstantProvider())
+
+
+def _no_cap() -> Any:
+    return patched(commands, "check_limit", lambda limit: limit)
+
+
+def bench_instant(base: Path | None, n: int, reps: int) -> Row:
+    with _instant(), _no_cap():
+        floors, runs, counter = _measure(base, n, reps, label="book", configure=settings)
+    ratio, spread = _ratio(runs, floors)
+    notes = [*_notes(counter, n, floor_fsyncs=4), f"{reps} reps; {spread}"]
+    ok = ratio <= 1.5 and counter.writes["seen.json"] == 1
+    return Row("1a", f"recheck of {n} failed comments, in-process instant provider (whole command, per call)",
+               f"{ms(median(runs) / n)}/call", f"{ms(median(floors) / n)}/call (2 × durable.write_json)",
+               ratio, "≤ 1.50×", ok, notes)
+
+
+def bench_loopback(base: Path | None, n: int, reps: int) -> Row:
+    """The same batch through the real OpenAI provider against the loopback fake (127.0.0.1)."""
+    import httpx
+    from _fake_provider import running_fake
+    from pydantic import SecretStr
+
+    bare = 0
+    with running_fake() as fake, _no_cap():
+        def configure(root: Path) -> Settings:
+            return settings(root, provider="openai", model="fake-model", base_url=fake.base_url,
+                            api_key=SecretStr("sk-bench"), timeout=30.0)
+
+        body = {"model": "fake-model", "messages": [{"role": "user", "content": "TAG:bare " + "x" * 1500}]}
+
+        def bare_requests() -> float:
+            # The HTTP floor: as many bare POSTs to the same server through one client.
+            nonlocal bare
+            bare += n
+            with httpx.Client(timeout=30.0) as client:
+                return timed(lambda: [client.post(f"{fake.base_url}/chat/completions", json=body) for _ in range(n)])
+
+        floors, runs, counter = _measure(base, n, reps, label="http", configure=configure, floor_extra=bare_requests)
+        calls = len(fake.calls) - bare
+    ratio, spread = _ratio(runs, floors)
+    notes = [f"the fake recorded {calls} model calls for {reps} batches of {n}: one request per call",
+             *_notes(counter, n, floor_fsyncs=4), f"{reps} reps; {spread}"]
+    return Row("1b", f"recheck of {n} failed comments, OpenAI provider over loopback HTTP (per call)",
+               f"{ms(median(runs) / n)}/call", f"{ms(median(floors) / n)}/call (2 writes + 1 bare httpx POST)",
+               ratio, "≤ 1.50×", ratio <= 1.5 and counter.writes["seen.json"] == 1, notes)
+
+
+def bench_scan(base: Path | None, n: int, reps: int) -> Row:
+    """scan of n never-seen comments: discovery writes the inbox file first, so the floor is 3 writes."""
+    floors, runs = [], []
+    counter = WriteCounter()
+    with _instant(), _no_cap():
+        for rep in range(reps):
+            with temp_dir(base, "scan") as root:
+                s = settings(root)
+                export = root / "export.json"
+                write_plain(export, json.dumps({"username": "me", "articles": [{
+                    "id": 1, "title": "Article 1", "url": "https://dev.to/me/article-1", "comments_count": n,
+                    "comments": [forem_node(i) for i in range(n)]}]}).encode())
+                records = [_new_record(i) for i in range(n)]
+                two = _floor_writer(root / "floor", records)
+
+                def three(start: int, stop: int, records: list[InboxRecord] = records, root: Path = root,
+                          two: Callable[[int, int], float] = two) -> float:
+                    created = [(root / "floor" / f"new{i}.json", r.model_dump(mode="json"))
+                               for i, r in enumerate(records[start:stop], start)]
+                    return timed(lambda: [durable.write_json(p, d) for p, d in created]) + two(start, stop)
+
+                def batch(s: Settings = s, export: Path = export) -> None:
+                    doc, error = commands.scan(context(s), limit=n, source=str(export))
+                    if error is not None or doc["calls"] != n:
+                        raise RuntimeError(f"scan did not make {n} calls: {error} {doc['counts']}")
+
+                floor, measured = _bracketed(three, n, batch, counter if rep == 0 else None)
+                floors.append(floor)
+                runs.append(measured)
+    ratio, spread = _ratio(runs, floors)
+    notes = [*_notes(counter, n, floor_fsyncs=6), f"{reps} reps; {spread}"]
+    return Row("1c", f"scan of {n} new comments from an export, instant provider (per call, discovery included)",
+               f"{ms(median(runs) / n)}/call", f"{ms(median(floors) / n)}/call (3 × durable.write_json)", ratio,
+               "≤ 1.50×", ratio <= 1.5 and counter.writes["seen.json"] == 1, notes)
+
+
+def run(base: Path | None, *, quick: bool) -> list[Row]:
+    n, reps = (50, 2) if quick else (200, 3)
+    return [bench_instant(base, n, reps), bench_loopback(base, n, reps), bench_scan(base, n, reps)]
