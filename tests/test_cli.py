@@ -124,3 +124,24 @@ def test_help_explains_commands_and_exit_codes() -> None:
     result = invoke("--help")
     for word in ("scan", "recheck", "status", "inbox", "show", "mark", "signals", "Exit codes"):
         assert word in result.stdout
+
+
+def test_global_options_are_accepted_after_the_command_name(data_dir: Path, tmp_path: Path) -> None:
+    """`watcher-bridge status --data-dir D` uses D, as agents type it, not only before the command."""
+    from _proc import envelope, run
+
+    other = tmp_path / "elsewhere"
+    proc = run("bridge", "status", "--data-dir", str(other), "-v", data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert envelope(proc)["result"]["settings"]["data_dir"] == str(other)
+
+
+def test_bridge_usage_errors_still_answer_with_one_envelope(data_dir: Path) -> None:
+    """A bad option or unknown command gives exit 2 and exactly one JSON envelope on stdout."""
+    from _proc import run
+
+    for args in (["scan", "--limit", "x"], ["nosuch"], ["show"]):
+        proc = run("bridge", *args, data_dir=data_dir)
+        assert proc.returncode == 2, args
+        doc = json.loads(proc.stdout)
+        assert doc["ok"] is False and doc["exit_code"] == 2 and doc["error"]["kind"] == "usage"

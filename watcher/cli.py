@@ -154,21 +154,46 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
 
 def main(argv: Sequence[str] | None = None, *, entrypoint: str = "cli") -> None:
     """Console entry point of ``watcher`` (and, with ``entrypoint="bridge"``, of the bridge)."""
-    import click
-
     app = build_app(entrypoint)
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
     if entrypoint != "bridge":
         app(args=args, prog_name="watcher")
         return
     try:
         code = app(args=args, prog_name="watcher-bridge", standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
-    except click.ClickException as exc:
+    except _CLICK_ERROR as exc:
         # Usage errors still answer with exactly one envelope on stdout.
-        envelope = Envelope(False, args[0] if args else "", EXIT_USAGE, None, {"kind": "usage", "message": exc.format_message()})
+        message = exc.format_message()
+        envelope = Envelope(False, args[0] if args else "", EXIT_USAGE, None, {"kind": "usage", "message": message})
         sys.stdout.write(json.dumps(envelope.to_json()) + "\n")
-        sys.stderr.write(f"error: {exc.format_message()}\n")
+        sys.stderr.write(f"error: {message}\n")
         raise SystemExit(EXIT_USAGE) from None
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """Let ``--data-dir``/``--verbose`` stand anywhere (``watcher status --data-dir D``), as users
+    and agents type them, by moving them before the command name where typer expects them."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if arg in ("--verbose", "-v") or arg.startswith("--data-dir="):
+            front.append(arg)
+        elif arg == "--data-dir" and i + 1 < len(args):
+            front.extend(args[i : i + 2])
+            i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
+# click's base error class, wherever this typer version keeps click (vendored in newer typer).
+_CLICK_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
