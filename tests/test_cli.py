@@ -145,3 +145,21 @@ def test_bridge_usage_errors_still_answer_with_one_envelope(data_dir: Path) -> N
         assert proc.returncode == 2, args
         doc = json.loads(proc.stdout)
         assert doc["ok"] is False and doc["exit_code"] == 2 and doc["error"]["kind"] == "usage"
+
+
+def test_cooldown_makes_runs_exit_3_even_with_nothing_to_call_while_status_still_works(data_dir: Path) -> None:
+    """During a provider cooldown scan/recheck exit 3 and say until when; status and mark work."""
+    from watcher.config import load_settings
+    from watcher.pipeline import write_cooldown
+
+    invoke("scan", "--limit", "2")
+    until = write_cooldown(load_settings(), 60, reason="rate_limited: test")
+    for args in (["recheck", "--json"], ["scan", "--limit", "1", "--json"]):
+        result = invoke(*args)
+        assert result.exit_code == 3, args
+        doc = json.loads(result.stdout)
+        assert doc["error"]["message"].startswith(f"provider cooldown until {until}")
+        assert doc["result"]["calls"] == 0
+    status = json.loads(invoke("status", "--json").stdout)["result"]
+    assert status["cooldown"]["until"] == until
+    assert status["states"]["done"] == 2  # the cooled-down scan made no call

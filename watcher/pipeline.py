@@ -228,6 +228,11 @@ def _process(run: Run, result: BatchResult, plan: list[Planned], index: SeenFile
             provider = _make_provider(run)
             result.provider, result.model = provider.name, provider.model
         _attempt(run, result, record, provider, emit)
+    if cooldown is not None and result.stopped is None:
+        # Nothing needed a call this time, but the run still says it is cooling down (SPEC §7.2):
+        # a cron job must not mistake "no calls allowed" for "all caught up".
+        result.stopped, result.error = "cooldown", cooldown
+        emit("batch.stopped.cooldown")
     return provider
 
 
