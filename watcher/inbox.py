@@ -67,7 +67,7 @@ def list_ids(paths: Paths) -> list[str]:
     return sorted(n[:-5] for n in names if n.endswith(".json") and is_valid_id(n[:-5]))
 
 
-def stamp(path: Path) -> str | None:
+def stamp(path: str | Path) -> str | None:
     """Identity of the file's current version: every durable write makes a new inode."""
     try:
         st = os.stat(path)
