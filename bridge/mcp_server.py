@@ -18,7 +18,8 @@ import inspect
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -213,9 +214,26 @@ if _SDK_MISSING is None:
                 return _argument_error(name, f"bad arguments for {name}: {problems}")
 
 
+@asynccontextmanager
+async def _stdout_kept_for_protocol(_server: Any) -> AsyncIterator[dict[str, Any]]:
+    """While serving, Python's ``sys.stdout`` is stderr.
+
+    The SDK points fd 1 at stderr while it serves, but a ``print`` lands in ``sys.stdout``'s buffer
+    first, and with a pipe (no tty, no PYTHONUNBUFFERED: how Codex starts us) that buffer is only
+    flushed at exit — after the SDK has pointed fd 1 back at the protocol pipe, corrupting it.
+    """
+    sys.stdout.flush()  # anything already buffered goes out now, while fd 1 is still diverted
+    saved, sys.stdout = sys.stdout, sys.stderr
+    try:
+        yield {}
+    finally:
+        sys.stdout = saved
+
+
 def build_server(*, data_dir: Path | None = None, verbose: bool = False) -> WatcherServer:
     """The MCP server with the seven watcher tools. Requires the SDK (see :func:`serve`)."""
-    server = WatcherServer("devto-watcher", instructions=INSTRUCTIONS, log_level="INFO" if verbose else "WARNING")
+    server = WatcherServer("devto-watcher", instructions=INSTRUCTIONS, log_level="INFO" if verbose else "WARNING",
+                           lifespan=_stdout_kept_for_protocol)
     run = _Runner(data_dir)
     spends = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                              open_world_hint=True)
