@@ -11,8 +11,6 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from watcher.config import Paths
 from watcher.errors import LockBusy
 
@@ -25,6 +23,10 @@ SHORT_WAIT_S = 15.0
 @contextmanager
 def hold(path: Path, *, timeout: float, what: str = "another watcher run") -> Iterator[None]:
     """Hold the exclusive lock at ``path``; raise :class:`LockBusy` after ``timeout`` seconds."""
+    # Imported here: filelock costs a noticeable part of start-up (bench/ figure 5), and
+    # read-only commands (status, inbox, show on a current index) never take a lock.
+    from filelock import FileLock, Timeout
+
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path), timeout=timeout)
     try:
