@@ -79,8 +79,12 @@ def record(data_dir: Path, cid: str) -> InboxRecord:
 # ---- the session ----------------------------------------------------------------------------------
 
 
-def test_session_lists_the_seven_typed_tools_and_status_answers_with_the_envelope(data_dir: Path) -> None:
-    """initialize, tools/list (typed, bounded, budget in the descriptions), then status as structured content."""
+def test_session_lists_typed_tools_and_runs_status_scan_recheck_mark_on_the_cli_files(
+        data_dir: Path, tmp_path: Path) -> None:
+    """initialize, tools/list, then status, an offline scan, recheck and mark: structured envelopes
+    over the same files the CLI reads, attempts recorded with entrypoint bridge."""
+    export = write_export(tmp_path / "export.json", ["one", "two", "three"])
+
     async def scenario(session: ClientSession) -> None:
         tools = {t.name: t for t in (await session.list_tools()).tools}
         assert set(tools) == TOOLS
@@ -95,22 +99,14 @@ def test_session_lists_the_seven_typed_tools_and_status_answers_with_the_envelop
         assert tools["status"].description.startswith("Free")
         assert tools["status"].annotations.read_only_hint is True
         assert "exit_code" in tools["scan"].output_schema["properties"]
+
         status = doc(await session.call_tool("status", {}))
         assert (status["ok"], status["command"], status["exit_code"], status["error"]) == (True, "status", 0, None)
         assert status["result"]["paths"]["data_dir"] == str(data_dir)
-        assert status["result"]["comments"] == 0
-
-    run_session(data_dir, scenario)
-
-
-def test_offline_scan_recheck_and_mark_use_the_cli_files_and_record_bridge(data_dir: Path, tmp_path: Path) -> None:
-    """scan (offline), recheck and mark over MCP write the same files the CLI reads; attempts say bridge."""
-    export = write_export(tmp_path / "export.json", ["one", "two", "three"])
-
-    async def scenario(session: ClientSession) -> None:
         scan = doc(await session.call_tool("scan", {"limit": 2, "source": str(export)}))
-        assert scan["ok"] and scan["result"]["calls"] == 2 and scan["result"]["remaining"] == 1
+        assert (scan["ok"], scan["command"], scan["result"]["provider"]) == (True, "scan", "offline")
         assert [i["outcome"] for i in scan["result"]["items"]] == ["verdict", "verdict"]
+        assert scan["result"]["remaining"] == 1
         recheck = doc(await session.call_tool("recheck", {}))
         assert recheck["ok"] and recheck["result"]["calls"] == 0  # offline verdicts never fail: nothing to retry
         marked = doc(await session.call_tool("mark", {"id": "one", "triage": "replied"}))
