@@ -10,11 +10,18 @@ behaviours is consumed one per call (the last one repeats):
 - ``"529"``       overloaded
 - ``"hold"``      keep the request open until :meth:`release` (then answer a verdict)
 - ``"hold-malformed"``  hold, then answer malformed JSON
+- ``"slow"``      answer a verdict after :attr:`FakeProvider.slow_s` seconds
+- ``"invalid"``   a 200 whose content is JSON that fails the verdict schema
+- ``"401"``       auth error; ``"echo-key-401"`` also echoes the request's Authorization header
+  in the body (a misbehaving proxy), so tests can prove the key never reaches the data dir
+
+:meth:`FakeProvider.chaos` makes labels without a script draw a behaviour at random (seeded).
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 import threading
 import time
@@ -37,10 +44,20 @@ class FakeProvider:
         self._release = threading.Event()
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
+        self.slow_s = 0.5
+        self._chaos: tuple[random.Random, list[str], list[float]] | None = None
 
     # ---- test-facing ----
     def script(self, label: str, *behaviours: str) -> None:
         self.scripts[label] = list(behaviours)
+
+    def chaos(self, seed: int, weights: dict[str, float]) -> None:
+        """Labels without a script draw each call's behaviour from ``weights`` (seeded)."""
+        self._chaos = (random.Random(seed), list(weights), list(weights.values()))
+
+    def calls_for(self, label: str) -> int:
+        with self._lock:
+            return self.calls.count(label)
 
     def release(self) -> None:
         self._release.set()
@@ -64,11 +81,14 @@ class FakeProvider:
         with self._lock:
             self.calls.append(label)
             script = self.scripts.get(label)
+            if not script and self._chaos is not None:
+                rng, names, weights = self._chaos
+                return rng.choices(names, weights)[0]
             if not script:
                 return self.default
             return script.pop(0) if len(script) > 1 else script[0]
 
-    def handle(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    def handle(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
         text = json.dumps(body)
         match = TAG.search(text)
         label = match.group(1) if match else "?"
@@ -81,9 +101,19 @@ class FakeProvider:
             retry = behaviour.split(":", 1)[1] if ":" in behaviour else "30"
             err = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
             return 429, {"Retry-After": retry}, json.dumps(err).encode()
+        if behaviour == "slow":
+            time.sleep(self.slow_s)
+            behaviour = "verdict"
+        if behaviour in ("401", "echo-key-401"):
+            said = "Incorrect API key provided"
+            if behaviour == "echo-key-401":
+                said += f": {(headers or {}).get('authorization', '')}"
+            err = {"error": {"message": said, "type": "invalid_request_error", "code": "invalid_api_key"}}
+            return 401, {}, json.dumps(err).encode()
         if behaviour == "529":
             return 529, {}, b'{"error": {"message": "Overloaded", "type": "overloaded_error"}}'
-        content = "this is not json {" if behaviour == "malformed" else json.dumps(VERDICT)
+        content = {"malformed": "this is not json {", "invalid": json.dumps({"needs_reply": "maybe"})}.get(
+            behaviour, json.dumps(VERDICT))
         doc = {"id": "chatcmpl-1", "object": "chat.completion", "model": "fake-model",
                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
@@ -92,10 +122,10 @@ class FakeProvider:
 
 def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server API
+        def do_POST(self) -> None:  # the name is http.server API
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
-            status, headers, payload = fake.handle(body)
+            status, headers, payload = fake.handle(body, {k.lower(): v for k, v in self.headers.items()})
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -1,0 +1,224 @@
+"""The rig's machinery: a baseline data dir, in-process runs, recovery until quiet, the tally.
+
+In-process runs go through :func:`watcher.commands.execute` exactly like both front ends do.
+Each one gets its own synthetic pid on the attempts it reserves (see :func:`run_pid`), so the
+"one call per comment per run" check can tell runs apart even though they share a process.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _fake_provider import FakeProvider
+from _proc import write_export
+
+from watcher import commands, inbox
+from watcher.commands import Context, Envelope
+from watcher.config import Paths, load_settings
+
+LONG = os.environ.get("WATCHER_RELIABILITY", "").lower() == "long"
+
+# Oldest first: recheck meets the orphan before the failed ones.
+BASE_LABELS = ["orph", "flaky", "bad", "done"]
+NEW_LABELS = ["newa", "newb", "newc"]
+BASE_MARKS = {"done": "replied", "bad": "ignored"}
+
+
+# ---- the tally printed at the end of the pytest run -----------------------------------------------
+
+
+@dataclass
+class Tally:
+    crash_points: int = 0
+    failed_writes: int = 0
+    soak_ops: int = 0
+    bad_inputs: int = 0
+    violations: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, what: str, n: int = 1, violations: list[str] | None = None) -> None:
+        with self._lock:
+            setattr(self, what, getattr(self, what) + n)
+            self.violations += violations or []
+
+    def line(self) -> str:
+        return (f"reliability: {self.crash_points:,} crash points, {self.failed_writes:,} failed-write cases, "
+                f"{self.soak_ops:,} soak operations, {self.bad_inputs:,} bad-input cases, "
+                f"{len(self.violations)} violations")
+
+    def touched(self) -> bool:
+        return bool(self.crash_points or self.failed_writes or self.soak_ops or self.bad_inputs)
+
+
+TALLY = Tally()
+
+
+# ---- synthetic pids for in-process runs -----------------------------------------------------------
+
+_local = threading.local()
+# Above Linux's largest pid_max (2**22), so a synthetic pid never equals a real process's.
+_pids = itertools.count(5_000_000)
+_pid_lock = threading.Lock()
+
+
+def next_pid() -> int:
+    with _pid_lock:
+        return next(_pids)
+
+
+def reserve_with_run_pid(real: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap :func:`watcher.inbox.reserve` so in-process runs stamp their own pid."""
+
+    def reserve(record: Any, **kwargs: Any) -> Any:
+        pid = getattr(_local, "pid", None)
+        if pid is not None and kwargs.get("pid") is None:
+            kwargs["pid"] = pid
+        return real(record, **kwargs)
+
+    return reserve
+
+
+@contextmanager
+def run_pid() -> Iterator[int]:
+    _local.pid = next_pid()
+    try:
+        yield _local.pid
+    finally:
+        _local.pid = None
+
+
+# ---- in-process commands --------------------------------------------------------------------------
+
+
+def inproc(data_dir: Path, env: Mapping[str, str], entry: str, command: str, **kw: Any) -> Envelope:
+    """Run one command in this process as front end ``entry`` would; never raises."""
+    ctx = Context(entrypoint=entry, data_dir=data_dir)
+    ctx._settings = load_settings(data_dir=data_dir, env={**env, "WATCHER_DATA_DIR": str(data_dir)})
+    fns: dict[str, Callable[[Context], Any]] = {
+        "scan": lambda c: commands.scan(c, limit=kw.get("limit", 20), source=str(kw["source"])),
+        "recheck": lambda c: commands.recheck(c, limit=kw.get("limit", 20), ids=kw.get("ids", ())),
+        "mark": lambda c: commands.mark(c, kw["id"], kw["triage"]),
+        "signals": lambda c: commands.signals_cmd(c, reset=kw.get("reset", False)),
+        "status": commands.status,
+        "inbox": commands.inbox_view,
+        "show": lambda c: commands.show(c, kw["id"]),
+    }
+    with run_pid():
+        return commands.execute(command, ctx, fns[command])
+
+
+def calls_of(envelope: Envelope) -> int:
+    result = envelope.result
+    return result.get("calls", 0) if isinstance(result, dict) else 0
+
+
+def outcomes_of(envelope: Envelope) -> list[str]:
+    result = envelope.result
+    if not isinstance(result, dict):
+        return []
+    return [item["outcome"] for item in result.get("items", [])]
+
+
+# ---- the baseline every crash and failed-write case starts from -----------------------------------
+
+
+@dataclass(frozen=True)
+class Baseline:
+    base_export: Path
+    full_export: Path  # the base comments plus NEW_LABELS, which a scan discovers
+    marks: dict[str, str]
+    data_dir: Path | None = None
+    calls: tuple[str, ...] = ()  # the provider calls that built it
+
+    def clone(self, dest: Path, fake: FakeProvider) -> Path:
+        """A copy of the baseline data dir for one case, with ``fake`` primed to match it.
+
+        A copied log is a new inode, which the counter rightly treats as a replaced log; the
+        copy therefore recounts it on purpose (``signals --reset``) before the case begins.
+        """
+        assert self.data_dir is not None
+        shutil.copytree(self.data_dir, dest)
+        fake.calls[:] = list(self.calls)
+        script_followups(fake)
+        reset = inproc(dest, fake.env(), "cli", "signals", reset=True)
+        assert reset.exit_code == 0, reset.to_json()
+        return dest
+
+
+def build_baseline(data_dir: Path, fake: FakeProvider, work: Path) -> Baseline:
+    """done (verdict, marked replied), flaky/bad (failed once), orph (failed, then orphaned by a
+    dead process), bad marked ignored, signals counted. Fake scripts set for what follows."""
+    env = fake.env()
+    base = write_export(work / "base.json", BASE_LABELS)
+    full = write_export(work / "full.json", BASE_LABELS + NEW_LABELS)
+    for label, first in (("done", "verdict"), ("flaky", "malformed"), ("bad", "malformed"), ("orph", "529")):
+        fake.script(label, first)
+    env_scan = inproc(data_dir, env, "cli", "scan", source=base)
+    assert env_scan.exit_code == 0, env_scan.to_json()
+    paths = Paths(data_dir)
+    record = inbox.load(paths, "orph")
+    assert record is not None
+    inbox.save(paths, inbox.reserve(record, command="recheck", entrypoint="bridge", provider="openai",
+                                    model="fake-model", pid=next_pid()))
+    for cid, triage in BASE_MARKS.items():
+        assert inproc(data_dir, env, "bridge", "mark", id=cid, triage=triage).exit_code == 0
+    assert inproc(data_dir, env, "cli", "signals").exit_code == 0
+    script_followups(fake)
+    return Baseline(base, full, dict(BASE_MARKS), data_dir, tuple(fake.calls))
+
+
+def script_followups(fake: FakeProvider) -> None:
+    """What the provider answers after the baseline: a mix of outcomes, one comment never parses."""
+    fake.script("flaky", "verdict")
+    fake.script("orph", "verdict")
+    fake.script("bad", "malformed")
+    fake.script("newa", "verdict")
+    fake.script("newb", "malformed", "verdict")
+    fake.script("newc", "529", "verdict")
+
+
+# ---- recovery --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Recovery:
+    envelopes: list[Envelope]
+    problems: list[str]
+
+
+def recover_until_quiet(data_dir: Path, env: Mapping[str, str], export: Path, *, max_rounds: int = 10,
+                        entries: tuple[str, str] = ("bridge", "cli")) -> Recovery:
+    """recheck + scan from alternating entrypoints until a round makes no call and finds nothing to
+    close; then a final ``signals``. Recovery runs must succeed (a cooldown is waited out)."""
+    done: list[Envelope] = []
+    problems: list[str] = []
+    for round_no in range(max_rounds):
+        entry = entries[round_no % 2]
+        pair = [inproc(data_dir, env, entry, "recheck"), inproc(data_dir, env, entry, "scan", source=export)]
+        done += pair
+        codes = [e.exit_code for e in pair]
+        if any(c not in (0, 3) for c in codes):
+            problems += [f"recovery {e.command} exited {e.exit_code}: {e.error}" for e in pair if e.exit_code not in (0, 3)]
+            continue
+        if 3 in codes:
+            time.sleep(0.5)  # a cooldown from a 429 (Retry-After ≤ 1 s in the rig)
+            continue
+        busy = [o for e in pair for o in outcomes_of(e) if o in ("interrupted", "deferred", "not_started")]
+        if sum(calls_of(e) for e in pair) == 0 and not busy:
+            break
+    else:
+        problems.append(f"not quiet after {max_rounds} recovery rounds")
+    final = inproc(data_dir, env, entries[0], "signals")
+    done.append(final)
+    if final.exit_code != 0:
+        problems.append(f"final signals exited {final.exit_code}: {final.error}")
+    return Recovery(done, problems)

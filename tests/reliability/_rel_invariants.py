@@ -1,0 +1,250 @@
+"""SPEC §1's promises as plain checks over a data dir and the fake provider's call log.
+
+Every function returns a list of violations (empty when the promise holds), so one rig run can
+report all it found at once. Nothing here imports the pipeline: the checks read the files the
+way a suspicious user would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from watcher.models import CAP, InboxRecord, SeenFile, SignalState
+
+AttemptView = tuple[int, str | None, str | None, int]  # (n, outcome, error kind, pid)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the data dir promised at one moment, to compare a later state against."""
+
+    attempts: dict[str, list[AttemptView]]
+    verdicts: frozenset[str]
+    triage: dict[str, str]
+    calls: int  # length of the call log at that moment
+
+
+@dataclass
+class Expect:
+    """What the test itself knows: marks it made (and saw succeed) and calls it allows."""
+
+    marks: dict[str, str] = field(default_factory=dict)
+    quiet: bool = True  # recovery ran until quiet: no reservation may be left open
+    quarantine_empty: bool = True  # no fault in this case may corrupt a file
+
+
+# ---- reading ------------------------------------------------------------------------------------
+
+
+def records(data_dir: Path) -> dict[str, InboxRecord]:
+    inbox = data_dir / "inbox"
+    found: dict[str, InboxRecord] = {}
+    if inbox.is_dir():
+        for path in sorted(inbox.glob("*.json")):
+            found[path.stem] = InboxRecord.model_validate_json(path.read_bytes())
+    return found
+
+
+def seen_file(data_dir: Path) -> SeenFile:
+    path = data_dir / "seen.json"
+    return SeenFile.model_validate_json(path.read_bytes()) if path.exists() else SeenFile()
+
+
+def _view(record: InboxRecord) -> list[AttemptView]:
+    return [(a.n, a.outcome, a.error.kind if a.error else None, a.pid) for a in record.attempts]
+
+
+def snapshot(data_dir: Path, calls: Sequence[str]) -> Snapshot:
+    recs = records(data_dir)
+    return Snapshot(
+        attempts={cid: _view(r) for cid, r in recs.items()},
+        verdicts=frozenset(cid for cid, r in recs.items() if r.verdict is not None),
+        triage={cid: e.triage for cid, e in seen_file(data_dir).comments.items()},
+        calls=len(calls),
+    )
+
+
+# ---- the promises -------------------------------------------------------------------------------
+
+
+def call_budget(recs: Mapping[str, InboxRecord], calls: Sequence[str]) -> list[str]:
+    """Promise 1: ≤ 3 calls per comment, and every call has a reserved attempt on disk."""
+    out = []
+    for label, n in Counter(calls).items():
+        record = recs.get(label)
+        if n > CAP:
+            out.append(f"{label}: {n} model calls (cap {CAP})")
+        if record is None:
+            out.append(f"{label}: {n} model call(s) but no inbox file records an attempt")
+        elif n > len(record.attempts):
+            out.append(f"{label}: {n} model calls but only {len(record.attempts)} attempt(s) reserved on disk")
+    for cid, record in recs.items():
+        if len(record.attempts) > record.cap:
+            out.append(f"{cid}: {len(record.attempts)} attempts on disk (cap {record.cap})")
+        if [a.n for a in record.attempts] != list(range(1, len(record.attempts) + 1)):
+            out.append(f"{cid}: attempt numbers {[a.n for a in record.attempts]} are not 1..n")
+    return out
+
+
+def one_call_per_run(recs: Mapping[str, InboxRecord]) -> list[str]:
+    """Promise 1: at most one attempt per comment per run (each run is one pid)."""
+    out = []
+    for cid, record in recs.items():
+        pids = Counter(a.pid for a in record.attempts)
+        out += [f"{cid}: {n} attempts by one run (pid {pid})" for pid, n in pids.items() if n > 1]
+    return out
+
+
+def verdicts_final(recs: Mapping[str, InboxRecord], calls_since: Sequence[str], before: Snapshot | None) -> list[str]:
+    """Promise 2: a persisted verdict is never re-requested (nor a later attempt made)."""
+    out = []
+    for cid, record in recs.items():
+        oks = [a.n for a in record.attempts if a.outcome == "ok"]
+        if record.verdict is not None and oks != [len(record.attempts)]:
+            out.append(f"{cid}: verdict saved but ok attempts are {oks} of {len(record.attempts)}")
+        if record.verdict is None and oks:
+            out.append(f"{cid}: attempt(s) {oks} say ok but no verdict is saved")
+    if before is not None:
+        asked = Counter(calls_since)
+        for cid in before.verdicts:
+            if asked[cid]:
+                out.append(f"{cid}: verdict was on disk, then requested {asked[cid]} more time(s)")
+            if cid not in recs or recs[cid].verdict is None:
+                out.append(f"{cid}: verdict was on disk and is gone")
+    return out
+
+
+def attempts_monotonic(recs: Mapping[str, InboxRecord], before: Snapshot) -> list[str]:
+    """Promise 2: attempt counts never go down; a finished attempt is never rewritten."""
+    out = []
+    for cid, old in before.attempts.items():
+        record = recs.get(cid)
+        if record is None:
+            out.append(f"{cid}: inbox file with {len(old)} attempt(s) disappeared")
+            continue
+        now = _view(record)
+        if len(now) < len(old):
+            out.append(f"{cid}: attempts went down from {len(old)} to {len(now)}")
+        for was, is_ in zip(old, now, strict=False):
+            if was[1] is None:
+                if is_[0] != was[0] or is_[3] != was[3]:
+                    out.append(f"{cid}: reserved attempt {was} was replaced by {is_}")
+            elif was != is_:
+                out.append(f"{cid}: finished attempt {was} was rewritten as {is_}")
+    return out
+
+
+def raw_kept(recs: Mapping[str, InboxRecord]) -> list[str]:
+    """Promise 2: a received response is kept (raw) even when it does not parse."""
+    return [
+        f"{cid}: attempt {a.n} ({a.error.kind}, HTTP {a.error.http_status}) kept no raw body"
+        for cid, r in recs.items()
+        for a in r.attempts
+        if a.error is not None and a.error.http_status is not None and not a.raw
+    ]
+
+
+def triage_kept(data_dir: Path, marks: Mapping[str, str]) -> list[str]:
+    """Promise 2: a reply/ignore mark is never overwritten by a batch."""
+    entries = seen_file(data_dir).comments
+    return [
+        f"{cid}: marked {want!r}, seen.json says {entries[cid].triage if cid in entries else 'nothing'!r}"
+        for cid, want in marks.items()
+        if cid not in entries or entries[cid].triage != want
+    ]
+
+
+def index_follows_inbox(data_dir: Path, recs: Mapping[str, InboxRecord]) -> list[str]:
+    """§4.2 after a quiet run: the index knows every comment, with its state and attempts."""
+    from watcher.inbox import state_of
+
+    entries = seen_file(data_dir).comments
+    out = []
+    for cid, record in recs.items():
+        entry = entries.get(cid)
+        if entry is None:
+            out.append(f"{cid}: inbox file not in seen.json")
+        elif (entry.status, entry.attempts) != (state_of(record), len(record.attempts)):
+            out.append(f"{cid}: seen.json says {entry.status}/{entry.attempts}, inbox says "
+                       f"{state_of(record)}/{len(record.attempts)}")
+    return out
+
+
+def no_open_reservation(recs: Mapping[str, InboxRecord]) -> list[str]:
+    return [f"{cid}: attempt {r.attempts[-1].n} still reserved after recovery" for cid, r in recs.items()
+            if r.attempts and r.attempts[-1].outcome is None]
+
+
+def signals_match_log(data_dir: Path) -> list[str]:
+    """§8: after a final count, counts per key == lines per key; bad lines are in ``invalid``."""
+    log = data_dir / "observations.jsonl"
+    data = log.read_bytes() if log.exists() else b""
+    complete = data[: data.rfind(b"\n") + 1]
+    keys: Counter[str] = Counter()
+    invalid = 0
+    for line in complete.split(b"\n")[:-1]:
+        key = _key(line)
+        if key is None:
+            invalid += 1
+        else:
+            keys[key] += 1
+    path = data_dir / "signals" / "state.json"
+    state = SignalState.model_validate_json(path.read_bytes()) if path.exists() else SignalState()
+    out = []
+    if dict(keys) != state.counts:
+        diff = {k: (keys.get(k, 0), state.counts.get(k, 0)) for k in set(keys) | set(state.counts)
+                if keys.get(k, 0) != state.counts.get(k, 0)}
+        out.append(f"signal counts differ from the log (key: (lines, counted)): {diff}")
+    if invalid != state.invalid:
+        out.append(f"{invalid} invalid log line(s), counter says {state.invalid}")
+    if state.applied != len(complete):
+        out.append(f"counter applied {state.applied} bytes of {len(complete)} complete ones")
+    return out
+
+
+def _key(line: bytes) -> str | None:
+    try:
+        data = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    key = data.get("key") if isinstance(data, dict) else None
+    return key if isinstance(key, str) and key else None
+
+
+def quarantine_empty(data_dir: Path) -> list[str]:
+    q = data_dir / "quarantine"
+    moved = sorted(p.name for p in q.iterdir()) if q.is_dir() else []
+    return [f"quarantined although nothing was corrupted: {moved}"] if moved else []
+
+
+# ---- all of them --------------------------------------------------------------------------------
+
+
+def check_all(data_dir: Path, calls: Sequence[str], *, before: Snapshot | None = None,
+              expect: Expect | None = None) -> list[str]:
+    """Every promise at once; ``calls`` is the whole call log since the data dir was created."""
+    expect = expect or Expect()
+    recs = records(data_dir)
+    since = calls[before.calls:] if before is not None else calls
+    found = call_budget(recs, calls) + one_call_per_run(recs) + verdicts_final(recs, since, before)
+    found += raw_kept(recs) + triage_kept(data_dir, expect.marks) + signals_match_log(data_dir)
+    if before is not None:
+        found += attempts_monotonic(recs, before)
+    if expect.quiet:
+        found += no_open_reservation(recs) + index_follows_inbox(data_dir, recs)
+    if expect.quarantine_empty:
+        found += quarantine_empty(data_dir)
+    return found
+
+
+def files_containing(root: Path, needle: bytes) -> list[str]:
+    """Every file under ``root`` whose bytes contain ``needle`` (for secrets)."""
+    return [str(p.relative_to(root)) for p in _files(root) if needle in p.read_bytes()]
+
+
+def _files(root: Path) -> Iterable[Path]:
+    return (p for p in sorted(root.rglob("*")) if p.is_file())

@@ -1,0 +1,51 @@
+"""The reliability rig (issue 7): crash matrix, failed writes, soak, bad input.
+
+Quick by default; ``WATCHER_RELIABILITY=long`` runs the long mode. The counted figures are
+printed as one line at the end of the pytest run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from _fake_provider import running_fake
+from _rel_harness import TALLY, Baseline, build_baseline, reserve_with_run_pid
+
+from watcher import inbox
+
+
+@pytest.fixture(autouse=True)
+def run_pids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """In-process runs stamp a synthetic pid per run on the attempts they reserve."""
+    monkeypatch.setattr(inbox, "reserve", reserve_with_run_pid(inbox.reserve))
+    yield
+
+
+@pytest.fixture(autouse=True)
+def in_process_fsync_is_free(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """In this process, fsync only costs time: the rig kills processes, it never cuts power, and
+    a SIGKILLed process's writes survive in the page cache. Child processes keep the real fsync;
+    the failed-write cases count (and fail) fsync calls on top of this."""
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
+    yield
+
+
+@pytest.fixture(scope="session")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
+    """The state every crash and failed-write case starts from, built once and cloned per case."""
+    work = tmp_path_factory.mktemp("baseline")
+    data = work / "data"
+    data.mkdir()
+    with pytest.MonkeyPatch.context() as mp, running_fake() as fake:
+        mp.setattr(inbox, "reserve", reserve_with_run_pid(inbox.reserve))
+        return build_baseline(data, fake, work)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if TALLY.touched():
+        terminalreporter.write_sep("-", "reliability rig")
+        terminalreporter.write_line(TALLY.line())
+        for violation in TALLY.violations[:20]:
+            terminalreporter.write_line(f"  violation: {violation}")
