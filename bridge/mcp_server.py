@@ -286,18 +286,10 @@ def _parse(args: Sequence[str]) -> argparse.Namespace:
 
 def _sdk_problem() -> str | None:
     """Why the SDK cannot serve, as the message to print; None when it can."""
-    need = ".".join(map(str, MIN_SDK))
     if _SDK_MISSING is None:
         return None
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-
-        found = version("mcp")
-    except PackageNotFoundError:
-        return INSTALL_HINT.format(need=need)
-    except Exception:  # noqa: BLE001 - broken metadata: fall back to the plain install hint
-        return INSTALL_HINT.format(need=need)
-    return INSTALL_HINT.format(need=need) + f"(found mcp {found}: {_SDK_MISSING}; upgrade it with pip install -U)\n"
+    # An mcp 1.x has no mcp.server.mcpserver: the same hint (the extra pins >= 2.3) upgrades it.
+    return INSTALL_HINT.format(need=".".join(map(str, MIN_SDK))) + f"({_SDK_MISSING})\n"
 
 
 def serve(args: list[str]) -> None:
@@ -316,5 +308,6 @@ def serve(args: list[str]) -> None:
                         format="watcher-bridge mcp: %(levelname)s %(name)s: %(message)s")
     server = build_server(data_dir=options.data_dir, verbose=options.verbose)
     # The SDK's stdio transport writes protocol frames to a private duplicate of fd 1 and points
-    # fd 1 itself at stderr while serving, so a stray print anywhere cannot corrupt the protocol.
+    # fd 1 itself at stderr while serving; the server's lifespan also keeps sys.stdout on stderr
+    # (see _stdout_kept_for_protocol). A stray print anywhere cannot corrupt the protocol.
     server.run("stdio")
