@@ -8,13 +8,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from watcher.cli import hoist_global_options
+
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["mcp"]:
+    # Global options may stand before or after the command (`--data-dir X mcp`, `mcp --data-dir X`).
+    args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
+    command = next((i for i, a in enumerate(args) if not a.startswith("-") and
+                    (i == 0 or args[i - 1] != "--data-dir")), None)
+    if command is not None and args[command] == "mcp":
         from bridge.mcp_server import serve
 
-        serve(args[1:])
+        serve(args[:command] + args[command + 1:])
         return
     from watcher.cli import main as watcher_main
 

@@ -163,3 +163,13 @@ def test_cooldown_makes_runs_exit_3_even_with_nothing_to_call_while_status_still
     status = json.loads(invoke("status", "--json").stdout)["result"]
     assert status["cooldown"]["until"] == until
     assert status["states"]["done"] == 2  # the cooled-down scan made no call
+
+
+def test_bridge_routes_mcp_with_global_options_before_or_after(data_dir: Path) -> None:
+    """`watcher-bridge --data-dir D mcp` and `watcher-bridge mcp --data-dir D` both reach the MCP server."""
+    from _proc import run
+
+    for args in (["--data-dir", str(data_dir), "mcp", "--help"], ["mcp", "--help", "--data-dir", str(data_dir)]):
+        proc = run("bridge", *args, data_dir=data_dir)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert "Serve the watcher commands as MCP tools" in proc.stdout
