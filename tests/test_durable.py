@@ -217,3 +217,24 @@ def test_write_into_a_new_directory_makes_the_directory_durable(data_dir: Path,
     monkeypatch.setattr(durable, "fsync_dir", lambda d: (synced.append(Path(d)), real(d))[1])
     write_json(data_dir / "inbox" / "abc1.json", NEW)
     assert synced == [data_dir, data_dir / "inbox"]
+
+
+def test_sweep_removes_only_old_temp_files_of_killed_writers(tmp_path: Path) -> None:
+    """Old `.name.*.tmp` files go; young ones (a live writer's) and data files stay."""
+    import os
+    import time
+
+    from watcher.durable import sweep_stale_temps
+
+    where = tmp_path / "dir"
+    where.mkdir()
+    old_tmp, young_tmp = where / ".seen.json.abc.tmp", where / ".seen.json.def.tmp"
+    data, hidden = where / "seen.json", where / ".keep"
+    for f in (old_tmp, young_tmp, data, hidden):
+        f.write_text("x")
+    long_ago = time.time() - 7200
+    for f in (old_tmp, data, hidden):
+        os.utime(f, (long_ago, long_ago))
+    assert sweep_stale_temps(where) == 1
+    assert sorted(p.name for p in where.iterdir()) == [".keep", ".seen.json.def.tmp", "seen.json"]
+    assert sweep_stale_temps(tmp_path / "missing") == 0

@@ -60,6 +60,33 @@ def write_bytes(path: Path, payload: bytes) -> None:
             _unlink_quietly(tmp)
 
 
+# A temp file this old cannot belong to a write still in progress (a write takes milliseconds).
+STALE_TEMP_S = 3600.0
+
+
+def sweep_stale_temps(directory: Path, *, older_than_s: float = STALE_TEMP_S) -> int:
+    """Delete temp files that writers killed mid-write left in ``directory``; return how many.
+
+    Only our own ``.<name>.<random>.tmp`` names, and only old ones: a younger temp file may be
+    a concurrent writer's, and removing it would make that writer's ``os.replace`` fail.
+    """
+    removed = 0
+    cutoff = time.time() - older_than_s
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        if entry.name.startswith(".") and entry.name.endswith(".tmp") and entry.is_file(follow_symlinks=False):
+            try:
+                if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:
+                continue
+    return removed
+
+
 def fsync_dir(directory: Path) -> None:
     """Make a rename in ``directory`` durable (a replaced file is not durable until its dir is)."""
     fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))

@@ -14,7 +14,7 @@ from typing import Any
 
 from watcher import inbox, seen
 from watcher.config import Settings
-from watcher.durable import read_model, write_model
+from watcher.durable import read_model, sweep_stale_temps, write_model
 from watcher.errors import (
     ConfigError,
     CooldownActive,
@@ -168,6 +168,8 @@ def execute(run: Run, result: BatchResult, plan: list[Planned], base: SeenFile, 
     """Steps 2–5 of SPEC §7. Returns the index as saved."""
     paths = run.settings.paths
     with pipeline_lock(paths):
+        for directory in (paths.inbox, paths.root, paths.signals_dir):
+            sweep_stale_temps(directory)  # left by runs killed mid-write; see durable.py
         _create_discovered(run, plan)
         mine, changed = seen.reconcile(paths, base)
         result.repaired = sorted(cid for cid in changed if cid in base.comments)
