@@ -259,3 +259,23 @@ def test_batch_save_after_a_mark_keeps_the_mark(paths: Paths) -> None:
     batch_mine, _ = seen.reconcile(paths, batch_base)
     result = seen.save(paths, batch_base, batch_mine)
     assert (result.comments["a"].triage, result.comments["a"].status) == ("ignored", "done")
+
+
+def test_save_with_nothing_of_ours_to_apply_neither_reads_nor_writes(paths) -> None:  # type: ignore[no-untyped-def]
+    """An idle batch's save (mine is base, entry for entry) skips the lock, the re-read and the write."""
+    from _records import entry as make_entry
+
+    from watcher import seen as seen_mod
+
+    base = seen_mod.SeenFile(comments={"abc1": make_entry(attempts=1, status="failed")})
+    seen_mod.save(paths, seen_mod.SeenFile(), base)
+    before = paths.seen.stat()
+    mine = base.model_copy(update={"comments": dict(base.comments)})  # a copy holding the same entries
+    # another writer changes the file meanwhile; an untouched save must not bring base back
+    other = base.model_copy(update={"comments": {"abc1": make_entry(attempts=2, status="failed", triage="replied")}})
+    seen_mod.save(paths, base, other)
+    after_other = paths.seen.stat()
+    assert (after_other.st_ino, after_other.st_mtime_ns) != (before.st_ino, before.st_mtime_ns)
+    assert seen_mod.save(paths, base, mine) is mine
+    assert paths.seen.stat().st_ino == after_other.st_ino
+    assert seen_mod.load(paths).comments["abc1"].attempts == 2

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _records import record
+from _records import entry, record
 
 from watcher import inbox, seen
 from watcher.config import Paths
@@ -108,8 +108,9 @@ def test_seen_save_over_a_corrupt_file_never_overwrites_it(paths: Paths) -> None
     content = b'{"schema_version": 1, "comments": 7}'
     _plant(paths, "seen", content)
     empty = seen.SeenFile()
+    mine = seen.SeenFile(comments={"abc1": entry()})
     with pytest.raises(CorruptState) as info:
-        seen.save(paths, empty, empty)
+        seen.save(paths, empty, mine)
     assert info.value.moved_to is not None and info.value.moved_to.read_bytes() == content
     assert not paths.seen.exists()
 

@@ -176,8 +176,10 @@ def execute(run: Run, result: BatchResult, plan: list[Planned], base: SeenFile, 
         for cid in result.repaired:
             emit("state.repaired", comment=cid)
         for article in articles:
-            mine = seen.record_article(mine, article.id, title=article.title, url=article.url,
-                                       comments_count=article.comments_count)
+            known = mine.articles.get(str(article.id))
+            if known is None or (known.comments_count, known.title) != (article.comments_count, article.title):
+                mine = seen.record_article(mine, article.id, title=article.title, url=article.url,
+                                           comments_count=article.comments_count)
         provider: Provider | None = None
         try:
             provider = _process(run, result, plan, mine, limit=limit, emit=emit)

@@ -111,13 +111,29 @@ def _merge_entry(base: SeenComment | None, mine: SeenComment, theirs: SeenCommen
 
 
 def save(paths: Paths, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None) -> SeenFile:
-    """Merge-on-save under the seen lock; writes only if the result differs. Returns the result."""
+    """Merge-on-save under the seen lock; writes only if the result differs. Returns the result
+    (``mine`` itself when it holds no change of ours: then the file is not even read)."""
+    if not patches and _untouched(base, mine) and paths.seen.exists():
+        # merge(base, base, theirs) is theirs: nothing to write, so skip the lock and the re-read
+        # (an idle scan of a large index would otherwise parse seen.json twice).
+        return mine
     with seen_lock(paths):
         theirs = load(paths)
         merged = merge(base, mine, theirs, patches)
         if merged != theirs or not paths.seen.exists():
             write_model(paths.seen, merged)
         return merged
+
+
+def _untouched(base: SeenFile, mine: SeenFile) -> bool:
+    # Identity, not equality: reconcile/record_article build a new entry for every change and keep
+    # the same object otherwise, so this is exact and costs one pointer compare per comment.
+    if mine is base:
+        return True
+    if mine.articles != base.articles or len(mine.comments) != len(base.comments):
+        return False
+    old = base.comments
+    return all(old.get(cid) is entry for cid, entry in mine.comments.items())
 
 
 def record_article(seen: SeenFile, article_id: int, *, title: str, url: str | None, comments_count: int) -> SeenFile:
