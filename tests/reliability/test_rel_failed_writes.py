@@ -1,0 +1,131 @@
+"""Failed writes, the way SQLite tests I/O errors: fail the N-th durable write operation.
+
+One cycle is scan + recheck + mark + signals, in process through ``commands.execute``. The
+operations counted are the ones a durable write or a signal append is made of: creating the
+temp file (``tempfile.mkstemp``), ``os.write``, ``os.fsync`` (file and directory) and
+``os.replace``. For N = 1, 2, … the N-th one raises (once, as a transient EIO; or from then on,
+as a full disk) until a cycle completes without reaching N. After each case: the command that
+met the fault exited non-zero, and a clean recovery restores every promise.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _fake_provider import FakeProvider, running_fake
+from _rel_harness import LONG, TALLY, Baseline, inproc, recover_until_quiet
+from _rel_invariants import Expect, check_all, snapshot
+
+OPS = (("os", "fsync"), ("os", "replace"), ("os", "write"), ("tempfile", "mkstemp"))
+MODULES = {"os": os, "tempfile": tempfile}
+
+
+@dataclass
+class Fault:
+    """Fail operation number ``at`` (and every later one if ``persistent``) in this thread."""
+
+    at: int
+    persistent: bool
+    seen: int = 0
+    command: str = ""
+    hit_in: list[str] = field(default_factory=list)
+
+    def check(self, op: str) -> None:
+        self.seen += 1
+        if self.seen == self.at or (self.persistent and self.seen > self.at):
+            self.hit_in.append(self.command)
+            code = errno.ENOSPC if self.persistent else errno.EIO
+            raise OSError(code, f"{os.strerror(code)} (injected at {op} #{self.seen})")
+
+
+_active = threading.local()
+
+
+@contextmanager
+def counted_ops(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Route the counted operations through the thread's :class:`Fault`, if it has one."""
+
+    def wrap(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def op(*args: Any, **kwargs: Any) -> Any:
+            fault = getattr(_active, "fault", None)
+            if fault is not None:
+                fault.check(name)
+            return real(*args, **kwargs)
+
+        return op
+
+    for module, name in OPS:
+        monkeypatch.setattr(MODULES[module], name, wrap(name, getattr(MODULES[module], name)))
+    yield
+
+
+def cycle(data: Path, fake: FakeProvider, export: Path, fault: Fault) -> tuple[list[str], dict[str, str]]:
+    """scan, recheck, mark, signals under ``fault``; returns silent failures and the marks that took."""
+    env = fake.env()
+    steps: list[tuple[str, str, dict[str, Any]]] = [
+        ("scan", "cli", {"source": export}),
+        ("recheck", "bridge", {}),
+        ("mark", "cli", {"id": "newa", "triage": "replied"}),
+        ("mark", "bridge", {"id": "flaky", "triage": "ignored"}),
+        ("signals", "bridge", {}),
+    ]
+    silent, marks = [], {}
+    _active.fault = fault
+    try:
+        for command, entry, kw in steps:
+            fault.command = command
+            hits = len(fault.hit_in)
+            envelope = inproc(data, env, entry, command, **kw)
+            if len(fault.hit_in) > hits and envelope.exit_code == 0:
+                silent.append(f"{command} ({entry}) met an injected write failure and exited 0")
+            if command == "mark" and envelope.exit_code == 0:
+                marks[kw["id"]] = kw["triage"]
+    finally:
+        _active.fault = None
+    return silent, marks
+
+
+def failed_write_case(baseline: Baseline, work: Path, at: int, persistent: bool) -> tuple[bool, list[str]]:
+    """One case; returns whether the fault was reached, and the violations found."""
+    with running_fake() as fake:
+        data = baseline.clone(work / "data", fake)
+        before = snapshot(data, fake.calls)
+        fault = Fault(at=at, persistent=persistent)
+        silent, marks = cycle(data, fake, baseline.full_export, fault)
+        recovery = recover_until_quiet(data, fake.env(), baseline.full_export)
+        problems = silent + recovery.problems
+        problems += check_all(data, fake.calls, before=before, expect=Expect(marks={**baseline.marks, **marks}))
+    mode = "persistent" if persistent else "once"
+    return bool(fault.hit_in), [f"write #{at} fails ({mode}): {p}" for p in problems]
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["transient-eio", "disk-full"])
+def test_every_failed_write_is_loud_and_recoverable(persistent: bool, baseline: Baseline, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail write op N = 1, 2, … of a full cycle: loud exit, then a clean run keeps every promise."""
+    found: list[str] = []
+    cases = 0
+    # A full disk fails everything after N too, so neighbouring N differ little: the quick mode
+    # takes every third one; the long mode (and the transient case always) takes every N.
+    step = 3 if persistent and not LONG else 1
+    with counted_ops(monkeypatch):
+        for at in range(1, 10_000, step):
+            reached, violations = failed_write_case(baseline, tmp_path / str(at), at, persistent)
+            if not reached:
+                break
+            cases += 1
+            found += violations
+            if found and not LONG:
+                break  # the first broken case says enough; long mode collects them all
+    TALLY.add("failed_writes", cases, found)
+    assert cases > 100 // step, "the cycle should contain many durable write operations"
+    assert found == []
