@@ -132,14 +132,43 @@ def test_append_starts_a_fresh_line_after_a_torn_tail(paths: Paths) -> None:
 def test_append_raises_save_failed_when_the_disk_fails(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
     """An OSError while appending surfaces as SaveFailed (exit 5)."""
 
-    def fsync(fd: int) -> None:
-        raise OSError(5, "Input/output error (injected)")
+    signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")  # the log exists already
 
-    monkeypatch.setattr(os, "fsync", fsync)
+    def write(fd: int, data: bytes) -> int:
+        raise OSError(28, "No space left on device (injected)")
+
+    monkeypatch.setattr(os, "write", write)
     with pytest.raises(SaveFailed) as caught:
         signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")
     assert exit_code_for(caught.value) == 5
     assert str(paths.observations) in str(caught.value)
+
+
+def test_counted_lines_are_fsynced_before_the_watermark_that_claims_them(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appends skip fsync; the counter fsyncs the log before saving state, so applied never
+    points past durable bytes after a power cut."""
+    from watcher import durable
+
+    signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")
+    events: list[str] = []
+    real_fsync, real_write_model = os.fsync, durable.write_model
+
+    def fsync(fd: int) -> None:
+        if os.path.samestat(os.fstat(fd), os.stat(paths.observations)):
+            events.append("log fsync")
+        real_fsync(fd)
+
+    def write_model(path, model):  # type: ignore[no-untyped-def]
+        events.append(f"write {path.name}")
+        real_write_model(path, model)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(durable, "write_model", write_model)
+    signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")
+    assert events == []  # the append itself made no fsync of the log
+    signals.run_counter(paths)
+    assert events[:2] == ["log fsync", "write state.json"]
 
 
 def test_new_run_id_is_short_and_unique() -> None:
