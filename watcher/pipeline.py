@@ -44,7 +44,6 @@ class Run:
     command: str  # "scan" | "recheck"
     entrypoint: str  # "cli" | "bridge"
     run_id: str
-    provider_factory: Callable[[Settings], Provider] | None = None
     on_item: Callable[[ItemResult], None] | None = None
     on_planned: Callable[[int], None] | None = None
 
@@ -155,6 +154,8 @@ def plan_recheck(run: Run, index: SeenFile, ids: Sequence[str]) -> list[Planned]
     for cid in candidates:
         record = inbox.load(paths, cid)
         if record is None:
+            if not ids:
+                continue  # the index lags the inbox (SPEC §4.2): nothing there to recheck
             raise UsageError(f"no comment {cid} in {paths.inbox} — run `watcher scan` first, or check the id")
         planned.append((record.comment.created_at, Planned(cid, inbox.fingerprint(record))))
     return [p for _, p in sorted(planned, key=lambda pair: (pair[0], pair[1].id))]
@@ -360,9 +361,7 @@ def _state_stop(run: Run, result: BatchResult, cid: str, outcome: str, exc: Save
 
 
 def _make_provider(run: Run) -> Provider:
-    if run.provider_factory is not None:
-        return run.provider_factory(run.settings)
-    from watcher.providers import make_provider
+    from watcher.providers import make_provider  # httpx is imported only by runs that call a model
 
     return make_provider(run.settings)
 
