@@ -183,7 +183,7 @@ def execute(run: Run, result: BatchResult, plan: list[Planned], base: SeenFile, 
                                            comments_count=article.comments_count)
         provider: Provider | None = None
         try:
-            provider = _process(run, result, plan, mine, limit=limit, emit=emit)
+            provider = _process(run, result, plan, limit=limit, emit=emit)
         finally:
             if provider is not None and hasattr(provider, "close"):
                 provider.close()
@@ -206,7 +206,7 @@ def _create_discovered(run: Run, plan: list[Planned]) -> None:
             inbox.save(paths, inbox.new_record(item.comment, prompt))
 
 
-def _process(run: Run, result: BatchResult, plan: list[Planned], index: SeenFile, *, limit: int,
+def _process(run: Run, result: BatchResult, plan: list[Planned], *, limit: int,
              emit: Callable[..., None]) -> Provider | None:
     cooldown = read_cooldown(run.settings)
     provider: Provider | None = None
@@ -222,7 +222,7 @@ def _process(run: Run, result: BatchResult, plan: list[Planned], index: SeenFile
             continue
         action = decide(run.command, record, item.fingerprint)
         if action != "call":
-            _no_call(run, result, record, action, index, emit)
+            _no_call(run, result, record, action, emit)
             continue
         if cooldown is not None:
             result.stopped, result.error = "cooldown", cooldown
@@ -271,7 +271,7 @@ def _reread(run: Run, result: BatchResult, item: Planned, emit: Callable[..., No
     return record
 
 
-def _no_call(run: Run, result: BatchResult, record: InboxRecord, action: str, index: SeenFile,
+def _no_call(run: Run, result: BatchResult, record: InboxRecord, action: str,
              emit: Callable[..., None]) -> None:
     cid, paths = record.comment.id, run.settings.paths
     n = len(record.attempts)
