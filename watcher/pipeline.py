@@ -14,7 +14,7 @@ from typing import Any
 
 from watcher import inbox, seen
 from watcher.config import Settings
-from watcher.durable import read_model, sweep_stale_temps, write_model
+from watcher.durable import quarantined_names, read_model, sweep_stale_temps, write_model
 from watcher.errors import (
     ConfigError,
     CooldownActive,
@@ -200,10 +200,24 @@ def _create_discovered(run: Run, plan: list[Planned]) -> None:
     from watcher import prompts  # the template is read only by commands that create records
 
     paths = run.settings.paths
+    known: dict[str, Any] | None = None
     for item in plan:
         if item.comment is not None and not paths.inbox_file(item.id).exists():
+            known = seen.load(paths).comments if known is None else known  # re-read under the lock
+            if _history_lost(paths, item.id, known.get(item.id)):
+                continue  # _reread reports it as skipped: its inbox file is gone
             prompt = prompts.render(item.comment, parent_text=item.parent_text)
             inbox.save(paths, inbox.new_record(item.comment, prompt))
+
+
+def _history_lost(paths: Any, cid: str, entry: Any) -> bool:
+    """A comment with no inbox file that had one: the index counted attempts, or a copy sits in
+    quarantine/. Its attempts and any saved verdict live only in that copy now; a fresh record
+    would start the 3-call budget over and re-request a saved verdict (SPEC §1), so none is
+    made until the user restores the file."""
+    if entry is not None and (entry.attempts > 0 or entry.status != "pending"):
+        return True
+    return bool(quarantined_names(paths.quarantine, f"inbox-{cid}.json"))
 
 
 def _process(run: Run, result: BatchResult, plan: list[Planned], *, limit: int,
