@@ -1,0 +1,132 @@
+"""Corrupt state files of every kind in every place: loud, quarantined byte-for-byte, recoverable.
+
+For each state file of a data dir and each way it can be damaged, a command meets it: if the
+command needed the file, it exits 5 with a message naming it and the damaged bytes are in
+``quarantine/`` exactly; if it did not, the file is left untouched (never overwritten). Either
+way the runs that follow recover: they exit 0 and every promise still holds (a comment whose
+inbox file was lost is never given a fresh budget).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from _fake_provider import running_fake
+from _rel_harness import LONG, TALLY, Baseline, inproc, recover_until_quiet
+from _rel_invariants import Expect, check_all, snapshot
+
+from watcher.durable import quarantined_names
+
+# place -> (path inside the data dir, its quarantine label)
+PLACES = {
+    "inbox-failed": ("inbox/flaky.json", "inbox-flaky.json"),
+    "inbox-done": ("inbox/done.json", "inbox-done.json"),
+    "seen": ("seen.json", "seen.json"),
+    "provider": ("provider.json", "provider.json"),
+    "signals-state": ("signals/state.json", "state.json"),
+    "signals-cursor": ("signals/cursor.json", "cursor.json"),
+}
+KINDS = {
+    "empty": lambda good: b"",
+    "not-json": lambda good: b"{not json",
+    "truncated": lambda good: good[: len(good) // 2],
+    "not-an-object": lambda good: b"[1, 2, 3]\n",
+    "wrong-shape": lambda good: b'{"schema_version": 1, "surprise": {"deep": [1]}}\n',
+    "not-utf8": lambda good: b"\xff\xfe\x00garbage\x80",
+}
+COMMANDS = ("scan", "recheck", "status", "signals", "mark", "show", "inbox")
+
+
+def _cases() -> list[tuple[str, str, str]]:
+    if LONG:
+        return list(itertools.product(PLACES, KINDS, COMMANDS))
+    # Quick: every place meets every kind, and every command, at least once.
+    rotate = itertools.cycle(COMMANDS)
+    cases = {(p, k, next(rotate)) for p in PLACES for k in KINDS}
+    kinds = itertools.cycle(KINDS)
+    cases |= {(p, next(kinds), c) for p in PLACES for c in COMMANDS}
+    return sorted(cases)
+
+
+def _kwargs(command: str, baseline: Baseline) -> dict[str, object]:
+    return {"scan": {"source": baseline.full_export}, "mark": {"id": "flaky", "triage": "replied"},
+            "show": {"id": "flaky"}}.get(command, {})
+
+
+def _prepare(data: Path, rel: str, fake_env: dict[str, str]) -> bytes:
+    """Make sure the file exists in its healthy form and return those bytes."""
+    path = data / rel
+    if rel == "provider.json" and not path.exists():
+        from watcher.durable import write_json
+
+        write_json(path, {"schema_version": 1, "cooldown_until": None, "reason": None})
+    return path.read_bytes()
+
+
+def corrupt_case(baseline: Baseline, work: Path, place: str, kind: str, command: str) -> list[str]:
+    rel, label = PLACES[place]
+    problems: list[str] = []
+    with running_fake() as fake:
+        data = baseline.clone(work / "data", fake)
+        env = fake.env()
+        good = _prepare(data, rel, env)
+        before = snapshot(data, fake.calls)
+        bad = KINDS[kind](good)
+        (data / rel).write_bytes(bad)
+        first = inproc(data, env, "cli", command, **_kwargs(command, baseline))
+        if first.exit_code != 5:
+            if (data / rel).read_bytes() != bad:
+                problems.append(f"{command} exited {first.exit_code} and changed the corrupt file without a word")
+            # It did not need the file; the next scan does, and must say so.
+            first = inproc(data, env, "bridge", "scan", source=baseline.full_export)
+        problems += _loud(first, data, rel, label, bad)
+        recovery = recover_until_quiet(data, env, baseline.full_export)
+        problems += recovery.problems
+        lost = rel.removeprefix("inbox/").removesuffix(".json") if rel.startswith("inbox/") else None
+        problems += _still_kept(data, fake.calls, before, baseline, lost=lost, seen_lost=place == "seen")
+    return [f"{place} × {kind} × {command}: {p}" for p in problems]
+
+
+def _loud(envelope, data: Path, rel: str, label: str, bad: bytes) -> list[str]:  # type: ignore[no-untyped-def]
+    out = []
+    if envelope.exit_code != 5:
+        out.append(f"{envelope.command} exited {envelope.exit_code}, expected 5 for a corrupt {rel}")
+        return out
+    message = (envelope.error or {}).get("message", "")
+    if str(data / rel) not in message or "quarantine" not in message:
+        out.append(f"message does not name the file and where it went: {message!r}")
+    copies = [p.read_bytes() for p in quarantined_names(data / "quarantine", label)]
+    if bad not in copies:
+        out.append(f"the corrupt bytes of {rel} are not in quarantine/ byte-for-byte")
+    return out
+
+
+def _still_kept(data: Path, calls: list[str], before, baseline: Baseline, *,  # type: ignore[no-untyped-def]
+                lost: str | None, seen_lost: bool) -> list[str]:
+    """Every promise after recovery; a quarantined inbox file's comment gets no new calls."""
+    marks = {} if seen_lost else baseline.marks  # triage lives only in seen.json
+    if lost is not None:
+        marks = {k: v for k, v in marks.items() if k != lost}
+        since = calls[before.calls:]
+        restarted = f"{lost}: its inbox file was quarantined, then {since.count(lost)} new call(s) were made"
+        found = [restarted] if lost in since else []
+        before.attempts.pop(lost, None)
+        found += [v for v in check_all(data, [c for c in calls if c != lost], before=before,
+                                       expect=Expect(marks=marks, quarantine_empty=False))
+                  if not v.startswith(f"{lost}:")]
+        return found
+    return check_all(data, calls, before=before, expect=Expect(marks=marks, quarantine_empty=False))
+
+
+@pytest.mark.parametrize("place", list(PLACES))
+def test_corrupt_state_file_is_quarantined_loudly_and_next_runs_recover(place: str, baseline: Baseline,
+                                                                        tmp_path: Path) -> None:
+    """Every kind of damage to this file, met by the commands: exit 5, quarantined as is, recovery."""
+    found: list[str] = []
+    cases = [c for c in _cases() if c[0] == place]
+    for i, (p, kind, command) in enumerate(cases):
+        found += corrupt_case(baseline, tmp_path / str(i), p, kind, command)
+    TALLY.add("bad_inputs", len(cases), found)
+    assert found == []
