@@ -14,6 +14,8 @@ behaviours is consumed one per call (the last one repeats):
 - ``"invalid"``   a 200 whose content is JSON that fails the verdict schema
 - ``"401"``       auth error; ``"echo-key-401"`` also echoes the request's Authorization header
   in the body (a misbehaving proxy), so tests can prove the key never reaches the data dir
+- ``"surrogate-400"``  a 400 whose JSON error message escapes a lone surrogate (valid JSON,
+  not valid Unicode)
 
 :meth:`FakeProvider.chaos` makes labels without a script draw a behaviour at random (seeded).
 """
@@ -110,6 +112,8 @@ class FakeProvider:
                 said += f": {(headers or {}).get('authorization', '')}"
             err = {"error": {"message": said, "type": "invalid_request_error", "code": "invalid_api_key"}}
             return 401, {}, json.dumps(err).encode()
+        if behaviour == "surrogate-400":
+            return 400, {}, b'{"error": {"message": "bad \\ud800 request", "type": "invalid_request_error"}}'
         if behaviour == "529":
             return 529, {}, b'{"error": {"message": "Overloaded", "type": "overloaded_error"}}'
         content = {"malformed": "this is not json {", "invalid": json.dumps({"needs_reply": "maybe"})}.get(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import tempfile
 import time
@@ -30,8 +31,19 @@ def write_json(path: Path, data: Any) -> None:
     Readers see the old file or the new one, never a mix; after return the new one survives a
     power cut. On failure the old file is intact and the temp file is gone.
     """
-    payload = (json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False) + "\n").encode("utf-8")
+    text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=False) + "\n"
+    try:
+        payload = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # JSON from outside (a Forem payload, a model server's error) may escape a lone
+        # surrogate ("\ud800"): valid JSON, no valid Unicode. Strict encoding then raised here —
+        # not SaveFailed — so a scan died with exit 1 and a received answer was never saved.
+        # Such a code point carries no text; U+FFFD stands in for it, everything else is kept.
+        payload = _LONE_SURROGATE.sub("\ufffd", text).encode("utf-8")
     write_bytes(path, payload)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def write_model(path: Path, model: BaseModel) -> None:

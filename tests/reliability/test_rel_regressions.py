@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from _fake_provider import running_fake
+from _proc import envelope, run, write_export
 from _rel_harness import Baseline, inproc
 
 from watcher import inbox
@@ -44,3 +47,34 @@ def test_saved_verdict_whose_inbox_file_was_quarantined_is_never_requested_again
         calls = len(fake.calls)
         assert inproc(data, env, "bridge", "scan", source=baseline.full_export).exit_code == 0
         assert "done" not in fake.calls[calls:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", ["cli", "bridge"])
+def test_provider_error_text_with_a_lone_surrogate_is_saved_and_printed(entry: str, tmp_path: Path) -> None:
+    """A 400 whose JSON message escapes a lone surrogate: outcome and raw saved, exit 0, JSON printed."""
+    data = tmp_path / "rig"
+    export = write_export(tmp_path / "export.json", ["sur"])
+    with running_fake() as fake:
+        fake.script("sur", "surrogate-400")
+        proc = run(entry, "scan", "--source", str(export), "--json", data_dir=data, env=fake.env())
+    assert proc.returncode == 0, proc.stderr
+    item = envelope(proc)["result"]["items"][0]
+    assert (item["outcome"], item["kind"]) == ("error", "bad_request")
+    record = inbox.load(Paths(data), "sur")
+    assert record is not None and record.attempts[0].outcome == "error" and record.attempts[0].raw
+
+
+def test_forem_text_with_a_lone_surrogate_is_stored_not_fatal(tmp_path: Path) -> None:
+    """An export whose title, author and body escape lone surrogates scans fine (offline provider)."""
+    data = tmp_path / "rig"
+    doc = json.loads(write_export(tmp_path / "export.json", ["sur"]).read_text())
+    doc["articles"][0]["title"] = "T \ud800"
+    doc["articles"][0]["comments"][0]["body_html"] = "<p>hello \udc00 there</p>"
+    doc["articles"][0]["comments"][0]["user"]["name"] = "R \ud83d"
+    source = tmp_path / "surrogates.json"
+    source.write_text(json.dumps(doc))  # ensure_ascii: the file holds "\ud800" escapes
+    scan = inproc(data, {"WATCHER_PROVIDER": "offline"}, "cli", "scan", source=source)
+    assert scan.exit_code == 0, scan.error
+    record = inbox.load(Paths(data), "sur")
+    assert record is not None and record.verdict is not None

@@ -157,7 +157,9 @@ class HttpProvider:
         ``detail`` (the server's words) is redacted *before* it is clipped: clipping first could
         leave a prefix of the key that no longer matches it.
         """
-        detail = self.redact(detail) if detail else None
+        # The server's words go into an attempt and onto stdout: a lone surrogate escaped in its
+        # JSON ("\ud800") would make printing the summary fail after the outcome was saved.
+        detail = self.redact(detail).encode("utf-8", "replace").decode("utf-8") if detail else None
         hints = {
             "rate_limited": "rate limited by the provider"
             + (f"; retry after {retry:g} s" if retry is not None else "; wait before the next run"),
