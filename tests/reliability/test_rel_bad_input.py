@@ -1,0 +1,244 @@
+"""Bad input: whatever a model server or a Forem payload says, watcher stores it or rejects it.
+
+Hypothesis drives the real openai provider (over an ``httpx.MockTransport``) and the real export
+reader; what they return must survive the durable write and read back. Then real processes:
+ids that try to leave the data dir, and an API key that must never reach it.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from _fake_provider import running_fake
+from _proc import envelope, run, write_export
+from _rel_harness import LONG, TALLY, inproc
+from _rel_invariants import files_containing
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from watcher import inbox, prompts, seen
+from watcher.config import Paths, load_settings
+from watcher.durable import read_model, write_model
+from watcher.errors import UsageError
+from watcher.models import COMMENT_ID_RE, ERROR_KINDS, Comment, InboxRecord, Prompt, SeenFile
+from watcher.providers.openai import OpenAIProvider
+from watcher.source import read_export
+
+KEY = "sk-RIGMARKER-7f3a9c"  # unique: any file holding it leaked the key
+EXAMPLES = 1500 if LONG else 120
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=not LONG,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+# Text as it arrives in JSON: anything, including escapes of lone surrogates ("\ud800" is valid
+# JSON but no valid Unicode) and the key itself echoed back.
+WIRE_TEXT = st.one_of(
+    st.text(max_size=60),
+    st.sampled_from(["\ud800", "x\udfff y", "\ud83d", "</p>\x00", KEY, f"key {KEY} echoed", "", " "]),
+)
+JUNK = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | WIRE_TEXT,
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(WIRE_TEXT, inner, max_size=3),
+                    max_leaves=8)
+
+
+# ---- model answers --------------------------------------------------------------------------------
+
+
+def _verdictish() -> st.SearchStrategy[Any]:
+    field = {
+        "needs_reply": st.one_of(st.booleans(), JUNK),
+        "category": st.one_of(st.sampled_from(["question", "praise", "spam", "other"]), JUNK),
+        "priority": st.one_of(st.sampled_from(["high", "normal", "low"]), JUNK),
+        "summary": st.one_of(WIRE_TEXT.filter(bool), st.text(min_size=270, max_size=300), JUNK),
+        "reply_hint": st.one_of(WIRE_TEXT, JUNK),
+    }
+    return st.fixed_dictionaries({}, optional=field | {"extra": JUNK})
+
+
+def _content() -> st.SearchStrategy[Any]:
+    dumped = _verdictish().map(json.dumps)
+    return st.one_of(dumped, dumped.map(lambda t: f"```json\n{t}\n```"), WIRE_TEXT, JUNK)
+
+
+def _body() -> st.SearchStrategy[Any]:
+    choice = st.fixed_dictionaries(
+        {"message": st.fixed_dictionaries({"content": _content()}, optional={"refusal": WIRE_TEXT})},
+        optional={"finish_reason": st.sampled_from(["stop", "length", "content_filter", None])})
+    ok = st.fixed_dictionaries({"choices": st.lists(choice, max_size=2)}, optional={"usage": JUNK})
+    error = st.fixed_dictionaries({"error": st.one_of(WIRE_TEXT, st.fixed_dictionaries(
+        {}, optional={"message": WIRE_TEXT, "type": WIRE_TEXT, "code": st.one_of(
+            st.sampled_from(["insufficient_quota", "rate_limit_exceeded", "invalid_api_key"]), WIRE_TEXT)}))})
+    return st.one_of(ok, error, JUNK)
+
+
+@st.composite
+def responses(draw: st.DrawFn) -> tuple[int, dict[str, str], bytes]:
+    status = draw(st.sampled_from([200, 200, 200, 400, 401, 403, 404, 429, 500, 503, 529]))
+    headers = draw(st.dictionaries(st.just("retry-after"), st.sampled_from(["1", "0.5", "-3", "soon", "1e309"])))
+    if draw(st.integers(0, 9)) == 0:
+        return status, headers, draw(st.binary(max_size=80))
+    ascii_only = draw(st.booleans())
+    text = json.dumps(draw(_body()), ensure_ascii=ascii_only)
+    return status, headers, text.encode("utf-8", "surrogatepass")
+
+
+def _record(tag: str) -> InboxRecord:
+    comment = Comment(id="abc123", article_id=1, article_title="T", article_url="https://dev.to/a/t", author="r",
+                      created_at="2026-05-14T09:00:00Z", text=f"TAG:{tag} hi", url="https://dev.to/r/comment/abc123")
+    return inbox.new_record(comment, Prompt(template="verdict", template_sha256="0" * 64, system="s", user="u"))
+
+
+@SETTINGS
+@given(answer=responses())
+def test_any_model_answer_is_classified_stored_and_read_back(answer: tuple[int, dict[str, str], bytes]) -> None:
+    """Whatever the server answers: one verdict or one known error kind, raw kept, saved, key absent."""
+    status, headers, body = answer
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp)
+        settings_ = load_settings(data_dir=data, env={"WATCHER_PROVIDER": "openai", "WATCHER_API_KEY": KEY,
+                                                      "WATCHER_BASE_URL": "http://127.0.0.1:9/v1"})
+        transport = httpx.MockTransport(lambda request: httpx.Response(status, headers=headers, content=body))
+        provider = OpenAIProvider(settings_, transport=transport)
+        result = provider.complete(_record("x").prompt)
+        assert (result.verdict is None) != (result.error is None)
+        assert result.error is None or result.error.kind in ERROR_KINDS
+        assert result.raw is not None  # a response arrived: its body is kept
+        reserved = inbox.reserve(_record("x"), command="scan", entrypoint="cli", provider="openai", model="m")
+        finished = inbox.finish(reserved, verdict=result.verdict, error=result.error, raw=result.raw,
+                                usage=result.usage, duration_ms=result.duration_ms)
+        inbox.save(Paths(data), finished)  # must not raise: the answer is kept (SPEC §1.2)
+        again = inbox.load(Paths(data), "abc123")
+        assert again is not None and len(again.attempts) == 1 and again.attempts[0].outcome is not None
+        assert files_containing(data, KEY.encode()) == []
+    TALLY.add("bad_inputs")
+
+
+# ---- Forem payloads ----------------------------------------------------------------------------------
+
+HOSTILE_IDS = ["../../escape", "..", ".", "a/b", "ABC", "x" * 17, "ok\x00", "%2e%2e%2f", "", "inbox/../x",
+               "/etc/passwd", "c:\\x", "abc ", "ab\ncd"]
+
+
+def _comment_node() -> st.SearchStrategy[Any]:
+    good_id = st.from_regex(r"\A[a-z0-9]{1,16}\Z")
+    node = st.fixed_dictionaries(
+        {"id_code": st.one_of(good_id, st.sampled_from(HOSTILE_IDS), JUNK)},
+        optional={
+            "type_of": st.just("comment"),
+            "created_at": st.one_of(st.just("2026-05-14T09:00:00Z"), WIRE_TEXT, JUNK),
+            "body_html": st.one_of(WIRE_TEXT.map(lambda t: f"<p>{t}</p>"), st.just("<p>[deleted]</p>"), JUNK),
+            "user": st.one_of(st.fixed_dictionaries({"username": st.one_of(WIRE_TEXT, JUNK)},
+                                                    optional={"name": WIRE_TEXT}), JUNK),
+        })
+    return st.recursive(node, lambda kids: node.map(lambda n: n) | st.builds(
+        lambda n, c: {**n, "children": c}, node, st.lists(kids, max_size=2)), max_leaves=5)
+
+
+def _export() -> st.SearchStrategy[Any]:
+    article = st.fixed_dictionaries(
+        {"id": st.one_of(st.integers(1, 99), JUNK)},
+        optional={"title": st.one_of(WIRE_TEXT, JUNK), "url": st.one_of(st.just("https://dev.to/a/t"), JUNK),
+                  "comments_count": st.one_of(st.integers(0, 9), JUNK),
+                  "comments": st.one_of(st.lists(_comment_node(), max_size=4), JUNK)})
+    return st.fixed_dictionaries({"articles": st.lists(article, max_size=3)},
+                                 optional={"username": st.one_of(WIRE_TEXT, JUNK)})
+
+
+@SETTINGS
+@given(doc=_export())
+def test_any_forem_payload_yields_safe_comments_that_store(doc: Any) -> None:
+    """Any export: UsageError or safe comments (valid ids) that survive the durable write; never a crash."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        source = Path(tmp) / "export.json"
+        source.write_bytes(json.dumps(doc, ensure_ascii=True).encode())
+        settings_ = load_settings(data_dir=data, env={})
+        try:
+            fetched = read_export(source, settings_)
+        except UsageError:
+            TALLY.add("bad_inputs")
+            return
+        paths = Paths(data)
+        for comment in fetched.comments:
+            assert COMMENT_ID_RE.match(comment.id)
+            parent = fetched.parent_texts.get(comment.parent_id) if comment.parent_id else None
+            inbox.save(paths, inbox.new_record(comment, prompts.render(comment, parent_text=parent)))
+            assert inbox.load(paths, comment.id) is not None
+        index = SeenFile()
+        for article in fetched.articles:
+            index = seen.record_article(index, article.id, title=article.title, url=article.url,
+                                        comments_count=article.comments_count)
+        write_model(paths.seen, index)
+        assert read_model(paths.seen, SeenFile, quarantine_dir=paths.quarantine) is not None
+        for rejection in fetched.rejected:
+            # an id when it is safe, else a description ("article 1, comment #2"): never a path
+            assert rejection.item is None or not any(c in rejection.item for c in "/\\\x00.")
+        stray = [p for p in Path(tmp).rglob("*") if p.is_file() and data not in p.parents and p != source]
+        assert stray == []
+    TALLY.add("bad_inputs")
+
+
+# ---- real processes: ids that try to leave the data dir, and the key ----------------------------------
+
+
+def _hostile_export(path: Path) -> Path:
+    doc = json.loads(write_export(path, ["good1"]).read_text())
+    for i, bad in enumerate(HOSTILE_IDS):
+        doc["articles"][0]["comments"].append({**doc["articles"][0]["comments"][0], "id_code": bad,
+                                               "created_at": f"2026-05-14T10:{i:02d}:00Z"})
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", ["cli", "bridge"])
+def test_ids_that_try_to_escape_the_data_dir_are_rejected(entry: str, tmp_path: Path) -> None:
+    """Hostile id_codes are rejected item by item; hostile ids on the command line exit 2; nothing escapes."""
+    box = tmp_path / "box"
+    data = box / "data"
+    export = _hostile_export(tmp_path / "export.json")
+    with running_fake() as fake:
+        scan = run(entry, "scan", "--source", str(export), "--json", data_dir=data, env=fake.env())
+        assert scan.returncode == 0, scan.stderr
+        doc = envelope(scan)["result"]
+        assert [i["id"] for i in doc["items"]] == ["good1"]
+        assert len(doc["rejected"]) == len(HOSTILE_IDS)
+        for args in (["show", "../seen"], ["mark", "../../x", "replied"], ["recheck", "a/b"], ["show", ".."],
+                     ["mark", "ABC", "ignored"], ["recheck", "x" * 17]):
+            proc = run(entry, *args, "--json", data_dir=data, env=fake.env())
+            assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+            TALLY.add("bad_inputs")
+    assert sorted(p.name for p in (data / "inbox").iterdir()) == ["good1.json"]
+    assert sorted(p.name for p in box.iterdir()) == ["data"]
+
+
+BEHAVIOURS = ["echo-key-401", "malformed", "529", "invalid", "401", "verdict", "429:1"]
+
+
+def test_api_key_never_reaches_the_data_dir(tmp_path: Path) -> None:
+    """Runs meeting 401 (with the key echoed back), 429, malformed, 529…: the key is in no file."""
+    data = tmp_path / "rig"
+    labels = [f"k{i}" for i in range(len(BEHAVIOURS))]
+    export = write_export(tmp_path / "export.json", labels)
+    with running_fake() as fake:
+        env = {**fake.env(), "WATCHER_API_KEY": KEY}
+        for label, behaviour in zip(labels, BEHAVIOURS, strict=True):
+            fake.script(label, behaviour)
+        outputs: list[Any] = []
+        for i in range(len(labels)):  # one new comment per scan; then a recheck of the failures
+            outputs.append(inproc(data, env, "cli" if i % 2 else "bridge", "scan", source=export, limit=1))
+            outputs.append(inproc(data, env, "cli", "recheck", limit=1))
+            TALLY.add("bad_inputs")
+        for entry in ("cli", "bridge"):
+            proc = run(entry, "recheck", "--json", data_dir=data, env=env)
+            outputs.append(proc)
+            assert KEY not in proc.stdout + proc.stderr
+        assert set(fake.calls) == set(labels)
+    echoed = inbox.load(Paths(data), "k0")
+    assert echoed is not None and "[redacted]" in (echoed.attempts[0].raw or "")  # it did come back
+    assert files_containing(data, KEY.encode()) == []
+    assert all(KEY not in json.dumps(o.to_json()) for o in outputs if hasattr(o, "to_json"))
