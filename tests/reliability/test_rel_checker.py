@@ -1,0 +1,107 @@
+"""The invariant checker itself: quiet on a healthy data dir, and it sees each planted violation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from _fake_provider import FakeProvider, running_fake
+from _rel_harness import Baseline, inproc, recover_until_quiet
+from _rel_invariants import Expect, Snapshot, check_all, snapshot
+
+from watcher import inbox
+from watcher.config import Paths
+from watcher.durable import write_model
+
+
+def _edit(data: Path, cid: str, fn: Callable[[dict], None]) -> None:  # type: ignore[type-arg]
+    path = data / "inbox" / f"{cid}.json"
+    doc = json.loads(path.read_text())
+    fn(doc)
+    path.write_text(json.dumps(doc))
+
+
+def _fourth_call(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    fake.calls += ["bad"]  # bad has 3 attempts and 3 calls after recovery
+
+
+def _call_without_file(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    fake.calls.append("ghost")
+
+
+def _verdict_requested(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    fake.calls.append("done")
+
+
+def _attempt_dropped(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    _edit(data, "flaky", lambda doc: doc.update(attempts=[], verdict=None))
+
+
+def _same_pid_twice(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    _edit(data, "bad", lambda doc: doc["attempts"][1].update(pid=doc["attempts"][0]["pid"]))
+
+
+def _raw_dropped(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    _edit(data, "bad", lambda doc: doc["attempts"][0].update(raw=None))
+
+
+def _mark_lost(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    paths = Paths(data)
+    index = json.loads(paths.seen.read_text())
+    index["comments"]["done"]["triage"] = "open"
+    paths.seen.write_text(json.dumps(index))
+
+
+def _uncounted_line(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    with open(data / "observations.jsonl", "a") as log:
+        log.write('{"key": "verdict.ok"}\n')
+
+
+def _reservation_left(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    record = inbox.load(Paths(data), "newb")
+    assert record is not None
+    record = record.model_copy(update={"verdict": None, "attempts": record.attempts[:-1]})
+    write_model(Paths(data).inbox_file("newb"), inbox.reserve(record, command="scan", entrypoint="cli",
+                                                              provider="openai", model="m", pid=1))
+
+
+PLANTS = {
+    "more than 3 calls": (_fourth_call, "model calls (cap 3)"),
+    "a call with no attempt on disk": (_call_without_file, "no inbox file records an attempt"),
+    "a saved verdict requested again": (_verdict_requested, "verdict was on disk, then requested"),
+    "attempts went down": (_attempt_dropped, "attempts went down"),
+    "two attempts in one run": (_same_pid_twice, "attempts by one run"),
+    "raw body not kept": (_raw_dropped, "kept no raw body"),
+    "triage mark lost": (_mark_lost, "marked 'replied'"),
+    "a log line not counted": (_uncounted_line, "signal counts differ from the log"),
+    "a reservation left open": (_reservation_left, "still reserved after recovery"),
+}
+
+
+@pytest.fixture
+def recovered(baseline: Baseline, tmp_path: Path):  # type: ignore[no-untyped-def]
+    with running_fake() as fake:
+        data = baseline.clone(tmp_path / "rig", fake)
+        before = snapshot(data, fake.calls)
+        recovery = recover_until_quiet(data, fake.env(), baseline.full_export)
+        assert recovery.problems == []
+        yield data, fake, before, baseline
+
+
+def test_checker_finds_nothing_wrong_after_a_clean_recovery(recovered) -> None:  # type: ignore[no-untyped-def]
+    """Baseline, then recovery until quiet, no fault: the checker reports nothing."""
+    data, fake, before, baseline = recovered
+    assert check_all(data, fake.calls, before=before, expect=Expect(marks=baseline.marks)) == []
+
+
+@pytest.mark.parametrize("plant", list(PLANTS))
+def test_checker_reports_a_planted_violation(plant: str, recovered) -> None:  # type: ignore[no-untyped-def]
+    """Each broken promise, planted by hand into a healthy data dir, is reported by name."""
+    data, fake, before, baseline = recovered
+    assert inproc(data, fake.env(), "cli", "status").exit_code == 0
+    do, expected = PLANTS[plant]
+    do(data, fake, before)
+    found = check_all(data, fake.calls, before=before, expect=Expect(marks=baseline.marks))
+    assert any(expected in v for v in found), found

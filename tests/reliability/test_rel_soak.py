@@ -1,0 +1,143 @@
+"""Concurrency soak: real `watcher` and `watcher-bridge` processes at random against one data dir.
+
+Workers run scan, recheck, mark, signals and status in random order from both entrypoints while
+the loopback provider fails at random (malformed, invalid, 529, slow, an occasional 429 with a
+sub-second Retry-After) and a few batches are SIGKILLed mid-run. A monitor samples the data dir
+the whole time (attempts never go down, verdicts never vanish). Bounded in time: about 20 s by
+default, ``WATCHER_RELIABILITY=long`` (or ``WATCHER_SOAK_SECONDS``) for longer.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from _fake_provider import FakeProvider, running_fake
+from _proc import run, start, write_export
+from _rel_harness import LONG, TALLY, recover_until_quiet
+from _rel_invariants import Expect, attempts_monotonic, check_all, records, snapshot
+
+pytestmark = pytest.mark.slow
+
+SECONDS = float(os.environ.get("WATCHER_SOAK_SECONDS", "300" if LONG else "20"))
+WORKERS = 4
+LABELS = [f"s{i:02d}" for i in range(14)]
+CHAOS = {"verdict": 6, "malformed": 2, "invalid": 1, "529": 2, "slow": 2, "429:0.3": 0.3}
+# 0 ran · 3 provider stop (429 / cooldown) · 4 pipeline lock busy (another batch held it > 5 s).
+# No fault is injected into these processes, so 1 and 5 are always a bug.
+ALLOWED = {0, 3, 4}
+
+
+@dataclass
+class Soak:
+    data: Path
+    export: Path
+    fake: FakeProvider
+    deadline: float
+    ops: int = 0
+    marks: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def note(self, problem: str) -> None:
+        with self.lock:
+            self.problems.append(problem)
+
+
+def _batch(soak: Soak, rng: random.Random, entry: str) -> None:
+    if rng.random() < 0.5:
+        args = ["scan", "--source", str(soak.export)]
+    else:
+        args = ["recheck", *rng.sample(LABELS, rng.choice([0, 0, 1, 2]))]
+    args += ["--limit", str(rng.randint(1, 6))]
+    if rng.random() < 0.1:  # die somewhere in the middle
+        proc = start(entry, *args, data_dir=soak.data, env=soak.fake.env())
+        time.sleep(rng.uniform(0.3, 1.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        return
+    done = run(entry, *args, data_dir=soak.data, env=soak.fake.env(), timeout=120)
+    # recheck of an id never scanned yet is a usage error (2), as documented
+    usage_ok = args[0] == "recheck" and done.returncode == 2 and "no comment" in done.stderr + done.stdout
+    if done.returncode not in ALLOWED and not usage_ok:
+        soak.note(f"{entry} {' '.join(args[:1] + args[2:] if args[0] == 'scan' else args)} exited "
+                  f"{done.returncode}: {(done.stderr or done.stdout)[-300:]}")
+
+
+def _mark(soak: Soak, rng: random.Random, entry: str, mine: list[str]) -> None:
+    cid, triage = rng.choice(mine), rng.choice(["replied", "ignored", "open"])
+    done = run(entry, "mark", cid, triage, data_dir=soak.data, env=soak.fake.env())
+    if done.returncode == 0:
+        with soak.lock:
+            soak.marks[cid] = triage  # this worker alone marks cid, in order: last success wins
+    elif done.returncode != 2:  # 2: not discovered yet
+        soak.note(f"{entry} mark {cid} {triage} exited {done.returncode}: {done.stderr[-300:]}")
+
+
+def _worker(soak: Soak, number: int) -> None:
+    rng = random.Random(number * 7919)
+    mine = [cid for i, cid in enumerate(LABELS) if i % WORKERS == number]
+    while time.monotonic() < soak.deadline:
+        entry = rng.choice(["cli", "bridge"])
+        roll = rng.random()
+        if roll < 0.65:
+            _batch(soak, rng, entry)
+        elif roll < 0.85:
+            _mark(soak, rng, entry, mine)
+        else:
+            command = "signals" if roll < 0.95 else "status"
+            done = run(entry, command, data_dir=soak.data, env=soak.fake.env())
+            if done.returncode not in ALLOWED:
+                soak.note(f"{entry} {command} exited {done.returncode}: {done.stderr[-300:]}")
+        with soak.lock:
+            soak.ops += 1
+
+
+def _monitor(soak: Soak, stop: threading.Event) -> None:
+    """Sample the data dir while everything runs: nothing a sample promised may be taken back."""
+    previous = None
+    while not stop.wait(0.3):
+        try:
+            now = snapshot(soak.data, soak.fake.calls)
+        except FileNotFoundError:
+            continue  # the first scan has not created the files yet
+        if previous is not None:
+            recs = records(soak.data)
+            for problem in attempts_monotonic(recs, previous):
+                soak.note(f"while running: {problem}")
+            for cid in previous.verdicts:
+                if cid not in recs or recs[cid].verdict is None:
+                    soak.note(f"while running: {cid} lost its verdict")
+        previous = now
+
+
+def test_concurrent_runs_from_both_entrypoints_keep_every_promise(tmp_path: Path) -> None:
+    """Random scan/recheck/mark/signals from watcher and watcher-bridge, random provider failures and
+    kills: afterwards ≤ 3 calls per comment, each reserved first, marks kept, counts match the log."""
+    data = tmp_path / "rig"
+    with running_fake() as fake:
+        fake.slow_s = 0.3
+        fake.chaos(seed=20260514, weights=CHAOS)
+        soak = Soak(data, write_export(tmp_path / "export.json", LABELS), fake, time.monotonic() + SECONDS)
+        stop = threading.Event()
+        monitor = threading.Thread(target=_monitor, args=(soak, stop))
+        workers = [threading.Thread(target=_worker, args=(soak, n)) for n in range(WORKERS)]
+        for thread in [monitor, *workers]:
+            thread.start()
+        for thread in workers:
+            thread.join()
+        stop.set()
+        monitor.join()
+        recovery = recover_until_quiet(data, fake.env(), soak.export)
+        found = soak.problems + recovery.problems
+        found += check_all(data, fake.calls, expect=Expect(marks=soak.marks))
+        calls = len(fake.calls)
+    TALLY.add("soak_ops", soak.ops, [f"soak: {p}" for p in found])
+    assert soak.ops >= WORKERS * 3 and calls > 0
+    assert found == []
