@@ -78,3 +78,16 @@ def test_forem_text_with_a_lone_surrogate_is_stored_not_fatal(tmp_path: Path) ->
     assert scan.exit_code == 0, scan.error
     record = inbox.load(Paths(data), "sur")
     assert record is not None and record.verdict is not None
+
+
+def test_forem_username_with_a_lone_surrogate_does_not_sink_the_payload(tmp_path: Path) -> None:
+    """A commenter's username escapes a lone surrogate: read_export still returns every comment."""
+    from watcher.config import load_settings
+    from watcher.source import read_export
+
+    doc = json.loads(write_export(tmp_path / "export.json", ["odd", "good"]).read_text())
+    doc["articles"][0]["comments"][0]["user"]["username"] = "\ud800"
+    source = tmp_path / "surrogate-user.json"
+    source.write_text(json.dumps(doc))
+    fetched = read_export(source, load_settings(data_dir=tmp_path / "rig", env={}))
+    assert [c.id for c in fetched.comments] == ["odd", "good"]

@@ -197,4 +197,6 @@ def comment_url(article_url: str, username: str, id_code: str) -> str:
     """``https://<article host>/<username>/comment/<id_code>``: Forem's comment permalink."""
     parts = urlsplit(article_url)
     origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else "https://dev.to"
-    return f"{origin}/{quote(username, safe='')}/comment/{id_code}"
+    # errors="replace": a username that escapes a lone surrogate in the payload's JSON cannot be
+    # UTF-8 encoded; strict quoting raised and sank the whole payload, good comments included.
+    return f"{origin}/{quote(username, safe='', errors='replace')}/comment/{id_code}"
