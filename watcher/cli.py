@@ -112,7 +112,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
 
     @app.command()
     def recheck(ctx: typer.Context, ids: Annotated[list[str] | None, typer.Argument(
-                    metavar="ID...", help="Only these comment ids (default: every failed or interrupted one).")] = None,
+                    metavar="ID", help="Only these comment ids (default: every failed or interrupted one).")] = None,
                 limit: LimitOpt = commands.DEFAULT_LIMIT, dry_run: DryOpt = False, as_json: JsonOpt = False) -> None:
         """Retry failed verdicts with the cached prompt; each comment gets 3 model attempts in all."""
         _frontend(ctx).run("recheck", lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or ()),
