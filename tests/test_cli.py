@@ -173,3 +173,25 @@ def test_bridge_routes_mcp_with_global_options_before_or_after(data_dir: Path) -
         proc = run("bridge", *args, data_dir=data_dir)
         assert proc.returncode == 0, (args, proc.stderr)
         assert "Serve the watcher commands as MCP tools" in proc.stdout
+
+
+def test_recheck_reports_a_failed_comment_whose_inbox_file_vanished(data_dir: Path, tmp_path: Path) -> None:
+    """A failed comment known to the index whose inbox file is gone is reported, not skipped silently."""
+    from watcher import inbox as inbox_mod
+    from watcher.config import Paths
+    from watcher.models import AttemptError
+
+    export = write_export(tmp_path / "e.json", ["gone1"])
+    paths = Paths(data_dir)
+    invoke("scan", "--source", str(export))
+    record = inbox_mod.load(paths, "gone1")
+    assert record is not None
+    # turn it into a failed comment, index it, then lose its inbox file
+    failed = record.model_copy(update={"verdict": None, "attempts": [record.attempts[0].model_copy(
+        update={"outcome": "error", "error": AttemptError(kind="malformed_json", message="x")})]})
+    inbox_mod.save(paths, failed)
+    invoke("status")
+    paths.inbox_file("gone1").unlink()
+    doc = json.loads(invoke("recheck", "--json").stdout)["result"]
+    assert [(i["id"], i["outcome"]) for i in doc["items"]] == [("gone1", "skipped")]
+    assert "gone" in doc["items"][0]["message"] and doc["calls"] == 0

@@ -154,9 +154,12 @@ def plan_recheck(run: Run, index: SeenFile, ids: Sequence[str]) -> list[Planned]
     for cid in candidates:
         record = inbox.load(paths, cid)
         if record is None:
-            if not ids:
-                continue  # the index lags the inbox (SPEC §4.2): nothing there to recheck
-            raise UsageError(f"no comment {cid} in {paths.inbox} — run `watcher scan` first, or check the id")
+            if ids:
+                raise UsageError(f"no comment {cid} in {paths.inbox} — run `watcher scan` first, or check the id")
+            # The index knows it but its inbox file is gone (quarantined?): keep it in the plan so
+            # the run reports it as skipped instead of passing over it in silence.
+            planned.append(("", Planned(cid, inbox.EMPTY)))
+            continue
         planned.append((record.comment.created_at, Planned(cid, inbox.fingerprint(record))))
     return [p for _, p in sorted(planned, key=lambda pair: (pair[0], pair[1].id))]
 
