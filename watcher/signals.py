@@ -170,8 +170,9 @@ def run_counter(paths: Paths, *, reset: bool = False) -> CountResult:
         # one run going forever.
         stop = os.fstat(fd).st_size
         new_lines = lines_read = 0
+        synced = [False]  # one fsync of the log per run covers every pass (all read below `stop`)
         while True:
-            batch, state, new = _one_pass(paths, fd, stop)
+            batch, state, new = _one_pass(paths, fd, stop, synced)
             new_lines += new
             lines_read += len(batch.lines)
             if not batch.lines or batch.end >= stop:
@@ -181,7 +182,7 @@ def run_counter(paths: Paths, *, reset: bool = False) -> CountResult:
     return CountResult(dict(state.counts), state.invalid, state.applied, new_lines, state.applied, lines_read)
 
 
-def _one_pass(paths: Paths, fd: int, stop: int) -> tuple[_Batch, SignalState, int]:
+def _one_pass(paths: Paths, fd: int, stop: int, synced: list[bool]) -> tuple[_Batch, SignalState, int]:
     # Read before taking the lock, so appenders are not kept waiting while we parse.
     start, cursor = _start_offset(paths)
     batch = _read_batch(fd, start, stop)
@@ -197,7 +198,9 @@ def _one_pass(paths: Paths, fd: int, stop: int) -> tuple[_Batch, SignalState, in
         if new_state != state:
             # Appends are not fsynced (see _append_bytes): make the counted lines durable before
             # the watermark that claims them, or a power cut could leave applied past the log's end.
-            os.fsync(fd)
+            if not synced[0]:
+                os.fsync(fd)
+                synced[0] = True
             # Counts and watermark in ONE durable write: the unit that makes replays harmless.
             durable.write_model(paths.signals_state, new_state)
         # Only now may the cursor move. It is written under the lock so two counters cannot
