@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from watcher.errors import CorruptState, NewerSchema, SaveFailed
 
@@ -47,7 +48,14 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def write_model(path: Path, model: BaseModel) -> None:
-    write_json(path, model.model_dump(mode="json"))
+    """:func:`write_json` of a model, serialised by pydantic's Rust encoder (this runs twice per
+    model call: the Python encoder with indentation was a measurable share of bookkeeping)."""
+    try:
+        payload = (model.model_dump_json(indent=1) + "\n").encode("utf-8")
+    except PydanticSerializationError:
+        write_json(path, model.model_dump(mode="json"))  # lone surrogates: see write_json
+        return
+    write_bytes(path, payload)
 
 
 def write_bytes(path: Path, payload: bytes) -> None:

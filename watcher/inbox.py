@@ -126,7 +126,8 @@ def reserve(
         provider=provider,
         model=model,
     )
-    return record.model_copy(update={"attempts": [*record.attempts, attempt]}, deep=True)
+    # Shallow copies: records are never mutated in place, so old and new may share sub-models.
+    return record.model_copy(update={"attempts": [*record.attempts, attempt]})
 
 
 def finish(
@@ -152,7 +153,7 @@ def finish(
             "duration_ms": duration_ms,
         }
     )
-    return record.model_copy(update={"attempts": [*record.attempts[:-1], done], "verdict": verdict}, deep=True)
+    return record.model_copy(update={"attempts": [*record.attempts[:-1], done], "verdict": verdict})
 
 
 def _first_bytes(text: str, limit: int) -> str:
