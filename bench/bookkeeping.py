@@ -190,7 +190,7 @@ def _diagnose(base: Path | None, n: int) -> list[str]:
         emit = timed(lambda: [signals.emit(paths, "verdict.ok", run="bench", entrypoint="cli", comment="b0000001")
                               for _ in range(n)])
     return [f"diagnosis: the same batch with observation appends switched off: {measured / floor:.2f}× the floor",
-            (f"diagnosis: one observation append (signals lock + write + fsync) costs {ms(emit / n)}, "
+            (f"diagnosis: one observation append (signals lock + one write) costs {ms(emit / n)}, "
             f"one small durable write {ms(write / n)} on this disk")]
 
 
