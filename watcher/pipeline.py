@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from watcher import inbox, seen
-from watcher.config import Settings
+from watcher.config import Paths, Settings
 from watcher.durable import quarantined_names, read_model, sweep_stale_temps, write_model
 from watcher.errors import (
     ConfigError,
@@ -28,7 +28,7 @@ from watcher.errors import (
 )
 from watcher.inbox import Fingerprint
 from watcher.locks import pipeline_lock
-from watcher.models import Comment, InboxRecord, ProviderState, SeenFile
+from watcher.models import Comment, InboxRecord, ProviderState, SeenComment, SeenFile
 from watcher.providers.base import CallResult, Provider
 from watcher.timeutil import iso, parse_iso, utcnow
 
@@ -203,7 +203,7 @@ def _create_discovered(run: Run, plan: list[Planned]) -> None:
     from watcher import prompts  # the template is read only by commands that create records
 
     paths = run.settings.paths
-    known: dict[str, Any] | None = None
+    known: dict[str, SeenComment] | None = None
     for item in plan:
         if item.comment is not None and not paths.inbox_file(item.id).exists():
             known = seen.load(paths).comments if known is None else known  # re-read under the lock
@@ -213,7 +213,7 @@ def _create_discovered(run: Run, plan: list[Planned]) -> None:
             inbox.save(paths, inbox.new_record(item.comment, prompt))
 
 
-def _history_lost(paths: Any, cid: str, entry: Any) -> bool:
+def _history_lost(paths: Paths, cid: str, entry: SeenComment | None) -> bool:
     """A comment with no inbox file that had one: the index counted attempts, or a copy sits in
     quarantine/. Its attempts and any saved verdict live only in that copy now; a fresh record
     would start the 3-call budget over and re-request a saved verdict (SPEC §1), so none is
@@ -284,7 +284,8 @@ def _reread(run: Run, result: BatchResult, item: Planned, emit: Callable[..., No
         result.add(ItemResult(item.id, "skipped", kind=exc.kind, message=str(exc)), run)
         return None
     if record is None:
-        result.add(ItemResult(item.id, "skipped", message="inbox file is gone (moved to quarantine?)"), run)
+        result.add(ItemResult(item.id, "skipped", message=f"its inbox file is gone (see {run.settings.paths.quarantine}); "
+                              "restore it to go on — a new record would restart its 3-attempt budget"), run)
     return record
 
 
