@@ -330,6 +330,26 @@ def test_invalid_json_comments_reject_that_article_only(respx_mock: respx.MockRo
 
 
 @respx.mock(base_url=BASE, assert_all_called=False)
+def test_comments_nested_past_the_recursion_limit_reject_that_article_only(respx_mock: respx.MockRouter,
+                                                                          tmp_path: Path) -> None:
+    """A thread too deep for the JSON decoder is a rejection of its article, not a crash."""
+    respx_mock.get("/articles").mock(return_value=httpx.Response(200, json=[_article(1), _article(2)]))
+    respx_mock.get("/comments", params={"a_id": "1"}).mock(return_value=httpx.Response(200, text="[" * 100_000))
+    respx_mock.get("/comments", params={"a_id": "2"}).mock(return_value=httpx.Response(200, json=[_comment("ok2")]))
+    result = _fetch(tmp_path)
+    assert [c.id for c in result.comments] == ["ok2"] and [r.item for r in result.rejected] == ["article 1"]
+
+
+@respx.mock(base_url=BASE, assert_all_called=False)
+def test_a_listing_nested_past_the_recursion_limit_is_source_unavailable(respx_mock: respx.MockRouter,
+                                                                         tmp_path: Path) -> None:
+    """An article listing too deep for the JSON decoder stops with exit 3, not a crash."""
+    respx_mock.get("/articles").mock(return_value=httpx.Response(200, text="[" * 100_000))
+    with pytest.raises(SourceUnavailable, match="not a JSON list"):
+        _fetch(tmp_path)
+
+
+@respx.mock(base_url=BASE, assert_all_called=False)
 def test_a_malformed_article_in_the_listing_is_rejected_the_rest_kept(respx_mock: respx.MockRouter,
                                                                       tmp_path: Path) -> None:
     """An article without an id is one rejection, named by its page position."""

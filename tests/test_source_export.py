@@ -300,3 +300,11 @@ def test_any_thread_flattens_to_safe_ids_with_known_parents(tmp_path_factory: py
     ids = [c.id for c in result.comments]
     assert len(ids) == len(set(ids)) and all(COMMENT_ID_RE.match(i) for i in ids)
     assert all(c.parent_id is None or c.parent_id in result.parent_texts for c in result.comments)
+
+
+def test_export_nested_past_the_recursion_limit_is_a_usage_error(tmp_path: Path) -> None:
+    """JSON nested deeper than the decoder's recursion limit is refused (exit 2), not a crash."""
+    path = tmp_path / "export.json"
+    path.write_text('{"articles": ' + "[" * 100_000, encoding="utf-8")
+    with pytest.raises(UsageError, match="not valid JSON"):
+        read_export(path, _settings(tmp_path))

@@ -108,7 +108,7 @@ def _list_articles(
 def _json_list(response: httpx.Response, *, what: str) -> list[Any]:
     try:
         data = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # "[[[[…" exhausts the decoder's recursion limit
         data = None
     if not isinstance(data, list):
         raise SourceUnavailable(
@@ -126,7 +126,7 @@ def _fetch_thread(client: _ForemClient, article: SourceArticle, author: str | No
         return
     try:
         nodes = response.json()
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         collector.rejected.append(
             Rejection(f"{where}: dev.to returned invalid JSON for its comments ({exc}); skipped this scan", where)
         )

@@ -59,7 +59,7 @@ def _load(path: Path) -> dict[str, Any]:
         raise UsageError(f"cannot read source file {path}: {exc.strerror or exc}") from None
     try:
         data = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError; "[[[[…" recurses
         raise UsageError(f"source file {path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("articles"), list):
         raise UsageError(
