@@ -250,7 +250,7 @@ def test_429_without_retry_after_stops(respx_mock: respx.MockRouter, tmp_path: P
 
 @pytest.mark.parametrize(("header", "expected"), [
     ("3", 3.0), (" 7.5 ", 7.5), ("0", 0.0), ("-1", None), ("soon", None), ("", None), (None, None),
-    ("inf", None), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),
+    ("inf", None), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0), ("Wed, 21 Oct 2015 07:28:00 -0000", 0.0),
 ])
 def test_retry_after_header_parsing(header: str | None, expected: float | None) -> None:
     """Delta-seconds and HTTP dates are understood; garbage is None; a past date means no wait."""

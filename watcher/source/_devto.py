@@ -10,8 +10,6 @@ never writes a file, so a fetch that stops has changed nothing.
 
 from __future__ import annotations
 
-import email.utils
-import math
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -21,6 +19,7 @@ from watcher import __version__
 from watcher.config import Settings
 from watcher.errors import ConfigError, SourceUnavailable
 from watcher.models import SeenFile
+from watcher.providers.classify import retry_after_seconds
 from watcher.source._parse import Collector, parse_article
 from watcher.source._types import FetchResult, Rejection, SourceArticle
 from watcher.timeutil import iso, utcnow
@@ -222,24 +221,6 @@ class _ForemClient:
             f"dev.to answered HTTP {status} for GET {path}; nothing was changed — "
             "check DEVTO_USERNAME / DEVTO_BASE_URL and try again later"
         )
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date); None if unusable."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        try:
-            moment = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError):
-            return None
-        if moment.tzinfo is None:
-            return None
-        return max(0.0, (moment - utcnow()).total_seconds())  # a date already past: no wait
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _rate_limit_message(delay: float | None, *, again: bool) -> str:
