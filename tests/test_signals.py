@@ -198,7 +198,7 @@ def test_each_line_is_counted_once_across_runs(paths: Paths) -> None:
     assert first.counts == {"verdict.ok": 2, "item.deferred": 1} and first.new_lines == 3
     assert second.counts == {"verdict.ok": 3, "item.deferred": 1} and second.new_lines == 1
     assert third.new_lines == 0 and third.lines_read == 0
-    assert third.applied == third.offset == paths.observations.stat().st_size
+    assert third.applied == _cursor(paths) == paths.observations.stat().st_size
 
 
 def test_failed_state_save_keeps_counts_at_zero_and_the_next_run_counts_both(
@@ -255,7 +255,7 @@ def test_worked_example_forty_byte_lines_ending_at_40_80_120(
     assert paths.observations.stat().st_size == 120
     result = signals.run_counter(paths)
 
-    assert (result.counts, result.applied, result.offset) == ({"K": 3}, 120, 120)
+    assert (result.counts, result.applied, _cursor(paths)) == ({"K": 3}, 120, 120)
     assert (result.lines_read, result.new_lines) == (3, 1)  # 2 + 0 + 0 + 1, not 2 + 3
 
 
@@ -265,7 +265,7 @@ def test_a_line_without_its_newline_waits_until_complete(paths: Paths) -> None:
     _write_raw(paths, _line("J") + whole[:25])
     first = signals.run_counter(paths)
     assert first.counts == {"J": 1} and first.invalid == 0
-    assert first.applied == first.offset == 40
+    assert first.applied == _cursor(paths) == 40
 
     _write_raw(paths, whole[25:])
     second = signals.run_counter(paths)
@@ -342,7 +342,7 @@ def test_cursor_ahead_of_applied_recounts_the_uncovered_lines(paths: Paths) -> N
     durable.write_model(paths.signals_cursor, SignalCursor(offset=160))
     result = signals.run_counter(paths)
     assert result.counts == {"K": 4}
-    assert result.applied == result.offset == 160
+    assert result.applied == _cursor(paths) == 160
 
 
 def test_lost_state_file_recounts_the_whole_log_once(paths: Paths) -> None:
@@ -455,7 +455,7 @@ def test_reset_without_a_log_clears_counts_of_a_removed_log(paths: Paths) -> Non
     _counted_log(paths)
     paths.observations.unlink()
     result = signals.run_counter(paths, reset=True)
-    assert (result.counts, result.applied, result.offset) == ({}, 0, 0)
+    assert (result.counts, result.applied, _cursor(paths)) == ({}, 0, 0)
     signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")
     assert signals.run_counter(paths).counts == {"verdict.ok": 1}
 

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from watcher import signals
+from watcher import durable, signals
 from watcher.config import Paths
+from watcher.models import SignalCursor
 
 WORKER = Path(__file__).with_name("signals_worker.py")
 KEYS = ["verdict.ok", "verdict.error.malformed_json", "item.deferred"]
@@ -86,7 +87,8 @@ def test_four_appenders_and_two_counters_count_every_line_exactly_once(paths: Pa
     assert _log_keys(paths) == _expected(written)
     assert Counter(result.counts) == _expected(written)
     assert result.invalid == 0
-    assert result.applied == result.offset == paths.observations.stat().st_size
+    cursor = durable.read_model(paths.signals_cursor, SignalCursor, quarantine_dir=paths.quarantine)
+    assert cursor is not None and result.applied == cursor.offset == paths.observations.stat().st_size
 
 
 def _count_forever(data_dir: Path, ready: Connection) -> None:

@@ -123,16 +123,16 @@ def _append_bytes(path: Path, payload: bytes) -> None:
 class CountResult:
     """What one counter run left on disk, and what it did.
 
-    ``counts``/``invalid``/``applied`` are the saved state after the run; ``offset`` is the saved
-    cursor; ``new_lines`` how many lines this run counted (valid or invalid); ``lines_read`` how
-    many complete lines it read, including re-read ones it skipped as already counted.
+    ``counts``/``invalid``/``applied`` are the saved state after the run (the cursor is saved
+    equal to ``applied``); ``new_lines`` how many lines this run counted (valid or invalid);
+    ``lines_read`` how many complete lines it read, including re-read ones it skipped as already
+    counted.
     """
 
     counts: dict[str, int]
     invalid: int
     applied: int
     new_lines: int
-    offset: int
     lines_read: int = 0
 
 
@@ -179,7 +179,7 @@ def run_counter(paths: Paths, *, reset: bool = False) -> CountResult:
                 break
     finally:
         os.close(fd)
-    return CountResult(dict(state.counts), state.invalid, state.applied, new_lines, state.applied, lines_read)
+    return CountResult(dict(state.counts), state.invalid, state.applied, new_lines, lines_read)
 
 
 def _one_pass(paths: Paths, fd: int, stop: int, synced: list[bool]) -> tuple[_Batch, SignalState, int]:
@@ -333,5 +333,4 @@ def _count_without_log(paths: Paths, *, reset: bool) -> CountResult:
     state = read_state(paths) or SignalState()
     if state.applied > 0:
         raise _log_changed(paths, f"was removed ({state.applied} bytes of it were already counted)")
-    cursor = durable.read_model(paths.signals_cursor, SignalCursor, quarantine_dir=paths.quarantine)
-    return CountResult(dict(state.counts), state.invalid, state.applied, 0, cursor.offset if cursor else 0)
+    return CountResult(dict(state.counts), state.invalid, state.applied, 0)
