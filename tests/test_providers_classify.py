@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from watcher.models import ERROR_KINDS
-from watcher.providers.classify import classify, retry_after_seconds
+from watcher.providers.classify import MAX_RETRY_AFTER_S, classify, retry_after_seconds
 
 # One input per row of the SPEC §6 table (several for rows with several triggers).
 TABLE: list[tuple[str, dict[str, Any]]] = [
@@ -141,3 +141,10 @@ def test_unreadable_retry_after_is_none() -> None:
     """Garbage, negative or infinite values are ignored rather than trusted."""
     for value in ("soon", "-5", "inf", "nan", ""):
         assert retry_after_seconds(value, now=NOW) is None, value
+
+
+def test_an_absurd_retry_after_is_capped() -> None:
+    """A wait too long to add to "now" (it would overflow datetime) is capped, seconds or date."""
+    assert retry_after_seconds("1e12", now=NOW) == MAX_RETRY_AFTER_S
+    assert retry_after_seconds("Fri, 31 Dec 9999 23:59:59 GMT", now=NOW) == MAX_RETRY_AFTER_S
+    assert retry_after_seconds(None, value_ms="1e15") == MAX_RETRY_AFTER_S

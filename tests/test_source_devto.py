@@ -228,6 +228,15 @@ def test_long_retry_after_stops_with_exit_3_and_says_when(respx_mock: respx.Mock
 
 
 @respx.mock(base_url=BASE, assert_all_called=False)
+def test_an_absurd_retry_after_stops_with_exit_3_not_a_crash(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
+    """Retry-After 1e12 s cannot be added to "now"; it still stops cleanly with a time to retry."""
+    respx_mock.get("/articles").mock(return_value=httpx.Response(429, headers={"Retry-After": "1e12"}))
+    with pytest.raises(SourceUnavailable, match="try again after") as info:
+        _fetch(tmp_path)
+    assert exit_code_for(info.value) == 3
+
+
+@respx.mock(base_url=BASE, assert_all_called=False)
 def test_a_second_429_in_one_fetch_stops_it(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
     """Only one short wait per fetch: a later 429 stops even with a short Retry-After."""
     clock = FakeClock()

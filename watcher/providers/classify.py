@@ -48,6 +48,10 @@ OVERLOADED_STATUSES = frozenset({503, 529})
 AUTH_STATUSES = frozenset({401, 403})
 AUTH_TYPES = frozenset({"authentication_error", "permission_error", "invalid_api_key"})
 RATE_LIMIT_TYPES = frozenset({"rate_limit_error", "rate_limit_exceeded"})
+# Longer than any real server asks for. Callers add the wait to "now"; an absurd Retry-After
+# ("1e12", a date in year 9999) would otherwise overflow datetime and crash the run (exit 1)
+# instead of stopping it cleanly (exit 3).
+MAX_RETRY_AFTER_S = 7 * 24 * 3600.0
 
 
 def classify(
@@ -110,19 +114,19 @@ def retry_after_seconds(
 ) -> float | None:
     """``Retry-After`` as seconds (delta-seconds or an HTTP date), else ``retry-after-ms``.
 
-    ``None`` when absent or unreadable; a date in the past is ``0.0``. Never raises.
+    ``None`` when absent or unreadable; a date in the past is ``0.0``; at most
+    :data:`MAX_RETRY_AFTER_S`. Never raises.
     """
+    seconds = None
     if value:
         seconds = _as_seconds(value.strip())
         if seconds is None:
             seconds = _date_delta(value.strip(), now or datetime.now(UTC))
-        if seconds is not None:
-            return seconds
-    if value_ms:
+    if seconds is None and value_ms:
         millis = _as_seconds(value_ms.strip())
         if millis is not None:
-            return millis / 1000.0
-    return None
+            seconds = millis / 1000.0
+    return None if seconds is None else min(seconds, MAX_RETRY_AFTER_S)
 
 
 def _as_seconds(text: str) -> float | None:
