@@ -37,7 +37,8 @@ class FakeClock:
 
 def _settings(tmp_path: Path, **kw: Any) -> Settings:
     kw.setdefault("devto_username", "maya")
-    return Settings(data_dir=tmp_path / "data", devto_base_url=BASE, **kw)
+    kw.setdefault("devto_base_url", BASE)
+    return Settings(data_dir=tmp_path / "data", **kw)
 
 
 def _article(i: int, count: int = 1) -> dict[str, Any]:
@@ -308,6 +309,14 @@ def test_a_refused_api_key_is_a_config_error_that_does_not_repeat_the_key(respx_
     with pytest.raises(ConfigError, match="DEVTO_API_KEY") as info:
         _fetch(tmp_path, devto_api_key=SecretStr(KEY))
     assert exit_code_for(info.value) == 2 and KEY not in str(info.value)
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://dev.to:port/api"])
+def test_an_unparsable_devto_base_url_is_a_config_error(tmp_path: Path, url: str) -> None:
+    """A DEVTO_BASE_URL httpx cannot parse is exit 2 naming the setting, not an internal error."""
+    with pytest.raises(ConfigError, match="DEVTO_BASE_URL") as info:
+        _fetch(tmp_path, devto_base_url=url)
+    assert exit_code_for(info.value) == 2
 
 
 def test_no_account_configured_is_a_config_error(tmp_path: Path) -> None:

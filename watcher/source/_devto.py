@@ -151,13 +151,19 @@ class _ForemClient:
         if settings.devto_api_key is not None:
             headers["api-key"] = settings.devto_api_key.get_secret_value()
         # No redirects: httpx drops Authorization on a cross-host redirect, but not our api-key.
-        self._http = httpx.Client(
-            base_url=settings.devto_base_url,
-            headers=headers,
-            timeout=TIMEOUT_S,
-            transport=transport,
-            follow_redirects=False,
-        )
+        try:
+            self._http = httpx.Client(
+                base_url=settings.devto_base_url,
+                headers=headers,
+                timeout=TIMEOUT_S,
+                transport=transport,
+                follow_redirects=False,
+            )
+        except httpx.InvalidURL as exc:  # e.g. "http://[::1" or a non-numeric port
+            raise ConfigError(
+                f"DEVTO_BASE_URL {settings.devto_base_url!r} is not a usable URL ({exc}); "
+                "use e.g. https://dev.to/api"
+            ) from None
         self._httpx = httpx
         self._has_key = settings.devto_api_key is not None
         self._clock = clock
