@@ -59,6 +59,27 @@ def _uncounted_line(data: Path, fake: FakeProvider, before: Snapshot) -> None:
         log.write('{"key": "verdict.ok"}\n')
 
 
+def _index_behind(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    paths = Paths(data)
+    index = json.loads(paths.seen.read_text())
+    index["comments"]["flaky"]["attempts"] += 1
+    paths.seen.write_text(json.dumps(index))
+
+
+def _finished_attempt_rewritten(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    _edit(data, "bad", lambda doc: doc["attempts"][0].update(pid=4_999_999))
+
+
+def _invalid_line_not_counted(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    with open(data / "observations.jsonl", "a") as log:
+        log.write("not json\n")
+
+
+def _quarantined(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    (data / "quarantine").mkdir(exist_ok=True)
+    (data / "quarantine" / "seen.json").write_text("{}")
+
+
 def _reservation_left(data: Path, fake: FakeProvider, before: Snapshot) -> None:
     record = inbox.load(Paths(data), "newb")
     assert record is not None
@@ -77,6 +98,10 @@ PLANTS = {
     "triage mark lost": (_mark_lost, "marked 'replied'"),
     "a log line not counted": (_uncounted_line, "signal counts differ from the log"),
     "a reservation left open": (_reservation_left, "still reserved after recovery"),
+    "index out of step with the inbox": (_index_behind, "seen.json says"),
+    "a finished attempt rewritten": (_finished_attempt_rewritten, "was rewritten as"),
+    "an invalid log line not counted": (_invalid_line_not_counted, "invalid log line(s), counter says"),
+    "a file quarantined for nothing": (_quarantined, "quarantined although nothing was corrupted"),
 }
 
 
