@@ -48,6 +48,8 @@ class HttpProvider:
 
     name: ClassVar[str]
     path: ClassVar[str]
+    # Names of the input and output token counts inside the body's "usage" object.
+    usage_keys: ClassVar[tuple[str, str]]
 
     def __init__(self, settings: Settings, *, transport: httpx.BaseTransport | None = None) -> None:
         self.model = settings.model
@@ -78,7 +80,12 @@ class HttpProvider:
         raise NotImplementedError
 
     def usage_of(self, data: dict[str, Any]) -> Usage:
-        raise NotImplementedError
+        """Token counts from ``data["usage"]``, each ``None`` unless a non-negative integer."""
+        counts = data.get("usage")
+        if not isinstance(counts, dict):
+            return Usage()
+        input_key, output_key = self.usage_keys
+        return Usage(input_tokens=_count(counts.get(input_key)), output_tokens=_count(counts.get(output_key)))
 
     # ---- the call ------------------------------------------------------------------------------
 
@@ -198,13 +205,8 @@ def default_transport(base_url: str) -> httpx.HTTPTransport:
     return httpx.HTTPTransport(retries=0, proxy=proxy)
 
 
-def usage(input_tokens: object, output_tokens: object) -> Usage:
-    """Token counts if they are non-negative integers, else ``None`` for that side."""
-
-    def count(value: object) -> int | None:
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-    return Usage(input_tokens=count(input_tokens), output_tokens=count(output_tokens))
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _error_fields(data: dict[str, Any] | None) -> tuple[str | None, str | None, str | None]:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from watcher.models import Prompt, Usage
-from watcher.providers._http import MAX_OUTPUT_TOKENS, Answer, HttpProvider, usage
+from watcher.models import Prompt
+from watcher.providers._http import MAX_OUTPUT_TOKENS, Answer, HttpProvider
 from watcher.providers.parse import verdict_json_schema
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -28,6 +28,7 @@ _TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
 class AnthropicProvider(HttpProvider):
     name = "anthropic"
     path = "/v1/messages"
+    usage_keys = ("input_tokens", "output_tokens")
 
     def auth_headers(self, secret: str) -> dict[str, str]:
         return {"x-api-key": secret, "anthropic-version": ANTHROPIC_VERSION}
@@ -61,12 +62,6 @@ class AnthropicProvider(HttpProvider):
         if stop == "refusal":
             return Answer(None, stop="refusal", note="stop_reason refusal")
         return Answer(text, note="the response has no record_verdict tool call and no text")
-
-    def usage_of(self, data: dict[str, Any]) -> Usage:
-        counts = data.get("usage")
-        if not isinstance(counts, dict):
-            return Usage()
-        return usage(counts.get("input_tokens"), counts.get("output_tokens"))
 
 
 def _tool_input(blocks: list[dict[str, Any]]) -> str | None:

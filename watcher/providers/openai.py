@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from watcher.models import Prompt, Usage
-from watcher.providers._http import MAX_OUTPUT_TOKENS, Answer, HttpProvider, usage
+from watcher.models import Prompt
+from watcher.providers._http import MAX_OUTPUT_TOKENS, Answer, HttpProvider
 from watcher.providers.parse import verdict_json_schema
 
 
 class OpenAIProvider(HttpProvider):
     name = "openai"
     path = "/chat/completions"
+    usage_keys = ("prompt_tokens", "completion_tokens")
 
     def auth_headers(self, secret: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {secret}"}
@@ -53,12 +54,6 @@ class OpenAIProvider(HttpProvider):
             return Answer(None, stop="content_filter", note="finish_reason content_filter")
         text = _content_text(message.get("content"))
         return Answer(text, note="the response has no choices[0].message.content")
-
-    def usage_of(self, data: dict[str, Any]) -> Usage:
-        counts = data.get("usage")
-        if not isinstance(counts, dict):
-            return Usage()
-        return usage(counts.get("prompt_tokens"), counts.get("completion_tokens"))
 
 
 def _content_text(content: object) -> str | None:
