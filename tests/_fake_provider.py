@@ -57,10 +57,6 @@ class FakeProvider:
         """Labels without a script draw each call's behaviour from ``weights`` (seeded)."""
         self._chaos = (random.Random(seed), list(weights), list(weights.values()))
 
-    def calls_for(self, label: str) -> int:
-        with self._lock:
-            return self.calls.count(label)
-
     def release(self) -> None:
         self._release.set()
 

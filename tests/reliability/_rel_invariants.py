@@ -33,7 +33,6 @@ class Expect:
     """What the test itself knows: marks it made (and saw succeed) and calls it allows."""
 
     marks: dict[str, str] = field(default_factory=dict)
-    quiet: bool = True  # recovery ran until quiet: no reservation may be left open
     quarantine_empty: bool = True  # no fault in this case may corrupt a file
 
 
@@ -234,8 +233,8 @@ def check_all(data_dir: Path, calls: Sequence[str], *, before: Snapshot | None =
     found += raw_kept(recs) + triage_kept(data_dir, expect.marks) + signals_match_log(data_dir)
     if before is not None:
         found += attempts_monotonic(recs, before)
-    if expect.quiet:
-        found += no_open_reservation(recs) + index_follows_inbox(data_dir, recs)
+    # Every caller has run recovery until quiet: no reservation may be left open.
+    found += no_open_reservation(recs) + index_follows_inbox(data_dir, recs)
     if expect.quarantine_empty:
         found += quarantine_empty(data_dir)
     return found
