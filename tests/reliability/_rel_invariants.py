@@ -208,7 +208,7 @@ def signals_match_log(data_dir: Path) -> list[str]:
 def _key(line: bytes) -> str | None:
     try:
         data = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # "[[[[…" is an invalid line, as for the counter
         return None
     key = data.get("key") if isinstance(data, dict) else None
     return key if isinstance(key, str) and key else None
