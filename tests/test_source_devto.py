@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -395,3 +397,11 @@ def test_redirects_are_not_followed(respx_mock: respx.MockRouter, tmp_path: Path
     with pytest.raises(SourceUnavailable, match="HTTP 302"):
         _fetch(tmp_path, devto_api_key=SecretStr(KEY))
     assert evil.call_count == 0
+
+
+def test_importing_the_source_package_does_not_import_httpx() -> None:
+    """httpx is imported only when a dev.to client is built, so `--source FILE` runs never pay for it."""
+    code = "import sys, watcher.source; print('httpx' in sys.modules)"
+    repo = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo)
+    assert out.stdout.strip() == "False"
