@@ -351,10 +351,13 @@ def test_names_provider_and_model(provider: Provider) -> None:
     assert (provider.name, provider.model) == ("openai", "gpt-test")
 
 
-def test_a_base_url_that_is_not_http_is_a_config_error(tmp_path: Path) -> None:
-    """A base URL without http(s) scheme and host is refused before any call."""
+@pytest.mark.parametrize(
+    "url", ["localhost:11434/v1", "http://[::1", "http://localhost:port/v1", "http://localhost:0/v1"]
+)
+def test_a_base_url_that_is_not_http_is_a_config_error(tmp_path: Path, url: str) -> None:
+    """A base URL without http(s) scheme, host and a usable port is refused before any call."""
     with pytest.raises(ConfigError, match="WATCHER_BASE_URL"):
-        make_provider(_settings(tmp_path, base_url="localhost:11434/v1"))
+        make_provider(_settings(tmp_path, base_url=url))
 
 
 def test_a_missing_key_is_a_config_error(tmp_path: Path) -> None:

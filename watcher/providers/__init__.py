@@ -61,7 +61,8 @@ def _check_base_url(base_url: str) -> None:
 
     try:
         parts = urlsplit(base_url)
-        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
+        # .port raises ValueError for a non-numeric or out-of-range port; 0 is no port to dial.
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
     except ValueError:  # e.g. a non-numeric port or an unclosed IPv6 bracket
         usable = False
     if not usable:
