@@ -203,3 +203,14 @@ def test_paths_lay_out_the_data_dir(tmp_path: Path) -> None:
     }
     assert p.inbox_file("3bkf").relative_to(p.root).as_posix() == "inbox/3bkf.json"
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("DEVTO_BASE_URL", "localhost:8080/api"), ("DEVTO_BASE_URL", "ftp://dev.to/api"),
+    ("DEVTO_BASE_URL", "http://[::1"), ("WATCHER_BASE_URL", "localhost:11434/v1"),
+])
+def test_base_urls_that_are_not_http_urls_are_config_errors_at_load(tmp_path: Path, name: str, value: str) -> None:
+    """A base URL without an http(s) scheme and host is refused before any work (exit 2), naming it."""
+    env = {name: value, "WATCHER_PROVIDER": "openai", "WATCHER_API_KEY": "k"}
+    with pytest.raises(ConfigError, match=name):
+        load_settings(data_dir=tmp_path, env=env)

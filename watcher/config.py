@@ -202,16 +202,37 @@ def _build(root: Path, values: dict[str, Any], sources: dict[str, str], env: Map
         data_dir=root,
         provider=provider,
         model=str(values.get("model") or DEFAULT_MODELS[provider]),
-        base_url=str(values.get("base_url") or DEFAULT_BASE_URLS[provider]).rstrip("/"),
+        base_url=_base_url(provider, values),
         api_key=SecretStr(api_key) if api_key and provider != "offline" else None,
         timeout=_positive_float(values.get("timeout", 60.0)),
         devto_username=(str(values["devto_username"]).strip() or None) if "devto_username" in values else None,
         devto_api_key=SecretStr(devto_key) if devto_key else None,
-        devto_base_url=str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"),
+        devto_base_url=check_http_url(str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"),
+                                      "DEVTO_BASE_URL"),
         include_own_comments=_bool(values.get("include_own_comments", False)),
         provider_defaulted="provider" not in values,
         sources=sources,
     )
+
+
+def _base_url(provider: str, values: dict[str, Any]) -> str:
+    url = str(values.get("base_url") or DEFAULT_BASE_URLS[provider]).rstrip("/")
+    return url if provider == "offline" else check_http_url(url, "WATCHER_BASE_URL")
+
+
+def check_http_url(url: str, setting: str) -> str:
+    """``url`` if it is an http(s) URL with a host (and a dialable port); else :class:`ConfigError`."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        # .port raises ValueError for a non-numeric or out-of-range port; 0 is no port to dial.
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # e.g. a non-numeric port or an unclosed IPv6 bracket
+        usable = False
+    if not usable:
+        raise ConfigError(f"{setting} must be an http(s) URL, got {url!r}")
+    return url
 
 
 def _positive_float(value: Any) -> float:

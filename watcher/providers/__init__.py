@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from watcher.config import check_http_url
 from watcher.errors import ConfigError
 from watcher.providers.base import STOP_KINDS, CallResult, Provider
 from watcher.providers.parse import parse_verdict_text, verdict_json_schema
@@ -46,7 +47,7 @@ def make_provider(settings: Settings, *, transport: httpx.BaseTransport | None =
         raise ConfigError(f"unknown provider {settings.provider!r}: choose openai, anthropic or offline")
     if settings.api_key is None or not settings.api_key.get_secret_value():
         raise ConfigError(f"No API key for provider {settings.provider} — set WATCHER_API_KEY")
-    _check_base_url(settings.base_url)
+    check_http_url(settings.base_url, "WATCHER_BASE_URL")  # Settings may be built by hand
     if settings.provider == "openai":
         from watcher.providers.openai import OpenAIProvider
 
@@ -55,15 +56,3 @@ def make_provider(settings: Settings, *, transport: httpx.BaseTransport | None =
 
     return AnthropicProvider(settings, transport=transport)
 
-
-def _check_base_url(base_url: str) -> None:
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(base_url)
-        # .port raises ValueError for a non-numeric or out-of-range port; 0 is no port to dial.
-        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # e.g. a non-numeric port or an unclosed IPv6 bracket
-        usable = False
-    if not usable:
-        raise ConfigError(f"WATCHER_BASE_URL must be an http(s) URL, got {base_url!r}")
