@@ -18,11 +18,10 @@ from typing import Any
 from pydantic import SecretStr
 
 from watcher.errors import ConfigError
+from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
 
-PROVIDERS = ("openai", "anthropic", "offline")
-DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest", "offline": "heuristic-v1"}
-DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com", "offline": ""}
-KEY_FALLBACKS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# A view of the registry, kept because tests name defaults through it; the facts live in PROVIDERS.
+DEFAULT_MODELS = {name: spec.default_model for name, spec in PROVIDERS.items()}
 
 # env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.
 _ENV_KEYS = {
@@ -105,7 +104,7 @@ class Paths:
 class Settings:
     data_dir: Path
     provider: str = "offline"
-    model: str = DEFAULT_MODELS["offline"]
+    model: str = PROVIDERS["offline"].default_model
     base_url: str = ""
     api_key: SecretStr | None = None
     timeout: float = 60.0
@@ -184,14 +183,12 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 
 
 def _build(root: Path, values: dict[str, Any], sources: dict[str, str], env: Mapping[str, str]) -> Settings:
-    provider = str(values.get("provider", "offline")).strip().lower()
-    if provider not in PROVIDERS:
-        raise ConfigError(f"unknown provider {provider!r}: choose one of {', '.join(PROVIDERS)} (WATCHER_PROVIDER)")
-    api_key = values.get("api_key") or env.get(KEY_FALLBACKS.get(provider, ""), "") or None
-    if provider != "offline" and not api_key:
-        fallback = KEY_FALLBACKS[provider]
+    spec = provider_spec(str(values.get("provider", "offline")).strip().lower())
+    provider = spec.name
+    api_key = values.get("api_key") or spec.fallback_key(env)
+    if spec.needs_key and not api_key:
         raise ConfigError(
-            f"No API key found for provider {provider} — set WATCHER_API_KEY or {fallback} "
+            f"No API key found for provider {provider} — set {spec.key_hint()} "
             "(for a local OpenAI-compatible server without keys, any non-empty value works)"
         )
     devto_key = values.get("devto_api_key") or None
@@ -201,9 +198,9 @@ def _build(root: Path, values: dict[str, Any], sources: dict[str, str], env: Map
     return Settings(
         data_dir=root,
         provider=provider,
-        model=str(values.get("model") or DEFAULT_MODELS[provider]),
-        base_url=_base_url(provider, values),
-        api_key=SecretStr(api_key) if api_key and provider != "offline" else None,
+        model=str(values.get("model") or spec.default_model),
+        base_url=_base_url(spec, values),
+        api_key=SecretStr(api_key) if api_key and spec.is_remote else None,
         timeout=_positive_float(values.get("timeout", 60.0)),
         devto_username=(str(values["devto_username"]).strip() or None) if "devto_username" in values else None,
         devto_api_key=SecretStr(devto_key) if devto_key else None,
@@ -215,9 +212,9 @@ def _build(root: Path, values: dict[str, Any], sources: dict[str, str], env: Map
     )
 
 
-def _base_url(provider: str, values: dict[str, Any]) -> str:
-    url = str(values.get("base_url") or DEFAULT_BASE_URLS[provider]).rstrip("/")
-    return url if provider == "offline" else check_http_url(url, "WATCHER_BASE_URL")
+def _base_url(spec: ProviderSpec, values: dict[str, Any]) -> str:
+    url = str(values.get("base_url") or spec.default_base_url).rstrip("/")
+    return check_http_url(url, "WATCHER_BASE_URL") if spec.is_remote else url
 
 
 def check_http_url(url: str, setting: str) -> str:

@@ -1,10 +1,19 @@
 """Model providers: one call in, one classified outcome out (SPEC §6).
 
-    make_provider(settings) -> Provider          openai | anthropic | offline
+    make_provider(settings) -> Provider          the registry entry settings.provider names
     provider.complete(prompt) -> CallResult      exactly one request, never retried, never raises
                                                  for HTTP, network or parse problems
+    provider.probe() -> ProbeResult              is the server up and the model there? one or two
+                                                 GETs of its models endpoint; no attempt, no tokens
+    provider.close()                             release the connection pool
     parse_verdict_text(text) -> Verdict | AttemptError
     verdict_json_schema() -> dict                strict schema sent with every request
+
+Which providers exist, their defaults, key variables, implementation and models endpoint are
+one table, :data:`watcher.providers.registry.PROVIDERS`; config and :func:`make_provider` both
+read it. To add a provider: one :class:`~watcher.providers.registry.ProviderSpec` there and an
+implementation module (an :class:`~watcher.providers._http.HttpProvider` subclass names its
+path, headers, body and answer; it overrides ``error_fields`` if its error bodies differ).
 
 The HTTP providers (and httpx) are imported only when :func:`make_provider` builds one, so
 commands that never call a model do not pay for them; the offline provider never imports httpx.
@@ -14,10 +23,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from watcher.config import check_http_url
 from watcher.errors import ConfigError
-from watcher.providers.base import STOP_KINDS, CallResult, Provider
+from watcher.providers.base import STOP_KINDS, CallResult, ProbeResult, Provider
 from watcher.providers.parse import parse_verdict_text, verdict_json_schema
+from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
 
 if TYPE_CHECKING:
     import httpx
@@ -25,11 +34,15 @@ if TYPE_CHECKING:
     from watcher.config import Settings
 
 __all__ = [
+    "PROVIDERS",
     "STOP_KINDS",
     "CallResult",
+    "ProbeResult",
     "Provider",
+    "ProviderSpec",
     "make_provider",
     "parse_verdict_text",
+    "provider_spec",
     "verdict_json_schema",
 ]
 
@@ -39,20 +52,14 @@ def make_provider(settings: Settings, *, transport: httpx.BaseTransport | None =
 
     Raises :class:`ConfigError` for an unknown provider, a missing key or an unusable base URL.
     """
-    if settings.provider == "offline":
-        from watcher.providers.offline import OfflineProvider
+    spec = provider_spec(settings.provider)
+    if spec.needs_key and (settings.api_key is None or not settings.api_key.get_secret_value()):
+        raise ConfigError(f"No API key for provider {spec.name} — set {spec.key_hint()}")
+    if spec.is_remote:
+        # Imported here: watcher.config imports the registry, so a module-level import would
+        # be circular. Checked again because Settings may be built by hand.
+        from watcher.config import check_http_url
 
-        return OfflineProvider()
-    if settings.provider not in ("openai", "anthropic"):
-        raise ConfigError(f"unknown provider {settings.provider!r}: choose openai, anthropic or offline")
-    if settings.api_key is None or not settings.api_key.get_secret_value():
-        raise ConfigError(f"No API key for provider {settings.provider} — set WATCHER_API_KEY")
-    check_http_url(settings.base_url, "WATCHER_BASE_URL")  # Settings may be built by hand
-    if settings.provider == "openai":
-        from watcher.providers.openai import OpenAIProvider
-
-        return OpenAIProvider(settings, transport=transport)
-    from watcher.providers.anthropic import AnthropicProvider
-
-    return AnthropicProvider(settings, transport=transport)
+        check_http_url(settings.base_url, "WATCHER_BASE_URL")
+    return spec.build(settings, transport=transport)
 

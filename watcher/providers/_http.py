@@ -13,16 +13,19 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from urllib.parse import quote
 
 import httpx
 
 from watcher.config import Settings
 from watcher.models import AttemptError, ErrorKind, Prompt, Usage, Verdict
-from watcher.providers.base import CallResult
+from watcher.providers.base import CallResult, ProbeResult
 from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
 from watcher.providers.parse import parse_verdict_text
+from watcher.providers.registry import provider_spec
 
 RAW_LIMIT_BYTES = 16 * 1024
 REDACTED = "[redacted]"
@@ -31,6 +34,9 @@ REDACTED = "[redacted]"
 MAX_OUTPUT_TOKENS = 2048
 USER_AGENT = "devto-watcher/0.1 (+https://github.com/devto-watcher)"
 _SERVER_MESSAGE_LIMIT = 300
+# A models endpoint that answers these has no such route: try the list, or say it cannot tell.
+_NO_ROUTE = frozenset({404, 405})
+_LISTED_MODELS_SHOWN = 8
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,14 @@ class Answer:
     text: str | None
     stop: Stop | None = None
     note: str = "the response has no answer text"
+
+
+class ErrorFields(NamedTuple):
+    """The error object of a response body, as :func:`classify` takes it."""
+
+    type: str | None = None
+    code: str | None = None
+    message: str | None = None
 
 
 class HttpProvider:
@@ -55,9 +69,10 @@ class HttpProvider:
         self.model = settings.model
         self._secret = settings.api_key.get_secret_value() if settings.api_key is not None else ""
         self._timeout_s = settings.timeout
-        self._url = settings.base_url.rstrip("/") + self.path
+        self._base_url = settings.base_url.rstrip("/")
+        self._url = self._base_url + self.path
         self._client = httpx.Client(
-            base_url=settings.base_url.rstrip("/"),
+            base_url=self._base_url,
             headers={
                 "User-Agent": USER_AGENT,
                 "Accept": "application/json",
@@ -87,6 +102,21 @@ class HttpProvider:
         input_key, output_key = self.usage_keys
         return Usage(input_tokens=_count(counts.get(input_key)), output_tokens=_count(counts.get(output_key)))
 
+    def error_fields(self, data: dict[str, Any] | None) -> ErrorFields:
+        """The error object of a JSON body (any status), for :func:`classify`.
+
+        Reads the OpenAI shape ``{"error": {"message", "type", "code"}}``, Anthropic's
+        ``{"type": "error", "error": {"type", "message"}}`` and ``{"error": "text"}`` (some
+        compatible servers). A provider whose errors look different (Gemini: an integer ``code``
+        and ``status: RESOURCE_EXHAUSTED``) overrides this and maps its body onto these fields.
+        """
+        error = data.get("error") if data is not None else None
+        if isinstance(error, str):
+            return ErrorFields(message=error)
+        if not isinstance(error, dict):
+            return ErrorFields()
+        return ErrorFields(_str(error.get("type")), _str(error.get("code")), _str(error.get("message")))
+
     # ---- the call ------------------------------------------------------------------------------
 
     def complete(self, prompt: Prompt) -> CallResult:
@@ -115,7 +145,7 @@ class HttpProvider:
         raw = _truncate(self.redact(text))
         usage = self.usage_of(data) if data is not None else Usage()
         status = response.status_code
-        err_type, err_code, err_message = _error_fields(data)
+        err_type, err_code, err_message = self.error_fields(data)
         answer, parsed = None, None
         if 200 <= status < 300 and not (err_type or err_code):
             answer, parsed = self._read_answer(data)
@@ -143,6 +173,89 @@ class HttpProvider:
             retry_after_s=retry,
         )
         return CallResult(error=error, raw=raw, usage=usage, duration_ms=duration_ms)
+
+    # ---- the probe -----------------------------------------------------------------------------
+
+    def probe(self) -> ProbeResult:
+        """Ask the models endpoint whether :attr:`model` exists: one GET, two with the list fallback.
+
+        Same client, headers and timeout as :meth:`complete`; reserves nothing, spends no tokens,
+        never raises for HTTP or network problems.
+        """
+        endpoint = provider_spec(self.name).models_endpoint
+        if endpoint is None:
+            return ProbeResult(ok=True, message=f"{self.name}: no models endpoint to ask")
+        answer = self._probe_get(endpoint.model_path.format(model=quote(self.model, safe="")))
+        if isinstance(answer, ProbeResult):
+            return answer
+        if 200 <= answer.status_code < 300:
+            return ProbeResult(ok=True, message=f"{self.name}: model {self.model} found at {answer.url}")
+        if answer.status_code not in _NO_ROUTE:
+            return self._probe_refused(answer)
+        # OpenAI names the missing model in its 404; a bare 404 may just mean no such route
+        # (llama.cpp, vLLM), so only the list can tell.
+        if endpoint.list_path is None or self._fields(answer).code == "model_not_found":
+            return self._model_not_found(answer, listed=None)
+        return self._probe_list(endpoint.list_path)
+
+    def _probe_list(self, path: str) -> ProbeResult:
+        """The fallback: fetch the model list and look for :attr:`model` in it."""
+        listing = self._probe_get(path)
+        if isinstance(listing, ProbeResult):
+            return listing
+        if not 200 <= listing.status_code < 300 and listing.status_code not in _NO_ROUTE:
+            return self._probe_refused(listing)
+        listed = _model_ids(_json_object(listing.text)) if listing.status_code < 300 else None
+        if listed is None:
+            message = (
+                f"{self.name}: {self._base_url} has no models endpoint, so whether model "
+                f"{self.model} exists is known only from a real call"
+            )
+            return ProbeResult(ok=False, kind="no_models_endpoint", message=message)
+        if _listed(self.model, listed):
+            return ProbeResult(ok=True, message=f"{self.name}: model {self.model} listed at {listing.url}")
+        return self._model_not_found(listing, listed=listed)
+
+    def _probe_get(self, path: str) -> httpx.Response | ProbeResult:
+        url = self._base_url + path
+        try:
+            return self._client.get(path)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            message = (
+                f"{self.name}: could not connect to {url} ({type(exc).__name__}: {exc}); "
+                "is the server running and WATCHER_BASE_URL right?"
+            )
+            return ProbeResult(ok=False, kind="unreachable", message=self.redact(message))
+        except httpx.TimeoutException:
+            message = f"{self.name}: no answer from {url} within {self._timeout_s:g} s (WATCHER_TIMEOUT)"
+            return ProbeResult(ok=False, kind="timeout", message=message)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            message = f"{self.name}: could not reach {url}: {type(exc).__name__}: {exc}"
+            return ProbeResult(ok=False, kind="network", message=self.redact(message))
+
+    def _fields(self, response: httpx.Response) -> ErrorFields:
+        return self.error_fields(_json_object(response.text))
+
+    def _probe_refused(self, response: httpx.Response) -> ProbeResult:
+        err = self._fields(response)
+        kind = classify(status=response.status_code, error_type=err.type, error_code=err.code,
+                        error_message=err.message) or "server_error"
+        retry = retry_after_seconds(
+            response.headers.get("retry-after"), value_ms=response.headers.get("retry-after-ms")
+        )
+        message = self.describe(kind, response.status_code, err.message, retry)
+        return ProbeResult(ok=False, kind=kind, message=message)
+
+    def _model_not_found(self, response: httpx.Response, *, listed: list[str] | None) -> ProbeResult:
+        if listed is not None:
+            shown = ", ".join(listed[:_LISTED_MODELS_SHOWN]) or "none"
+            more = ", …" if len(listed) > _LISTED_MODELS_SHOWN else ""
+            what = f"{self.name}: model {self.model} is not among those {response.url} lists ({shown}{more})"
+        else:
+            said = self._fields(response).message
+            what = f"{self.name} HTTP {response.status_code}: model {self.model} not found at {response.url}"
+            what += f" (provider said: {_clip(self.redact(said))})" if said else ""
+        return ProbeResult(ok=False, kind="model_not_found", message=f"{what}; check WATCHER_MODEL")
 
     def _read_answer(self, data: dict[str, Any] | None) -> tuple[Answer, Verdict | AttemptError]:
         answer = (
@@ -200,24 +313,36 @@ def default_transport(base_url: str) -> httpx.HTTPTransport:
     url = httpx.URL(base_url)
     proxies = urllib.request.getproxies_environment()
     proxy = None
-    if proxies and not urllib.request.proxy_bypass_environment(url.host, proxies):
+    if proxies and not _proxy_bypass_environment(url.host, proxies):
         proxy = proxies.get(url.scheme) or proxies.get("all")
     return httpx.HTTPTransport(retries=0, proxy=proxy)
+
+
+# CPython has had it since 3.x (getproxies_environment's partner, honouring NO_PROXY), but
+# typeshed's stub leaves it out; typed here, once.
+_proxy_bypass_environment: Callable[[str, dict[str, str]], bool] = (
+    urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+)
 
 
 def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _error_fields(data: dict[str, Any] | None) -> tuple[str | None, str | None, str | None]:
-    # OpenAI: {"error": {"message", "type", "code"}}; Anthropic: {"type": "error",
-    # "error": {"type", "message"}}; some compatible servers: {"error": "text"}.
-    error = data.get("error") if data is not None else None
-    if isinstance(error, str):
-        return None, None, error
-    if not isinstance(error, dict):
-        return None, None, None
-    return _str(error.get("type")), _str(error.get("code")), _str(error.get("message"))
+def _model_ids(data: dict[str, Any] | None) -> list[str] | None:
+    # OpenAI and every compatible server: {"object": "list", "data": [{"id": …}, …]}.
+    entries = data.get("data") if data is not None else None
+    if not isinstance(entries, list):
+        return None
+    return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
+
+
+def _listed(model: str, ids: list[str]) -> bool:
+    # Ollama lists "llama3.2:latest" and answers to "llama3.2" (and the other way round).
+    def bare(name: str) -> str:
+        return name.removesuffix(":latest")
+
+    return bare(model) in {bare(i) for i in ids}
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
@@ -245,3 +370,9 @@ def _clip(text: str) -> str:
 
 def _elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
+
+
+if TYPE_CHECKING:  # mypy --strict proves here that the class satisfies the Provider protocol
+    from watcher.providers.base import Provider
+
+    _IS_A_PROVIDER: type[Provider] = HttpProvider

@@ -30,11 +30,44 @@ class CallResult:
         return self.error is not None and self.error.kind in STOP_KINDS
 
 
+@dataclass(frozen=True, kw_only=True)
+class ProbeResult:
+    """Whether the provider answers and knows the model, found without spending anything.
+
+    ``kind`` is ``None`` when ``ok``; otherwise ``unreachable`` (no connection made),
+    ``model_not_found``, ``no_models_endpoint`` (the server has no models endpoint, so the probe
+    cannot tell), or a :func:`~watcher.providers.classify.classify` kind of the answer
+    (``auth``, ``rate_limited``, ``quota_exhausted``, ``server_error``, ``timeout``, …).
+    ``message`` says what happened and what to change; it never contains the key.
+    """
+
+    ok: bool
+    kind: str | None = None
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.ok != (self.kind is None):
+            raise ValueError("ProbeResult: kind is None exactly when ok")
+
+
 class Provider(Protocol):
     """Makes exactly one model request per :meth:`complete`; never retries, never raises for
-    HTTP, network or parse problems (those are classified into ``CallResult.error``)."""
+    HTTP, network or parse problems (those are classified into ``CallResult.error``).
 
-    name: str
-    model: str
+    :meth:`probe` asks the provider's models endpoint whether :attr:`model` exists: it reserves
+    no attempt and spends no tokens. :meth:`close` releases the connection pool.
+    """
+
+    # Read-only properties: an implementation may declare them per class (``ClassVar``) or per
+    # instance, and mypy accepts both only for a read-only protocol member.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
 
     def complete(self, prompt: Prompt) -> CallResult: ...
+
+    def probe(self) -> ProbeResult: ...
+
+    def close(self) -> None: ...

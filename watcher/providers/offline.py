@@ -13,11 +13,15 @@ from __future__ import annotations
 import json
 import re
 import time
+from typing import TYPE_CHECKING
 
 from watcher.models import AttemptError, Category, Prompt
 from watcher.prompts import fenced_blocks
-from watcher.providers.base import CallResult
+from watcher.providers.base import CallResult, ProbeResult
 from watcher.providers.parse import parse_verdict_text
+
+if TYPE_CHECKING:
+    from watcher.config import Settings
 
 MODEL = "heuristic-v1"
 SUMMARY_PREFIX = "[offline] "
@@ -81,6 +85,9 @@ class OfflineProvider:
     name = "offline"
     model = MODEL
 
+    def __init__(self, settings: Settings | None = None, *, transport: object = None) -> None:
+        """Takes what every provider's factory takes (the registry builds them alike), uses neither."""
+
     def complete(self, prompt: Prompt) -> CallResult:
         started = time.monotonic()
         text = fenced_blocks(prompt.user).get("COMMENT", prompt.user)
@@ -90,6 +97,10 @@ class OfflineProvider:
         if isinstance(parsed, AttemptError):
             return CallResult(error=parsed, raw=answer, duration_ms=duration_ms)
         return CallResult(verdict=parsed, raw=answer, duration_ms=duration_ms)
+
+    def probe(self) -> ProbeResult:
+        """Always passes: there is no server to be down and no model to be missing."""
+        return ProbeResult(ok=True, message="offline: the built-in heuristic needs no server")
 
     def close(self) -> None:
         """Nothing to release; present so every provider can be closed the same way."""
@@ -136,3 +147,9 @@ def _summary(category: str, text: str) -> str:
         return f"{SUMMARY_PREFIX}heuristic guess: {category} (empty comment)"
     snippet = flat if len(flat) <= _SNIPPET else flat[: _SNIPPET - 1] + "…"
     return f"{SUMMARY_PREFIX}heuristic guess: {category}: “{snippet}”"
+
+
+if TYPE_CHECKING:  # mypy --strict proves here that the class satisfies the Provider protocol
+    from watcher.providers.base import Provider
+
+    _IS_A_PROVIDER: type[Provider] = OfflineProvider

@@ -43,7 +43,7 @@ class OpenAIProvider(HttpProvider):
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return Answer(None, note="the response has no choices")
         choice = choices[0]
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        message: dict[str, Any] = choice["message"] if isinstance(choice.get("message"), dict) else {}
         finish = choice.get("finish_reason")
         refusal = message.get("refusal")
         if isinstance(refusal, str) and refusal.strip():

@@ -1,0 +1,119 @@
+"""Every provider watcher knows, as one table that config, the factory and the docs all read.
+
+Adding a provider is one :class:`ProviderSpec` in :data:`PROVIDERS` plus its implementation
+module; nothing else lists provider names. Imported by :mod:`watcher.config`, so it must stay
+cheap: the implementations (and httpx) are named by import path and loaded only by
+:meth:`ProviderSpec.build`, which is why ``watcher status`` never imports httpx.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, cast
+
+from watcher.errors import ConfigError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from watcher.config import Settings
+    from watcher.providers.base import Provider
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelsEndpoint:
+    """Where a provider says, for free, whether a model exists (no tokens, no attempt).
+
+    ``model_path`` is ``GET``-ed first, with ``{model}`` replaced by the URL-quoted model name;
+    when it answers 404/405 and ``list_path`` is set, the list is fetched and searched instead
+    (llama.cpp and vLLM serve only the list; Ollama lists ``name:latest``).
+    """
+
+    model_path: str
+    list_path: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderSpec:
+    """One provider: its defaults, where its key may come from, how to build and probe it."""
+
+    name: str
+    default_model: str
+    # "" for a provider that makes no HTTP calls: it has no URL to check.
+    default_base_url: str
+    # Variables read, in order, when WATCHER_API_KEY is unset (e.g. OPENAI_API_KEY).
+    key_env: tuple[str, ...]
+    needs_key: bool
+    # "module:attribute" of a callable ``(settings, *, transport=None) -> Provider``, imported
+    # only when a provider is built.
+    factory: str
+    # None: nothing to probe, the probe always passes (offline).
+    models_endpoint: ModelsEndpoint | None
+
+    @property
+    def is_remote(self) -> bool:
+        """Talks HTTP to a base URL (which config checks and a key may go with)."""
+        return bool(self.default_base_url)
+
+    def key_hint(self) -> str:
+        """Where the user can put the key, for messages: ``WATCHER_API_KEY or OPENAI_API_KEY``."""
+        return " or ".join(("WATCHER_API_KEY", *self.key_env))
+
+    def fallback_key(self, env: Mapping[str, str]) -> str | None:
+        """The first non-empty of :attr:`key_env` in ``env``, else ``None``."""
+        return next((env[var] for var in self.key_env if env.get(var)), None)
+
+    def build(self, settings: Settings, *, transport: httpx.BaseTransport | None = None) -> Provider:
+        """Import the implementation and build it; ``transport`` replaces the network (tests)."""
+        module_name, _, attribute = self.factory.partition(":")
+        factory: Any = getattr(importlib.import_module(module_name), attribute)
+        return cast("Provider", factory(settings, transport=transport))
+
+
+PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
+    {
+        spec.name: spec
+        for spec in (
+            ProviderSpec(
+                name="openai",
+                default_model="gpt-4o-mini",
+                default_base_url="https://api.openai.com/v1",
+                key_env=("OPENAI_API_KEY",),
+                needs_key=True,
+                factory="watcher.providers.openai:OpenAIProvider",
+                # OpenAI answers /models/{model}; llama.cpp and vLLM only the list.
+                models_endpoint=ModelsEndpoint(model_path="/models/{model}", list_path="/models"),
+            ),
+            ProviderSpec(
+                name="anthropic",
+                default_model="claude-3-5-haiku-latest",
+                default_base_url="https://api.anthropic.com",
+                key_env=("ANTHROPIC_API_KEY",),
+                needs_key=True,
+                factory="watcher.providers.anthropic:AnthropicProvider",
+                models_endpoint=ModelsEndpoint(model_path="/v1/models/{model}"),
+            ),
+            ProviderSpec(
+                name="offline",
+                default_model="heuristic-v1",
+                default_base_url="",
+                key_env=(),
+                needs_key=False,
+                factory="watcher.providers.offline:OfflineProvider",
+                models_endpoint=None,
+            ),
+        )
+    }
+)
+
+
+def provider_spec(name: str) -> ProviderSpec:
+    """The entry for ``name``; :class:`ConfigError` (exit 2) naming the choices if there is none."""
+    try:
+        return PROVIDERS[name]
+    except KeyError:
+        choices = ", ".join(PROVIDERS)
+        raise ConfigError(f"unknown provider {name!r}: choose one of {choices} (WATCHER_PROVIDER)") from None
