@@ -9,7 +9,7 @@ downstream could join it to a path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import quote, urlsplit
 
 from pydantic import ValidationError
@@ -29,7 +29,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= _SHOW else text[: _SHOW - 3] + "..."
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -52,7 +52,10 @@ def parse_article(raw: Any, *, where: str) -> tuple[SourceArticle, str | None] |
         return Rejection(f"{where}: {'; '.join(problems)}; skipped", where)
     user = raw.get("user")
     author = user.get("username") if isinstance(user, dict) else None
-    article = SourceArticle(id=raw["id"], title=raw["title"], url=raw["url"], comments_count=count)
+    # Read back from the payload (Any) rather than from `count` (Any | None): each was checked above.
+    article = SourceArticle(
+        id=raw["id"], title=raw["title"], url=raw["url"], comments_count=raw["comments_count"]
+    )
     return article, author if isinstance(author, str) and author else None
 
 
@@ -153,7 +156,7 @@ class Collector:
         try:
             return Comment(
                 id=id_code, article_id=article.id, article_title=article.title, article_url=article.url,
-                parent_id=parent_id, author=username, created_at=created_at, text=text,
+                parent_id=parent_id, author=username, created_at=node["created_at"], text=text,
                 url=url or comment_url(article.url, username, id_code),
             )
         except ValidationError as exc:  # defensive: every field was checked above
