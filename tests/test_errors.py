@@ -19,6 +19,7 @@ from watcher.errors import (
     WatcherError,
     error_kind,
     exit_code_for,
+    exit_code_legend,
 )
 
 # SPEC §9: 0 ok · 1 internal · 2 usage/config · 3 provider stop · 4 lock busy · 5 state.
@@ -105,3 +106,26 @@ def test_messages_carry_the_context_a_user_needs(tmp_path: Path) -> None:
     assert "schema_version 7" in str(NewerSchema(tmp_path / "seen.json", 7, 1))
     failed = SaveFailed(tmp_path / "seen.json", OSError(28, "No space left on device"))
     assert "seen.json" in str(failed) and "No space left" in str(failed)
+
+
+def test_exit_code_table_covers_every_exit_constant() -> None:
+    """EXIT_CODES has exactly one entry per EXIT_* constant, each with a meaning."""
+    constants = {v for name, v in vars(errors).items() if name.startswith("EXIT_") and isinstance(v, int)}
+    assert set(errors.EXIT_CODES) == constants == set(range(6))
+    assert all(meaning.strip() for meaning in errors.EXIT_CODES.values())
+
+
+def test_every_error_class_exits_with_a_code_in_the_table() -> None:
+    """No exception class (here or elsewhere in watcher) exits with a code the legend lacks."""
+    for info in pkgutil.walk_packages(watcher.__path__, "watcher."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+    for cls in {WatcherError, *_all_subclasses(WatcherError)}:
+        assert cls.exit_code in errors.EXIT_CODES, cls
+
+
+def test_exit_code_legend_lists_codes_in_order_with_the_separator() -> None:
+    """The rendered legend is every code, ascending, joined by the separator given."""
+    assert exit_code_legend().startswith("0 ran, item errors in the summary · 1 internal error · 2 ")
+    lines = exit_code_legend("\n").splitlines()
+    assert [int(line.split()[0]) for line in lines] == sorted(errors.EXIT_CODES)

@@ -15,6 +15,9 @@
         ├── SaveFailed                        a durable write failed
         └── LogReplaced                       observations.jsonl replaced or truncated
 
+:data:`EXIT_CODES` says each code's meaning in a few words; :func:`exit_code_legend` renders it
+for help texts.
+
 Per-item provider failures (malformed JSON, overload, …) are not exceptions here: they are
 classified outcomes recorded on the attempt (see ``watcher.providers``), and a run that meets
 them still exits 0. Only the kinds that must stop a batch become a ``ProviderStop`` or
@@ -31,6 +34,22 @@ EXIT_USAGE = 2
 EXIT_PROVIDER_STOP = 3
 EXIT_LOCK_BUSY = 4
 EXIT_STATE = 5
+
+# SPEC §9, in its words. The one table the CLI help, the MCP instructions and the README's
+# legend are generated from or checked against (tests/test_errors.py).
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "ran, item errors in the summary",
+    EXIT_INTERNAL: "internal error",
+    EXIT_USAGE: "usage or configuration error",
+    EXIT_PROVIDER_STOP: "stopped by the provider or dev.to",
+    EXIT_LOCK_BUSY: "pipeline lock busy",
+    EXIT_STATE: "state error",
+}
+
+
+def exit_code_legend(sep: str = " · ") -> str:
+    """Every exit code with its meaning, in order: ``0 ran, item errors in the summary · 1 …``."""
+    return sep.join(f"{code} {meaning}" for code, meaning in sorted(EXIT_CODES.items()))
 
 
 class WatcherError(Exception):
