@@ -168,3 +168,19 @@ def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.05) -> N
             return
         time.sleep(interval)
     raise AssertionError("condition not met in time")
+
+
+def in_process(fake: FakeProvider) -> Any:
+    """A provider factory for :class:`watcher.pipeline.Hooks`: the real provider of the settings,
+    with ``fake`` answering through an ``httpx.MockTransport`` — no socket, no thread, the same
+    call log. The test mode by injection: the whole pipeline runs, only the wire is swapped."""
+    import httpx
+
+    from watcher.providers import make_provider
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content or b"{}")
+        status, headers, payload = fake.handle(body, {k.lower(): v for k, v in request.headers.items()})
+        return httpx.Response(status, headers={"Content-Type": "application/json", **headers}, content=payload)
+
+    return lambda settings: make_provider(settings, transport=httpx.MockTransport(answer))

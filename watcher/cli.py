@@ -44,10 +44,11 @@ class Frontend:
         ctx = Context(entrypoint=self.entrypoint, data_dir=self.data_dir, notice=self._notice)
         progress = None
         if batch and not self.always_envelope:
+            from watcher.pipeline import Hooks
             from watcher.render import BatchProgress
 
             progress = BatchProgress(verbose=self.verbose)
-            ctx.on_planned, ctx.on_item = progress.start, progress.advance
+            ctx.hooks = Hooks(on_planned=progress.start, on_item=progress.advance)
         try:
             envelope = commands.execute(command, ctx, fn)
         finally:
@@ -165,7 +166,7 @@ def main(argv: Sequence[str] | None = None, *, entrypoint: str = "cli") -> None:
         raise SystemExit(exc.exit_code) from None
     except _CLICK_ERROR as exc:
         # Usage errors still answer with exactly one envelope on stdout.
-        message = exc.format_message()
+        message = exc.format_message()  # type: ignore[attr-defined]
         envelope = Envelope(False, args[0] if args else "", EXIT_USAGE, None, {"kind": "usage", "message": message})
         sys.stdout.write(json.dumps(envelope.to_json()) + "\n")
         sys.stderr.write(f"error: {message}\n")

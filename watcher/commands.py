@@ -11,13 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from watcher import inbox, seen
+from watcher import inbox, pipeline, seen
 from watcher.config import Settings, load_settings
 from watcher.errors import (
     EXIT_OK,
     CorruptState,
     LockBusy,
-    StateError,
     UsageError,
     WatcherError,
     error_kind,
@@ -26,19 +25,16 @@ from watcher.errors import (
 from watcher.models import SeenFile
 from watcher.pipeline import (
     DEFAULT_LIMIT,
-    BatchResult,
-    ItemResult,
-    Planned,
+    MAX_LIMIT,
+    Hooks,
+    Partial,
     Run,
+    check_id,
     check_limit,
-    decide,
-    plan_recheck,
-    plan_scan,
     read_cooldown,
 )
-from watcher.pipeline import (
-    execute as execute_batch,
-)
+
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "TRIAGE_CHOICES", "Context", "Envelope", "Partial", "execute"]
 
 TRIAGE_CHOICES = ("replied", "ignored", "open")
 PRIORITY_ORDER = {"high": 0, "normal": 1, "low": 2}
@@ -46,14 +42,14 @@ PRIORITY_ORDER = {"high": 0, "normal": 1, "low": 2}
 
 @dataclass(kw_only=True)
 class Context:
-    """How a front end runs commands: where settings come from and where notices go."""
+    """How a front end runs commands: where settings come from, where notices go, and the
+    pipeline's hooks (progress callbacks; a provider factory in tests)."""
 
     entrypoint: str = "cli"
     data_dir: Path | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     notice: Callable[[str], None] = lambda _msg: None
-    on_item: Callable[[ItemResult], None] | None = None
-    on_planned: Callable[[int], None] | None = None
+    hooks: Hooks = field(default_factory=Hooks)
     _settings: Settings | None = None
 
     @property
@@ -77,13 +73,13 @@ class Envelope:
 
 
 def execute(command: str, ctx: Context, fn: Callable[[Context], Any]) -> Envelope:
-    """Run one command; never raises. ``fn`` returns a result, or ``(result, error)`` when it
+    """Run one command; never raises. ``fn`` returns a result, or a :class:`Partial` when it
     produced a result *and* must exit non-zero (a batch stopped by a 429 still has a summary)."""
     result: Any = None
     error: BaseException | None = None
     try:
         out = fn(ctx)
-        result, error = out if isinstance(out, tuple) else (out, None)
+        result, error = (out.result, out.error) if isinstance(out, Partial) else (out, None)
     except WatcherError as exc:
         error = exc
         _signal_failure(ctx, exc)
@@ -107,131 +103,28 @@ def _signal_failure(ctx: Context, exc: WatcherError) -> None:
         pass  # the failure being reported is louder than a lost observation
 
 
-# ---- scan / recheck -----------------------------------------------------------------------------
+# ---- scan / recheck: arguments in, a Run to the pipeline ------------------------------------------
 
 
-def scan(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False,
-         source: str | None = None) -> tuple[dict[str, Any], WatcherError | None]:
-    check_limit(limit)
-    settings = ctx.settings
-    run = _run(ctx, "scan")
-    emit = _Emitter(run, ctx.notice)
-    base = seen.load(settings.paths)
-    index, _ = seen.reconcile(settings.paths, base)
-    fetched = _fetch(ctx, settings, index, source)  # network happens here, before the lock
-    result = BatchResult("scan", dry_run=dry_run, limit=limit, provider=settings.provider, model=settings.model)
-    for rejection in fetched.rejected:
-        result.rejected.append({"item": rejection.item, "message": rejection.message})
-        ctx.notice(f"rejected {rejection.item or 'item'}: {rejection.message}")
-        if not dry_run:
-            emit("input.rejected", comment=None)
-    pairs = [(c, fetched.parent_texts.get(c.parent_id) if c.parent_id else None) for c in fetched.comments]
-    plan = plan_scan(run, pairs, index)
-    result.discovered = sum(1 for p in plan if p.comment is not None)
-    articles = [a for a in fetched.articles if a.id in fetched.fetched_article_ids]
-    return _run_batch(run, result, plan, base, limit=limit, articles=articles, emit=emit)
+def scan(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, source: str | None = None) -> Partial:
+    return pipeline.scan(_run(ctx, "scan", limit=limit, dry_run=dry_run), source=source, notice=ctx.notice)
 
 
-def recheck(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False,
-            ids: Sequence[str] = ()) -> tuple[dict[str, Any], WatcherError | None]:
-    check_limit(limit)
-    settings = ctx.settings
-    run = _run(ctx, "recheck")
-    base = seen.load(settings.paths)
-    index, _ = seen.reconcile(settings.paths, base)
-    plan = plan_recheck(run, index, ids)
-    result = BatchResult("recheck", dry_run=dry_run, limit=limit, provider=settings.provider, model=settings.model)
-    return _run_batch(run, result, plan, base, limit=limit, emit=_Emitter(run, ctx.notice))
+def recheck(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, ids: Sequence[str] = ()) -> Partial:
+    return pipeline.recheck(_run(ctx, "recheck", limit=limit, dry_run=dry_run), ids=ids, notice=ctx.notice)
 
 
-def _run_batch(run: Run, result: BatchResult, plan: list[Planned], base: SeenFile, *, limit: int,
-               emit: _Emitter, articles: Sequence[Any] = ()) -> tuple[dict[str, Any], WatcherError | None]:
-    result.planned = len(plan)
-    if result.dry_run:
-        _dry_run(run, result, plan, limit)
-        return result.to_json(), None
-    if run.on_planned is not None:
-        run.on_planned(min(len(plan), limit))
-    execute_batch(run, result, plan, base, limit=limit, articles=articles, emit=emit)
-    error = result.error or emit.failure
-    counter = _run_counter(run)
-    doc = result.to_json()
-    doc["signals"] = counter if isinstance(counter, dict) else None
-    if error is None and isinstance(counter, WatcherError):
-        error = counter
-    return doc, error
-
-
-def _dry_run(run: Run, result: BatchResult, plan: list[Planned], limit: int) -> None:
-    """Say what a real run would do now, touching nothing: no lock, no writes, no calls."""
-    cooldown = read_cooldown(run.settings)
-    for position, item in enumerate(plan):
-        if len(result.would_call) >= limit:
-            result.remaining = len(plan) - position
-            break
-        record = None if item.comment is not None else inbox.load(run.settings.paths, item.id)
-        action = "call" if record is None else decide(run.command, record, item.fingerprint)
-        if action == "call":
-            result.would_call.append(item.id)
-            outcome = "not_started" if cooldown else "would_call"
-            result.add(ItemResult(item.id, outcome, message=str(cooldown) if cooldown else None), run)
-        else:
-            result.add(ItemResult(item.id, "would_skip", kind=action), run)
-
-
-def _run(ctx: Context, command: str) -> Run:
+def _run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) -> Run:
     from watcher import signals
 
-    if ctx.settings.provider_defaulted:
+    check_limit(limit)
+    settings = ctx.settings
+    if settings.provider_defaulted:
         ctx.notice("note: no provider configured — using the built-in offline heuristic classifier "
                    "(no network; every verdict is labelled offline). Set WATCHER_PROVIDER=openai|anthropic "
                    "for a real model.")
-    return Run(settings=ctx.settings, command=command, entrypoint=ctx.entrypoint, run_id=signals.new_run_id(),
-               on_item=ctx.on_item, on_planned=ctx.on_planned)
-
-
-class _Emitter:
-    """Appends observation signals for one run, remembering the first failure.
-
-    A signal that cannot be written must not stop the batch mid-item (the attempt's outcome is
-    already on disk), but the run still ends loudly: the failure becomes its exit-5 error.
-    """
-
-    def __init__(self, run: Run, notice: Callable[[str], None]) -> None:
-        self.run, self.notice = run, notice
-        self.failure: WatcherError | None = None
-
-    def __call__(self, key: str, *, comment: str | None = None) -> None:
-        from watcher import signals
-
-        try:
-            signals.emit(self.run.settings.paths, key, run=self.run.run_id, entrypoint=self.run.entrypoint,
-                         comment=comment)
-        except WatcherError as exc:
-            self.notice(f"warning: observation {key} not recorded: {exc}")
-            self.failure = self.failure or exc
-
-
-def _run_counter(run: Run) -> dict[str, Any] | WatcherError:
-    from watcher import signals
-
-    try:
-        counted = signals.run_counter(run.settings.paths)
-    except StateError as exc:
-        return exc
-    return {"new_lines": counted.new_lines, "invalid": counted.invalid}
-
-
-def _fetch(ctx: Context, settings: Settings, index: SeenFile, source: str | None) -> Any:
-    from watcher import source as src
-
-    if source is None and not (settings.devto_username or settings.devto_api_key):
-        ctx.notice("note: DEVTO_USERNAME is not set — scanning the bundled sample comments. "
-                   "Set DEVTO_USERNAME (or pass --source FILE) to watch your own articles.")
-        return src.read_export(src.bundled_sample(), settings)
-    if source is None or source == "devto":
-        return src.fetch_devto(settings, index)
-    return src.read_export(Path(source), settings)
+    return Run(settings=settings, command=command, entrypoint=ctx.entrypoint, run_id=signals.new_run_id(),
+               limit=limit, dry_run=dry_run, hooks=ctx.hooks)
 
 
 # ---- read commands and marks -----------------------------------------------------------------------
@@ -274,7 +167,7 @@ def status(ctx: Context) -> dict[str, Any]:
 def inbox_view(ctx: Context, *, show_all: bool = False) -> dict[str, Any]:
     settings = ctx.settings
     index = _index(settings)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for cid, entry in index.comments.items():
         if not show_all and (entry.status != "done" or entry.triage != "open"):
             continue
@@ -296,7 +189,7 @@ def inbox_view(ctx: Context, *, show_all: bool = False) -> dict[str, Any]:
 
 def show(ctx: Context, comment_id: str) -> dict[str, Any]:
     settings = ctx.settings
-    _check_id(comment_id)
+    check_id(comment_id)
     record = inbox.load(settings.paths, comment_id)
     if record is None:
         raise UsageError(f"no comment {comment_id} in {settings.paths.inbox} — `watcher inbox --all` lists them")
@@ -308,7 +201,7 @@ def show(ctx: Context, comment_id: str) -> dict[str, Any]:
 
 
 def mark(ctx: Context, comment_id: str, triage: str) -> dict[str, Any]:
-    _check_id(comment_id)
+    check_id(comment_id)
     if triage not in TRIAGE_CHOICES:
         raise UsageError(f"mark takes one of {', '.join(TRIAGE_CHOICES)}, got {triage!r}")
     entry = seen.patch_triage(ctx.settings.paths, comment_id, triage)  # type: ignore[arg-type]
@@ -323,8 +216,3 @@ def signals_cmd(ctx: Context, *, reset: bool = False) -> dict[str, Any]:
     counted = signals.run_counter(ctx.settings.paths, reset=reset)
     return {"reset": reset, "counts": counted.counts, "invalid": counted.invalid,
             "applied": counted.applied, "new_lines": counted.new_lines}
-
-
-def _check_id(comment_id: str) -> None:
-    if not inbox.is_valid_id(comment_id):
-        raise UsageError(f"{comment_id!r} is not a comment id (expected 1–16 lower-case letters or digits)")

@@ -44,7 +44,8 @@ def _die() -> None:
 
 
 def _install_kill(spec: str) -> None:
-    from watcher import durable, inbox, pipeline, seen, signals
+    from watcher import durable, inbox, seen, signals
+    from watcher.pipeline import cooldown, locked
     from watcher.providers import _http
 
     point, _, nth = spec.partition(":")
@@ -58,7 +59,7 @@ def _install_kill(spec: str) -> None:
             if seen_count[0] == target:
                 _die()
 
-    real_lock = pipeline.pipeline_lock
+    real_lock = locked.pipeline_lock
 
     @contextmanager
     def lock(paths: Any, **kwargs: Any) -> Iterator[None]:
@@ -67,7 +68,7 @@ def _install_kill(spec: str) -> None:
             at("after_lock")
             yield
 
-    pipeline.pipeline_lock = lock
+    locked.pipeline_lock = lock
 
     real_save = inbox.save
 
@@ -142,7 +143,7 @@ def _install_kill(spec: str) -> None:
         return None, None
 
     wrap_write(durable, counter_points)  # signals writes through durable.write_model
-    wrap_write(pipeline, lambda path: (None, "after_cooldown_write"))  # only write_cooldown uses it
+    wrap_write(cooldown, lambda path: (None, "after_cooldown_write"))  # only write_cooldown uses it
 
 
 def _install() -> None:

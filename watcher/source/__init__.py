@@ -1,5 +1,7 @@
 """Where comments come from (SPEC §5): the dev.to (Forem) API, or a Forem-format export file.
 
+    resolve_source(spec) -> Source                                              registry: devto, sample, FILE
+    Source.fetch(settings, seen) -> FetchResult                                 what the pipeline calls
     fetch_devto(settings, seen, *, transport=, clock=, sleep=) -> FetchResult   network, read-only
     read_export(path, settings) -> FetchResult                                  one JSON file
     bundled_sample() -> Path                                                    the demo export
@@ -14,14 +16,20 @@ from __future__ import annotations
 from watcher.source._devto import fetch_devto
 from watcher.source._export import bundled_sample, read_export
 from watcher.source._html import html_to_text
+from watcher.source._registry import SOURCES, DevtoSource, ExportSource, Source, resolve_source
 from watcher.source._types import FetchResult, Rejection, SourceArticle
 
 __all__ = [
+    "SOURCES",
+    "DevtoSource",
+    "ExportSource",
     "FetchResult",
     "Rejection",
+    "Source",
     "SourceArticle",
     "bundled_sample",
     "fetch_devto",
     "html_to_text",
     "read_export",
+    "resolve_source",
 ]

@@ -1,0 +1,143 @@
+"""scan and recheck: the one implementation of SPEC §7, top to bottom.
+
+    scan(run, source=, notice=) -> Partial      step 1 (fetch, plan) .. step 5 (save, counter)
+    recheck(run, ids=, notice=) -> Partial
+    decide(command, record, fingerprint) -> Decision      the pure core of step 4
+
+Where each step lives:
+
+    plan.py      step 1    fetch from the source registry and plan, without the lock
+    locked.py    steps 2–5 lock, reconcile, per item (re-read, decide, reserve, call, save), save seen
+    cooldown.py  §7.2      provider.json after a 429
+    batch.py               the Batch a run carries down every step: settings, summary, signals, error
+
+The counter (SPEC §8) runs after the lock is released; ``--dry-run`` plans and stops there.
+Nothing here climbs back up into :mod:`watcher.commands`: commands turns arguments into a
+:class:`Run` and a :class:`Partial` into an envelope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from watcher import inbox, seen
+from watcher.errors import StateError, UsageError, WatcherError
+from watcher.models import SeenFile
+from watcher.pipeline.batch import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    Batch,
+    BatchResult,
+    Command,
+    Hooks,
+    ItemResult,
+    Outcome,
+    Run,
+)
+from watcher.pipeline.cooldown import read_cooldown, write_cooldown
+from watcher.pipeline.locked import Decision, decide
+from watcher.pipeline.plan import Plan, Planned, check_id, plan_recheck, plan_scan
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "Batch",
+    "BatchResult",
+    "Command",
+    "Decision",
+    "Hooks",
+    "ItemResult",
+    "Outcome",
+    "Partial",
+    "Planned",
+    "Run",
+    "check_id",
+    "check_limit",
+    "decide",
+    "read_cooldown",
+    "recheck",
+    "scan",
+    "write_cooldown",
+]
+
+
+class Partial(NamedTuple):
+    """A result that stands even though the run must exit non-zero: a batch stopped by a 429
+    still has a summary of what it did. ``error`` is ``None`` when the run ended well."""
+
+    result: Any
+    error: WatcherError | None
+
+
+def check_limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT} model calls per run, got {limit}")
+    return limit
+
+
+def scan(run: Run, *, source: str | None = None, notice: Callable[[str], None] = lambda _m: None) -> Partial:
+    """Fetch, then make the first attempt for new and pending comments (SPEC §7)."""
+    batch = Batch(run, notice=notice)
+    base, index = _index(batch)
+    plan = plan_scan(batch, index, source)  # network happens here, before the lock
+    return _run(batch, plan, base)
+
+
+def recheck(run: Run, *, ids: Sequence[str] = (), notice: Callable[[str], None] = lambda _m: None) -> Partial:
+    """Retry failed comments and close orphaned reservations, or exactly ``ids`` (SPEC §7)."""
+    batch = Batch(run, notice=notice)
+    base, index = _index(batch)
+    return _run(batch, plan_recheck(batch, index, ids), base)
+
+
+def _index(batch: Batch) -> tuple[SeenFile, SeenFile]:
+    base = seen.load(batch.settings.paths)
+    index, _ = seen.reconcile(batch.settings.paths, base)
+    return base, index
+
+
+def _run(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
+    from watcher.pipeline.locked import execute
+
+    batch.result.planned = len(plan.items)
+    if batch.run.dry_run:
+        _dry_run(batch, plan.items)
+        return Partial(batch.result.to_json(), None)
+    if batch.run.hooks.on_planned is not None:
+        batch.run.hooks.on_planned(min(len(plan.items), batch.run.limit))
+    execute(batch, plan, base)
+    _count_signals(batch)
+    return Partial(batch.result.to_json(), batch.error)
+
+
+def _dry_run(batch: Batch, plan: Sequence[Planned]) -> None:
+    """Say what a real run would do now, touching nothing: no lock, no writes, no calls."""
+    result = batch.result
+    cooldown = read_cooldown(batch.settings)
+    for position, item in enumerate(plan):
+        if len(result.would_call) >= batch.run.limit:
+            result.remaining = len(plan) - position
+            break
+        record = None if item.comment is not None else inbox.load(batch.settings.paths, item.id)
+        action = "call" if record is None else decide(batch.run.command, record, item.fingerprint)
+        if action == "call":
+            result.would_call.append(item.id)
+            batch.add(ItemResult(item.id, "not_started", message=str(cooldown)) if cooldown
+                      else ItemResult(item.id, "would_call"))
+        else:
+            batch.add(ItemResult(item.id, "would_skip", kind=action))
+
+
+def _count_signals(batch: Batch) -> None:
+    """SPEC §8 after the lock is released. Counter trouble fails the run only when nothing
+    louder did: the batch's own outcomes are already on disk."""
+    from watcher import signals
+
+    try:
+        counted = signals.run_counter(batch.settings.paths)
+    except StateError as exc:
+        if batch.error is None:
+            batch.fail(exc)
+        return
+    batch.result.signals = {"new_lines": counted.new_lines, "invalid": counted.invalid}

@@ -1,0 +1,173 @@
+"""One batch as one object: who runs it, what it found, and where its signals go.
+
+A :class:`Batch` travels down every step of SPEC §7 instead of a run, a result and an emitter
+threaded through each function. It also owns the one rule for "the run's error": the first
+stop wins (:meth:`Batch.stop`), a lost observation only counts when nothing louder happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from watcher.config import Settings
+from watcher.errors import WatcherError
+
+if TYPE_CHECKING:
+    from watcher.providers.base import Provider
+
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 20
+
+Command = Literal["scan", "recheck"]
+# SPEC §7.1, plus the two a dry run reports instead of acting.
+Outcome = Literal[
+    "verdict", "error", "interrupted", "deferred", "exhausted", "repaired", "skipped",
+    "reserve_failed", "save_failed", "not_started", "would_call", "would_skip",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hooks:
+    """What a front end or a test hands the pipeline: progress callbacks and the provider factory.
+
+    ``make_provider`` is the test mode by injection (STYLE rule 12): a test passes a factory that
+    builds a provider over an ``httpx.MockTransport`` or an in-process fake, and the whole of
+    §7 — lock, reservation, save — runs for real around it.
+    """
+
+    on_planned: Callable[[int], None] | None = None
+    on_item: Callable[[ItemResult], None] | None = None
+    make_provider: Callable[[Settings], Provider] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """Who is running and how: the same for every item of one batch."""
+
+    settings: Settings
+    command: Command
+    entrypoint: str  # "cli" | "bridge"
+    run_id: str
+    limit: int = DEFAULT_LIMIT
+    dry_run: bool = False
+    hooks: Hooks = field(default_factory=Hooks)
+
+
+@dataclass
+class ItemResult:
+    id: str
+    outcome: Outcome
+    kind: str | None = None
+    message: str | None = None
+    attempts: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass
+class BatchResult:
+    """What the summary reports (SPEC §7.1): every item reached, or left unreached by a stop."""
+
+    command: str
+    dry_run: bool = False
+    limit: int = DEFAULT_LIMIT
+    planned: int = 0
+    calls: int = 0
+    remaining: int = 0
+    items: list[ItemResult] = field(default_factory=list)
+    discovered: int = 0
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)
+    stopped: str | None = None
+    provider: str = ""
+    model: str = ""
+    would_call: list[str] = field(default_factory=list)
+    signals: dict[str, int] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for item in self.items:
+            counts[item.outcome] = counts.get(item.outcome, 0) + 1
+        doc: dict[str, Any] = {
+            "command": self.command,
+            "dry_run": self.dry_run,
+            "provider": self.provider,
+            "model": self.model,
+            "limit": self.limit,
+            "planned": self.planned,
+            "calls": self.calls,
+            "remaining": self.remaining,
+            "discovered": self.discovered,
+            "counts": counts,
+            "items": [i.to_json() for i in self.items],
+            "rejected": self.rejected,
+            "repaired": self.repaired,
+            "stopped": self.stopped,
+        }
+        if self.dry_run:
+            doc["would_call"] = self.would_call
+        else:
+            doc["signals"] = self.signals
+        return doc
+
+
+class Batch:
+    """One run of scan/recheck: its settings (:attr:`run`), its summary (:attr:`result`), its
+    signals (:meth:`emit`) and its error (:meth:`stop`, :attr:`error`)."""
+
+    def __init__(self, run: Run, *, notice: Callable[[str], None] = lambda _msg: None) -> None:
+        self.run = run
+        self.notice = notice
+        self.result = BatchResult(run.command, dry_run=run.dry_run, limit=run.limit,
+                                  provider=run.settings.provider, model=run.settings.model)
+        self._error: WatcherError | None = None
+        self._lost_signal: WatcherError | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self.run.settings
+
+    @property
+    def stopped(self) -> bool:
+        return self.result.stopped is not None
+
+    @property
+    def error(self) -> WatcherError | None:
+        """The error the run exits with: the first stop, else the first failure it met, else a
+        lost observation (the outcomes are on disk, but the run must still not say "all well")."""
+        return self._error or self._lost_signal
+
+    def add(self, item: ItemResult) -> None:
+        self.result.items.append(item)
+        if self.run.hooks.on_item is not None:
+            self.run.hooks.on_item(item)
+
+    def stop(self, why: str, error: WatcherError, *, comment: str | None = None) -> None:
+        """Stop the batch: no further item is acted on; ``why`` names the stop in the summary
+        and in the ``batch.stopped.<why>`` signal; the first error is the one the run exits with."""
+        if self.result.stopped is None:
+            self.result.stopped = why
+            self.emit(f"batch.stopped.{why}", comment=comment)
+        self.fail(error)
+
+    def fail(self, error: WatcherError) -> None:
+        """Remember an error the run must exit with, without stopping the batch (a corrupt inbox
+        file skips that comment only)."""
+        self._error = self._error or error
+
+    def emit(self, key: str, *, comment: str | None = None) -> None:
+        """Append one observation signal. A signal that cannot be written must not stop the batch
+        mid-item (the attempt's outcome is already on disk), but the run still ends loudly."""
+        if self.run.dry_run:
+            return  # a dry run writes nothing, not even an observation
+        from watcher import signals
+
+        try:
+            signals.emit(self.settings.paths, key, run=self.run.run_id, entrypoint=self.run.entrypoint,
+                         comment=comment)
+        except WatcherError as exc:
+            self.notice(f"warning: observation {key} not recorded: {exc}")
+            self._lost_signal = self._lost_signal or exc

@@ -1,0 +1,257 @@
+"""SPEC §7 steps 2–5: the part that runs under the pipeline lock.
+
+For each planned comment: re-read → :func:`decide` → no call (repaired / skipped / interrupted /
+deferred / exhausted), or reserve durably → one model call → save the outcome durably. A model
+call is only ever made for an attempt that is already on disk, so no crash, kill or concurrent
+run can buy a fourth call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from watcher import inbox, seen
+from watcher.config import Paths
+from watcher.durable import quarantined_names, sweep_stale_temps
+from watcher.errors import (
+    ConfigError,
+    CooldownActive,
+    CorruptState,
+    QuotaExhausted,
+    RateLimited,
+    SaveFailed,
+    StateError,
+)
+from watcher.inbox import Fingerprint
+from watcher.locks import pipeline_lock
+from watcher.models import InboxRecord, SeenComment, SeenFile
+from watcher.pipeline.batch import Batch, Command, ItemResult, Outcome
+from watcher.pipeline.cooldown import read_cooldown, write_cooldown
+from watcher.pipeline.plan import Plan, Planned
+from watcher.providers.base import CallResult, Provider
+
+# What to do with one comment under the lock: make the call, or the outcome it gets instead.
+Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]
+
+
+def decide(command: Command, record: InboxRecord, planned: Fingerprint) -> Decision:
+    """What to do with a comment now that we hold the lock. Pure; the order is SPEC §7 step 4."""
+    if record.verdict is not None:
+        return "skipped"
+    if record.attempts and record.attempts[-1].outcome is None:
+        # We hold the pipeline lock, so no call can be in flight: its process died.
+        return "interrupted"
+    if inbox.fingerprint(record) != planned:
+        return "deferred"
+    if len(record.attempts) >= record.cap:
+        return "exhausted"
+    if command == "recheck" and not record.attempts:
+        return "skipped"  # never attempted: the first attempt is scan's
+    return "call"
+
+
+def execute(batch: Batch, plan: Plan, base: SeenFile) -> SeenFile:
+    """Steps 2–5 of SPEC §7. Returns the index as saved."""
+    paths = batch.settings.paths
+    with pipeline_lock(paths):
+        for directory in (paths.inbox, paths.root, paths.signals_dir):
+            sweep_stale_temps(directory)  # left by runs killed mid-write; see durable.py
+        _create_discovered(batch, plan.items)
+        mine, changed = seen.reconcile(paths, base)
+        batch.result.repaired = sorted(cid for cid in changed if cid in base.comments)
+        for cid in batch.result.repaired:
+            batch.emit("state.repaired", comment=cid)
+        mine = _record_articles(mine, plan)
+        provider: Provider | None = None
+        try:
+            provider = _process(batch, plan.items)
+        finally:
+            if provider is not None:
+                provider.close()
+            touched = [i.id for i in batch.result.items]
+            mine, _ = seen.reconcile(paths, mine, touched)
+            # The index is saved last: if we die before this, the inbox files already hold the
+            # truth and the next command repairs the index from them (SPEC §4.2).
+            saved = seen.save(paths, base, mine)
+    return saved
+
+
+def _record_articles(index: SeenFile, plan: Plan) -> SeenFile:
+    for article in plan.articles:
+        known = index.articles.get(str(article.id))
+        if known is None or (known.comments_count, known.title) != (article.comments_count, article.title):
+            index = seen.record_article(index, article.id, title=article.title, url=article.url,
+                                        comments_count=article.comments_count)
+    return index
+
+
+def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
+    """Inbox files for comments this run discovered: prompt rendered once, cached, no attempts."""
+    from watcher import prompts  # the template is read only by commands that create records
+
+    paths = batch.settings.paths
+    known: dict[str, SeenComment] | None = None
+    for item in plan:
+        if item.comment is not None and not paths.inbox_file(item.id).exists():
+            known = seen.load(paths).comments if known is None else known  # re-read under the lock
+            if _history_lost(paths, item.id, known.get(item.id)):
+                continue  # _reread reports it as skipped: its inbox file is gone
+            prompt = prompts.render(item.comment, parent_text=item.parent_text)
+            inbox.save(paths, inbox.new_record(item.comment, prompt))
+
+
+def _history_lost(paths: Paths, cid: str, entry: SeenComment | None) -> bool:
+    """A comment with no inbox file that had one: the index counted attempts, or a copy sits in
+    quarantine/. Its attempts and any saved verdict live only in that copy now; a fresh record
+    would start the 3-call budget over and re-request a saved verdict (SPEC §1), so none is
+    made until the user restores the file."""
+    if entry is not None and (entry.attempts > 0 or entry.status != "pending"):
+        return True
+    return bool(quarantined_names(paths.quarantine, f"inbox-{cid}.json"))
+
+
+def _process(batch: Batch, plan: Sequence[Planned]) -> Provider | None:
+    cooldown = read_cooldown(batch.settings)
+    provider: Provider | None = None
+    result = batch.result
+    for position, item in enumerate(plan):
+        if batch.stopped:
+            batch.add(ItemResult(item.id, "not_started"))
+            continue
+        if result.calls >= batch.run.limit:
+            result.remaining = len(plan) - position
+            break
+        record = _reread(batch, item)
+        if record is None:
+            continue
+        action = decide(batch.run.command, record, item.fingerprint)
+        if action != "call":
+            _no_call(batch, record, action)
+            continue
+        if cooldown is not None:
+            _cooldown_stop(batch, cooldown)
+            batch.add(ItemResult(item.id, "not_started"))
+            continue
+        if provider is None:
+            provider = _make_provider(batch)
+            result.provider, result.model = provider.name, provider.model
+        _attempt(batch, record, provider)
+    if cooldown is not None:
+        # Nothing needed a call this time, but the run still says it is cooling down (SPEC §7.2):
+        # a cron job must not mistake "no calls allowed" for "all caught up".
+        _cooldown_stop(batch, cooldown)
+    return provider
+
+
+def _cooldown_stop(batch: Batch, cooldown: CooldownActive) -> None:
+    if not batch.stopped:
+        batch.stop("cooldown", cooldown)
+
+
+def _reread(batch: Batch, item: Planned) -> InboxRecord | None:
+    paths = batch.settings.paths
+    try:
+        record = inbox.load(paths, item.id)
+    except StateError as exc:
+        if isinstance(exc, CorruptState):
+            batch.emit("state.quarantined", comment=item.id)
+        batch.fail(exc)
+        batch.add(ItemResult(item.id, "skipped", kind=exc.kind, message=str(exc)))
+        return None
+    if record is None:
+        batch.add(ItemResult(item.id, "skipped", message=f"its inbox file is gone (see {paths.quarantine}); "
+                             "restore it to go on — a new record would restart its 3-attempt budget"))
+    return record
+
+
+def _no_call(batch: Batch, record: InboxRecord, action: Decision) -> None:
+    cid, n = record.comment.id, len(record.attempts)
+    if action == "skipped" and record.verdict is not None:
+        outcome: Outcome = "repaired" if cid in batch.result.repaired else "skipped"
+        batch.add(ItemResult(cid, outcome, message="verdict already saved", attempts=n))
+    elif action == "skipped":  # recheck asked for a comment that has never been tried
+        batch.add(ItemResult(cid, "skipped", message="never attempted: `watcher scan` makes the first attempt",
+                             attempts=n))
+    elif action == "interrupted":
+        try:
+            inbox.save(batch.settings.paths, inbox.mark_interrupted(record))
+        except SaveFailed as exc:
+            _state_stop(batch, cid, "save_failed", exc)
+            return
+        batch.emit("attempt.interrupted", comment=cid)
+        batch.add(ItemResult(cid, "interrupted", kind="interrupted",
+                             message=f"attempt {n} was left reserved by a process that died; no call this run",
+                             attempts=n))
+    elif action == "deferred":
+        batch.emit("item.deferred", comment=cid)
+        batch.add(ItemResult(cid, "deferred", message="changed by another command while this one waited; "
+                                                      "run again to act on the new state", attempts=n))
+    else:
+        batch.emit("item.exhausted", comment=cid)
+        batch.add(ItemResult(cid, "exhausted", message=f"all {record.cap} attempts spent", attempts=n))
+
+
+def _attempt(batch: Batch, record: InboxRecord, provider: Provider) -> None:
+    cid, paths, run = record.comment.id, batch.settings.paths, batch.run
+    reserved = inbox.reserve(record, command=run.command, entrypoint=run.entrypoint,
+                             provider=provider.name, model=provider.model)
+    try:
+        inbox.save(paths, reserved)
+    except SaveFailed as exc:
+        # Not reserved on disk means not paid for: no call.
+        _state_stop(batch, cid, "reserve_failed", exc)
+        return
+    batch.result.calls += 1
+    answer = provider.complete(reserved.prompt)
+    finished = inbox.finish(reserved, verdict=answer.verdict, error=answer.error, raw=answer.raw,
+                            usage=answer.usage, duration_ms=answer.duration_ms)
+    try:
+        inbox.save(paths, finished)
+    except SaveFailed as exc:
+        # The attempt stays reserved and counted; whoever holds the lock next records it as
+        # interrupted. The answer itself is lost (SPEC §11).
+        _state_stop(batch, cid, "save_failed", exc)
+        return
+    n = len(finished.attempts)
+    if answer.verdict is not None:
+        batch.emit("verdict.ok", comment=cid)
+        batch.add(ItemResult(cid, "verdict", attempts=n))
+        return
+    assert answer.error is not None
+    batch.emit(f"verdict.error.{answer.error.kind}", comment=cid)
+    batch.add(ItemResult(cid, "error", kind=answer.error.kind, message=answer.error.message, attempts=n))
+    if answer.stops_batch:
+        _provider_stop(batch, answer)
+
+
+def _provider_stop(batch: Batch, answer: CallResult) -> None:
+    error = answer.error
+    assert error is not None
+    if error.kind == "auth":
+        batch.stop("auth", ConfigError(f"the provider rejected the API key ({error.message}) — check WATCHER_API_KEY"))
+    elif error.kind == "quota_exhausted":
+        batch.stop("quota_exhausted",
+                   QuotaExhausted(f"provider quota exhausted: {error.message} — check your plan or spend limit"))
+    else:
+        until = None
+        if error.retry_after_s is not None:
+            until = write_cooldown(batch.settings, error.retry_after_s, reason=f"rate_limited: {error.message}")
+        wait = f"; no model calls until {until}" if until else "; wait a minute before the next run"
+        batch.stop(error.kind, RateLimited(f"provider rate limit (HTTP 429){wait}"))
+
+
+def _state_stop(batch: Batch, cid: str, outcome: Literal["reserve_failed", "save_failed"],
+                exc: SaveFailed) -> None:
+    # A disk that cannot hold our state must not keep buying calls: stop the batch (exit 5).
+    batch.stop(outcome, exc, comment=cid)
+    batch.add(ItemResult(cid, outcome, kind="save_failed", message=str(exc)))
+
+
+def _make_provider(batch: Batch) -> Provider:
+    factory = batch.run.hooks.make_provider
+    if factory is not None:
+        return factory(batch.settings)
+    from watcher.providers import make_provider  # httpx is imported only by runs that call a model
+
+    return make_provider(batch.settings)
