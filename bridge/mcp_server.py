@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from watcher import commands
 from watcher.commands import Context, Envelope
-from watcher.errors import EXIT_USAGE
+from watcher.errors import EXIT_USAGE, exit_code_legend
 from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT
 
 MIN_SDK = (2, 3)
@@ -47,6 +47,14 @@ else:
 
 log = logging.getLogger("bridge.mcp")
 
+# What an agent should do with each non-zero exit code (the meanings come from watcher.errors).
+AGENT_ADVICE = {
+    2: "fix the argument or the setup the message names; never retry the same call as it is.",
+    3: "wait: the provider or dev.to stopped the batch (the message says until when); do not retry at once.",
+    4: "another run holds the pipeline lock; try again later, do not loop.",
+    5: "a state file is corrupt or could not be saved; tell the user, who must look at the named path.",
+}
+
 INSTRUCTIONS = """devto-watcher triages the comments on a dev.to author's articles with a language model,
 under a hard budget of 3 model attempts per comment (the first included), ever.
 
@@ -55,11 +63,11 @@ retries failed ones; both spend model attempts and share one pipeline lock with 
 watcher run on this data directory (the CLI included). `inbox` lists what needs a reply, `show`
 one comment in full, `mark` records that the author replied or chose to ignore it.
 
-Every tool returns the envelope {ok, command, exit_code, result, error: {kind, message} | null}.
-exit_code: 0 ran (per-comment errors are in result.items) · 2 bad argument or configuration ·
-3 stopped by the provider (rate limit, quota, cooldown) or dev.to: wait, do not retry at once ·
-4 pipeline lock busy: another run is working, try later · 5 state error (corrupt or quarantined file).
-A non-zero exit_code comes back as a tool error that still carries the envelope."""
+Every tool returns the envelope {{ok, command, exit_code, result, error: {{kind, message}} | null}}.
+exit_code: {legend}.
+{advice}
+A non-zero exit_code comes back as a tool error that still carries the envelope.""".format(
+    legend=exit_code_legend(), advice="\n".join(f"On {code}: {what}" for code, what in AGENT_ADVICE.items()))
 
 
 # ---- the envelope as the tools' output schema -----------------------------------------------------
@@ -75,8 +83,7 @@ class EnvelopeOut(BaseModel):
 
     ok: bool = Field(description="True when the command ran (exit_code 0).")
     command: str
-    exit_code: int = Field(description="0 ok · 1 internal · 2 usage/config · 3 provider stop · 4 lock busy · "
-                                       "5 state error.")
+    exit_code: int = Field(description=exit_code_legend())
     result: Any = Field(default=None, description="The command's result (a batch keeps its summary even "
                                                   "when it stopped).")
     error: EnvelopeError | None = None

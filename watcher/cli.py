@@ -18,14 +18,12 @@ import typer
 
 from watcher import commands
 from watcher.commands import Context, Envelope
-from watcher.errors import EXIT_USAGE
+from watcher.errors import EXIT_USAGE, exit_code_legend
 
-HELP = """Triage new dev.to comments with a language model, under a hard budget of 3 model
+HELP = f"""Triage new dev.to comments with a language model, under a hard budget of 3 model
 attempts per comment.
 
-Exit codes: 0 ran (item errors are in the summary) · 1 internal error · 2 usage or
-configuration error · 3 stopped by the provider (429, quota, cooldown) or dev.to · 4 pipeline
-lock busy · 5 state error (corrupt/quarantined file, save failed, log replaced)."""
+Exit codes: {exit_code_legend()}."""
 
 
 @dataclass
