@@ -23,7 +23,9 @@ from typing import Any
 from watcher import durable
 from watcher.commands import Context
 from watcher.config import Settings
-from watcher.models import Comment, InboxRecord, Prompt, Verdict
+from watcher.models import Comment, InboxRecord, Prompt, SeenFile, Verdict
+from watcher.pipeline import Hooks, Run
+from watcher.source import SOURCES, FetchResult, fetch_devto
 
 T0 = "2026-05-14T09:00:00.000000Z"
 VERDICT = Verdict(needs_reply=True, category="question", priority="normal",
@@ -77,10 +79,50 @@ def settings(root: Path, **values: Any) -> Settings:
     return Settings(data_dir=root, **values)
 
 
-def context(s: Settings, *, entrypoint: str = "cli") -> Context:
-    ctx = Context(entrypoint=entrypoint, data_dir=s.data_dir)
+def context(s: Settings, *, entrypoint: str = "cli", hooks: Hooks | None = None) -> Context:
+    ctx = Context(entrypoint=entrypoint, data_dir=s.data_dir, hooks=hooks or Hooks())
     ctx._settings = s  # the bench never reads the caller's WATCHER_* environment
     return ctx
+
+
+def run_of(s: Settings, command: Any, *, limit: int, hooks: Hooks) -> Run:
+    """A pipeline :class:`Run` as ``commands`` builds one, but with any ``limit``.
+
+    The 20-call cap of ``--limit`` is a policy of the command layer (``check_limit``), not a
+    cost: the pipeline takes a Run of 200 calls as it is, so the bench needs no patching to
+    measure one batch of 200.
+    """
+    from watcher import signals
+
+    return Run(settings=s, command=command, entrypoint="cli", run_id=signals.new_run_id(), limit=limit,
+               hooks=hooks)
+
+
+@dataclass(frozen=True)
+class BenchDevto:
+    """The real dev.to source (``fetch_devto``) over a given transport with no pacing sleep.
+
+    Registered in :data:`watcher.source.SOURCES` for the duration of a figure (see
+    :func:`bench_source`), so ``scan --source bench-devto`` goes through the product's own
+    source registry: nothing is patched.
+    """
+
+    transport: Any
+    name: str = "bench-devto"
+
+    def fetch(self, settings: Settings, index: SeenFile) -> FetchResult:
+        return fetch_devto(settings, index, transport=self.transport, sleep=lambda _s: None)
+
+
+@contextmanager
+def bench_source(transport: Any) -> Iterator[str]:
+    """Register :class:`BenchDevto` over ``transport``; yields the name to pass as ``source=``."""
+    source = BenchDevto(transport)
+    SOURCES[source.name] = lambda: source
+    try:
+        yield source.name
+    finally:
+        del SOURCES[source.name]
 
 
 @contextmanager

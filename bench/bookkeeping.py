@@ -4,11 +4,13 @@ Every model call costs at least two durable writes of the comment's inbox file: 
 reservation (before the call) and the outcome (after it). That is the floor, measured here with
 ``watcher.durable.write_json`` on same-sized records in the same run and on the same disk.
 
-Method: ``watcher.commands.recheck`` / ``scan`` run in-process with ``--limit`` lifted from 20 to
-the batch size by patching ``commands.check_limit`` (the cap is a policy, not a cost, and 200
-calls in one batch is what isolates the per-call cost from the once-per-run cost). Everything
-else is the product code unchanged: plan, lock, reconcile, per-item re-read / reserve / call /
-save, one signal line per outcome, the seen.json merge-save, the signal counter at the end.
+Method: ``watcher.pipeline.recheck`` / ``scan`` run in-process on a :class:`~watcher.pipeline.Run`
+of 200 calls, built as ``commands`` builds one (the 20-call cap of ``--limit`` is checked in
+the command layer; it is a policy, not a cost, and 200 calls in one batch is what isolates the
+per-call cost from the once-per-run cost). The provider is injected through
+``Hooks(make_provider=...)``. Everything else is the product code unchanged: plan, lock,
+reconcile, per-item re-read / reserve / call / save, one signal line per outcome, the seen.json
+merge-save, the signal counter at the end.
 """
 
 from __future__ import annotations
@@ -23,23 +25,25 @@ from _common import (
     Row,
     WriteCounter,
     comment,
-    context,
     forem_node,
     median,
     ms,
     patched,
     prompt_for,
     record_bytes,
+    run_of,
     settings,
     temp_dir,
     timed,
     write_plain,
 )
 
-from watcher import commands, durable, inbox, providers, seen
+from watcher import durable, inbox, pipeline, seen
 from watcher.config import Settings
 from watcher.models import AttemptError, InboxRecord, Prompt, Usage
-from watcher.providers.base import CallResult
+from watcher.pipeline import Hooks
+from watcher.pipeline.batch import Batch
+from watcher.providers.base import CallResult, ProbeResult
 
 RAW = json.dumps(VERDICT.model_dump())
 
@@ -52,6 +56,15 @@ class InstantProvider:
 
     def complete(self, prompt: Prompt) -> CallResult:
         return CallResult(verdict=VERDICT, raw=RAW, usage=Usage(input_tokens=300, output_tokens=40), duration_ms=0)
+
+    def probe(self) -> ProbeResult:
+        return ProbeResult(ok=True, message="instant")
+
+    def close(self) -> None:
+        pass
+
+
+INSTANT = Hooks(make_provider=lambda _settings: InstantProvider())
 
 
 def _new_record(i: int) -> InboxRecord:
@@ -115,14 +128,14 @@ def _bracketed(floor: Callable[[int, int], float], n: int, batch: Callable[[], A
     return before + floor(n // 2, n), measured
 
 
-def _recheck(s: Settings, n: int) -> dict[str, Any]:
-    doc, error = commands.recheck(context(s), limit=n)
+def _recheck(s: Settings, n: int, hooks: Hooks) -> dict[str, Any]:
+    doc, error = pipeline.recheck(run_of(s, "recheck", limit=n, hooks=hooks))
     if error is not None or doc["calls"] != n:
         raise RuntimeError(f"recheck did not make {n} calls: {error} {doc['counts']}")
     return doc
 
 
-def _measure(base: Path | None, n: int, reps: int, *, label: str,
+def _measure(base: Path | None, n: int, reps: int, *, label: str, hooks: Hooks,
              configure: Callable[[Path], Settings], floor_extra: Callable[[], float] | None = None
              ) -> tuple[list[float], list[float], WriteCounter]:
     """Reps of (floor, recheck of n failed comments, floor); fresh data dir each rep."""
@@ -133,7 +146,7 @@ def _measure(base: Path | None, n: int, reps: int, *, label: str,
             s = configure(root)
             records = _seed_failed(s, n)
             floor, measured = _bracketed(_floor_writer(root / "floor", records), n,
-                                         lambda s=s: _recheck(s, n), counter if rep == 0 else None)
+                                         lambda s=s: _recheck(s, n, hooks), counter if rep == 0 else None)
             if floor_extra is not None:
                 floor += floor_extra()
             floors.append(floor)
@@ -156,17 +169,8 @@ def _notes(counter: WriteCounter, n: int, *, floor_fsyncs: int) -> list[str]:
             " +1 per call is the observation-log append of the outcome line)")]
 
 
-def _instant() -> Any:
-    return patched(providers, "make_provider", lambda _s, **_kw: InstantProvider())
-
-
-def _no_cap() -> Any:
-    return patched(commands, "check_limit", lambda limit: limit)
-
-
 def bench_instant(base: Path | None, n: int, reps: int) -> Row:
-    with _instant(), _no_cap():
-        floors, runs, counter = _measure(base, n, reps, label="book", configure=settings)
+    floors, runs, counter = _measure(base, n, reps, label="book", hooks=INSTANT, configure=settings)
     ratio, spread = _ratio(runs, floors)
     notes = [*_notes(counter, n, floor_fsyncs=4), f"{reps} reps; {spread}", *_diagnose(base, n)]
     ok = ratio <= 1.5 and counter.writes["seen.json"] == 1
@@ -183,8 +187,10 @@ def _diagnose(base: Path | None, n: int) -> list[str]:
     with temp_dir(base, "diag") as root:
         s = settings(root)
         records = _seed_failed(s, n)
-        with _instant(), _no_cap(), patched(commands._Emitter, "__call__", lambda *_a, **_k: None):
-            floor, measured = _bracketed(_floor_writer(root / "floor", records), n, lambda: _recheck(s, n), None)
+        # A diagnosis only, so a patch is fine here: every observation append is skipped.
+        with patched(Batch, "emit", lambda *_a, **_k: None):
+            floor, measured = _bracketed(_floor_writer(root / "floor", records), n,
+                                         lambda: _recheck(s, n, INSTANT), None)
         paths = Paths(root / "emit")
         write = timed(lambda: [durable.write_json(root / "floor" / "one.json", {"x": 1}) for _ in range(n)])
         emit = timed(lambda: [signals.emit(paths, "verdict.ok", run="bench", entrypoint="cli", comment="b0000001")
@@ -201,7 +207,7 @@ def bench_loopback(base: Path | None, n: int, reps: int) -> Row:
     from pydantic import SecretStr
 
     bare = 0
-    with running_fake() as fake, _no_cap():
+    with running_fake() as fake:
         def configure(root: Path) -> Settings:
             return settings(root, provider="openai", model="fake-model", base_url=fake.base_url,
                             api_key=SecretStr("sk-bench"), timeout=30.0)
@@ -215,7 +221,9 @@ def bench_loopback(base: Path | None, n: int, reps: int) -> Row:
             with httpx.Client(timeout=30.0) as client:
                 return timed(lambda: [client.post(f"{fake.base_url}/chat/completions", json=body) for _ in range(n)])
 
-        floors, runs, counter = _measure(base, n, reps, label="http", configure=configure, floor_extra=bare_requests)
+        # No hook: the run builds the real OpenAI provider from its settings, as a user's run does.
+        floors, runs, counter = _measure(base, n, reps, label="http", hooks=Hooks(), configure=configure,
+                                         floor_extra=bare_requests)
         calls = len(fake.calls) - bare
     ratio, spread = _ratio(runs, floors)
     notes = [f"the fake recorded {calls} model calls for {reps} batches of {n}: one request per call",
@@ -229,31 +237,30 @@ def bench_scan(base: Path | None, n: int, reps: int) -> Row:
     """scan of n never-seen comments: discovery writes the inbox file first, so the floor is 3 writes."""
     floors, runs = [], []
     counter = WriteCounter()
-    with _instant(), _no_cap():
-        for rep in range(reps):
-            with temp_dir(base, "scan") as root:
-                s = settings(root)
-                export = root / "export.json"
-                write_plain(export, json.dumps({"username": "me", "articles": [{
-                    "id": 1, "title": "Article 1", "url": "https://dev.to/me/article-1", "comments_count": n,
-                    "comments": [forem_node(i) for i in range(n)]}]}).encode())
-                records = [_new_record(i) for i in range(n)]
-                two = _floor_writer(root / "floor", records)
+    for rep in range(reps):
+        with temp_dir(base, "scan") as root:
+            s = settings(root)
+            export = root / "export.json"
+            write_plain(export, json.dumps({"username": "me", "articles": [{
+                "id": 1, "title": "Article 1", "url": "https://dev.to/me/article-1", "comments_count": n,
+                "comments": [forem_node(i) for i in range(n)]}]}).encode())
+            records = [_new_record(i) for i in range(n)]
+            two = _floor_writer(root / "floor", records)
 
-                def three(start: int, stop: int, records: list[InboxRecord] = records, root: Path = root,
-                          two: Callable[[int, int], float] = two) -> float:
-                    created = [(root / "floor" / f"new{i}.json", r.model_dump(mode="json"))
-                               for i, r in enumerate(records[start:stop], start)]
-                    return timed(lambda: [durable.write_json(p, d) for p, d in created]) + two(start, stop)
+            def three(start: int, stop: int, records: list[InboxRecord] = records, root: Path = root,
+                      two: Callable[[int, int], float] = two) -> float:
+                created = [(root / "floor" / f"new{i}.json", r.model_dump(mode="json"))
+                           for i, r in enumerate(records[start:stop], start)]
+                return timed(lambda: [durable.write_json(p, d) for p, d in created]) + two(start, stop)
 
-                def batch(s: Settings = s, export: Path = export) -> None:
-                    doc, error = commands.scan(context(s), limit=n, source=str(export))
-                    if error is not None or doc["calls"] != n:
-                        raise RuntimeError(f"scan did not make {n} calls: {error} {doc['counts']}")
+            def batch(s: Settings = s, export: Path = export) -> None:
+                doc, error = pipeline.scan(run_of(s, "scan", limit=n, hooks=INSTANT), source=str(export))
+                if error is not None or doc["calls"] != n:
+                    raise RuntimeError(f"scan did not make {n} calls: {error} {doc['counts']}")
 
-                floor, measured = _bracketed(three, n, batch, counter if rep == 0 else None)
-                floors.append(floor)
-                runs.append(measured)
+            floor, measured = _bracketed(three, n, batch, counter if rep == 0 else None)
+            floors.append(floor)
+            runs.append(measured)
     ratio, spread = _ratio(runs, floors)
     notes = [*_notes(counter, n, floor_fsyncs=6), f"{reps} reps; {spread}"]
     return Row("1c", f"scan of {n} new comments from an export, instant provider (per call, discovery included)",

@@ -1,9 +1,10 @@
 """Figure 2: dev.to requests per steady-state scan, against the minimum and the naive count.
 
 A simulated account of 300 articles (one comment each) behind ``httpx.MockTransport``: no
-socket at all, every request counted. The product path is unchanged except that
-``watcher.source.fetch_devto`` gets the transport and a no-op ``sleep`` (the 3-per-second pacing
-is a politeness wait, not work; it is covered by the source tests with a fake clock).
+socket at all, every request counted. The product path is unchanged except that the scan's
+source is the real ``watcher.source.fetch_devto`` given the transport and a no-op ``sleep``,
+registered in the source registry for the figure (the 3-per-second pacing is a politeness
+wait, not work; it is covered by the source tests with a fake clock).
 
 1. first scan: every article is new, so every article with comments is fetched;
 2. 5 articles get a new comment (their ``comments_count`` changes): the steady-state scan;
@@ -15,15 +16,14 @@ The listing has no total count, so the client learns the end from a short (here:
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from _common import Row, context, forem_article, forem_node, patched, settings, temp_dir
+from _common import Row, bench_source, context, forem_article, forem_node, settings, temp_dir
 
-from watcher import commands, source
+from watcher import commands
 
 ARTICLES = 300
 CHANGED = (17, 42, 123, 250, 299)
@@ -60,10 +60,9 @@ def _scan(root: Path, api: FakeForemAPI) -> tuple[int, dict[str, Any]]:
     import httpx
 
     s = settings(root, devto_username="me", devto_base_url="http://devto.bench.invalid/api")
-    fetch = functools.partial(source.fetch_devto, transport=httpx.MockTransport(api.handle), sleep=lambda _s: None)
     before = sum(api.requests.values())
-    with patched(source, "fetch_devto", fetch):
-        doc, error = commands.scan(context(s), limit=1)
+    with bench_source(httpx.MockTransport(api.handle)) as devto:
+        doc, error = commands.scan(context(s), limit=1, source=devto)
     if error is not None:
         raise RuntimeError(f"scan failed: {error}")
     return sum(api.requests.values()) - before, doc
@@ -88,7 +87,7 @@ def run(base: Path | None, *, quick: bool) -> list[Row]:
              (f"steady-state scan: {steady} requests = {pages} listing pages + {steady - pages} comment threads; "
              f"discovered {steady_doc['discovered']} new comments; naive (1 + {ARTICLES}) would be {naive}"),
              f"scan with nothing changed: {idle} requests (listing pages only); seen.json knows {known} articles",
-             "fetch_devto got httpx.MockTransport and a no-op sleep; everything else is the product scan"]
+             "the source is fetch_devto over httpx.MockTransport with a no-op sleep; everything else is the product scan"]
     return [Row("2", f"steady-state scan, {ARTICLES} articles, {len(CHANGED)} with new comments",
                 f"{steady} requests", f"{minimum} (= {pages} pages + {len(CHANGED)})", steady / minimum,
                 f"exactly pages + {len(CHANGED)} (vs naive {naive})", steady == minimum and idle == pages, notes)]

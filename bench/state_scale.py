@@ -8,12 +8,12 @@ Setup (not measured) writes the steady state directly, fast and without fsync: e
 done (one ok attempt and a verdict), seen.json up to date with each inbox file's stamp, 50
 comments per article. The idle scan goes through the product scan with the dev.to listing
 served by ``httpx.MockTransport`` (every ``comments_count`` unchanged, so no thread is fetched)
-and no pacing sleep. Both commands run in-process: process start-up is figure 5.
+and no pacing sleep: the real ``fetch_devto`` over that transport, registered as a source.
+Both commands run in-process: process start-up is figure 5.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -24,19 +24,19 @@ from _common import (
     T0,
     VERDICT,
     Row,
+    bench_source,
     cid,
     comment,
     context,
     median,
     ms,
-    patched,
     prompt_for,
     settings,
     temp_dir,
     timed,
 )
 
-from watcher import commands, inbox, seen, source
+from watcher import commands, inbox, seen
 from watcher.config import Settings
 from watcher.models import Usage
 
@@ -104,8 +104,8 @@ def _status(s: Settings, n: int) -> None:
         raise RuntimeError(f"status saw {doc['states']}, expected {n} done")
 
 
-def _scan(s: Settings) -> None:
-    doc, error = commands.scan(context(s), source="devto")
+def _scan(s: Settings, devto: str) -> None:
+    doc, error = commands.scan(context(s), source=devto)
     if error is not None or doc["planned"] or doc["repaired"]:
         raise RuntimeError(f"idle scan was not idle: {error} {doc['counts']} {doc['repaired'][:3]}")
 
@@ -115,13 +115,12 @@ def measure(base: Path | None, n: int, reps: int) -> dict[str, float]:
     with temp_dir(base, f"scale{n}") as root:
         s = settings(root, devto_username="me", devto_base_url="http://devto.bench.invalid/api")
         generate(s, n)
-        fetch = functools.partial(source.fetch_devto, transport=_listing(n), sleep=lambda _s: None)
-        with patched(source, "fetch_devto", fetch):
+        with bench_source(_listing(n)) as devto:
             _status(s, n)  # warm the page cache once: every rep then sees the same (cached) disk
             for _ in range(reps):
                 floors.append(timed(lambda: _floor(s)))
                 statuses.append(timed(lambda: _status(s, n)))
-                scans.append(timed(lambda: _scan(s)))
+                scans.append(timed(lambda: _scan(s, devto)))
         size = (root / "seen.json").stat().st_size
     return {"floor": median(floors), "status": median(statuses), "scan": median(scans), "seen_bytes": size}
 
