@@ -16,6 +16,23 @@ behaviours is consumed one per call (the last one repeats):
   in the body (a misbehaving proxy), so tests can prove the key never reaches the data dir
 - ``"surrogate-400"``  a 400 whose JSON error message escapes a lone surrogate (valid JSON,
   not valid Unicode)
+- ``"404-model"`` a 404 ``model_not_found`` naming the requested model, as OpenAI answers
+- ``"400"``       a plain ``invalid_request_error`` 400 (the request shape, not the model)
+- ``"500"``       a ``server_error`` 500
+- ``"trickle"``   a 200 verdict whose body is sent one byte every :attr:`FakeProvider.trickle_s`
+  seconds (default 1.0), with its full Content-Length: only a total deadline ends it
+- ``"huge"``      a 200 with a 3 MiB body (over the 1 MiB cap)
+
+``trickle`` and ``huge`` are meant for the loopback server; :func:`in_process` serves them too
+(a slow generator, a 3 MiB content) but a MockTransport has no socket for a deadline to cut.
+
+The models endpoint (the free probe, SPEC §13.1) is recorded apart, in :attr:`FakeProvider.probes`
+(the paths asked), so :attr:`FakeProvider.calls` stays model calls only:
+
+- ``GET /v1/models``        the list of :attr:`FakeProvider.models` (default ``["fake-model"]``)
+- ``GET /v1/models/{id}``   200 if ``id`` is in :attr:`FakeProvider.models`, else OpenAI's 404
+  ``model_not_found``
+- ``fake.models_endpoint = False`` makes both a plain 404 (a server without a models endpoint)
 
 :meth:`FakeProvider.chaos` makes labels without a script draw a behaviour at random (seeded).
 """
@@ -31,10 +48,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 TAG = re.compile(r"TAG:([a-z0-9_-]+)")
 VERDICT = {"needs_reply": True, "category": "question", "priority": "normal",
            "summary": "Asks how to configure the thing.", "reply_hint": "Point to the docs."}
+HUGE_BYTES = 3 * 1024 * 1024
+
+
+class Trickle(bytes):
+    """A payload the server sends one byte every :attr:`FakeProvider.trickle_s` seconds."""
 
 
 class FakeProvider:
@@ -47,6 +70,11 @@ class FakeProvider:
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
         self.slow_s = 0.5
+        self.trickle_s = 1.0
+        # The models endpoint: the paths GET-ed (never in ``calls``), what it lists, whether it exists.
+        self.probes: list[str] = []
+        self.models: list[str] = ["fake-model"]
+        self.models_endpoint = True
         self._chaos: tuple[random.Random, list[str], list[float]] | None = None
 
     # ---- test-facing ----
@@ -112,12 +140,46 @@ class FakeProvider:
             return 400, {}, b'{"error": {"message": "bad \\ud800 request", "type": "invalid_request_error"}}'
         if behaviour == "529":
             return 529, {}, b'{"error": {"message": "Overloaded", "type": "overloaded_error"}}'
+        if behaviour == "404-model":
+            return 404, {}, _model_not_found(str(body.get("model", "")))
+        if behaviour == "400":
+            err = {"error": {"message": "Invalid value for 'messages': expected an array.",
+                             "type": "invalid_request_error", "param": "messages", "code": None}}
+            return 400, {}, json.dumps(err).encode()
+        if behaviour == "500":
+            err = {"error": {"message": "The server had an error while processing your request.",
+                             "type": "server_error", "param": None, "code": None}}
+            return 500, {}, json.dumps(err).encode()
+        if behaviour == "huge":
+            return 200, {}, b" " * HUGE_BYTES
         content = {"malformed": "this is not json {", "invalid": json.dumps({"needs_reply": "maybe"})}.get(
             behaviour, json.dumps(VERDICT))
         doc = {"id": "chatcmpl-1", "object": "chat.completion", "model": "fake-model",
                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
-        return 200, {}, json.dumps(doc).encode()
+        payload = json.dumps(doc).encode()
+        return 200, {}, Trickle(payload) if behaviour == "trickle" else payload
+
+    def handle_get(self, path: str) -> tuple[int, dict[str, str], bytes]:
+        """The models endpoint: recorded in :attr:`probes`, never in :attr:`calls`."""
+        path = urlsplit(path).path
+        with self._lock:
+            self.probes.append(path)
+        if self.models_endpoint and path == "/v1/models":
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+            return 200, {}, json.dumps({"object": "list", "data": data}).encode()
+        if self.models_endpoint and path.startswith("/v1/models/"):
+            model = unquote(path.removeprefix("/v1/models/"))
+            if model in self.models:
+                return 200, {}, json.dumps({"id": model, "object": "model", "created": 0, "owned_by": "fake"}).encode()
+            return 404, {}, _model_not_found(model)
+        return 404, {}, b"404 page not found"
+
+
+def _model_not_found(model: str) -> bytes:
+    err = {"error": {"message": f"The model `{model}` does not exist or you do not have access to it.",
+                     "type": "invalid_request_error", "param": None, "code": "model_not_found"}}
+    return json.dumps(err).encode()
 
 
 def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
@@ -126,6 +188,12 @@ def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             status, headers, payload = fake.handle(body, {k.lower(): v for k, v in self.headers.items()})
+            self._answer(status, headers, payload)
+
+        def do_GET(self) -> None:  # the name is http.server API
+            self._answer(*fake.handle_get(self.path))
+
+        def _answer(self, status: int, headers: dict[str, str], payload: bytes) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -133,9 +201,15 @@ def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
                 for name, value in headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(payload)
+                if isinstance(payload, Trickle):
+                    for i in range(len(payload)):
+                        self.wfile.write(payload[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(fake.trickle_s)
+                else:
+                    self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
-                pass  # the client was killed while we held its request
+                pass  # the client was killed while we held its request, or gave up on a trickle
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -179,8 +253,21 @@ def in_process(fake: FakeProvider) -> Any:
     from watcher.providers import make_provider
 
     def answer(request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content or b"{}")
-        status, headers, payload = fake.handle(body, {k.lower(): v for k, v in request.headers.items()})
-        return httpx.Response(status, headers={"Content-Type": "application/json", **headers}, content=payload)
+        if request.method == "GET":
+            status, headers, payload = fake.handle_get(request.url.raw_path.decode("ascii"))
+        else:
+            body = json.loads(request.content or b"{}")
+            status, headers, payload = fake.handle(body, {k.lower(): v for k, v in request.headers.items()})
+        headers = {"Content-Type": "application/json", **headers}
+        if isinstance(payload, Trickle):
+            headers["Content-Length"] = str(len(payload))
+            return httpx.Response(status, headers=headers, content=_trickled(payload, fake.trickle_s))
+        return httpx.Response(status, headers=headers, content=payload)
 
     return lambda settings: make_provider(settings, transport=httpx.MockTransport(answer))
+
+
+def _trickled(payload: bytes, pause_s: float) -> Iterator[bytes]:
+    for i in range(len(payload)):
+        time.sleep(pause_s)
+        yield payload[i : i + 1]

@@ -20,12 +20,18 @@ TABLE: list[tuple[str, dict[str, Any]]] = [
     ("overloaded", {"status": 500, "error_type": "overloaded_error"}),
     ("server_error", {"status": 500}),
     ("server_error", {"status": 502}),
+    ("unreachable", {"transport": "unreachable"}),
     ("timeout", {"transport": "timeout"}),
     ("network", {"transport": "network"}),
     ("auth", {"status": 401}),
     ("auth", {"status": 403}),
+    ("model_not_found", {"status": 404}),
+    ("model_not_found", {"status": 404, "error_type": "not_found_error", "error_message": "model: claude-x"}),
+    ("model_not_found", {"status": 404, "error_code": "model_not_found"}),
+    ("model_not_found", {"status": 400, "error_message": "Invalid model name passed in model=gpt-nope"}),
+    ("model_not_found", {"status": 422, "error_code": "model_decommissioned"}),
     ("bad_request", {"status": 400}),
-    ("bad_request", {"status": 404}),
+    ("bad_request", {"status": 422}),
     ("malformed_json", {"status": 200, "parse_failure": "malformed_json"}),
     ("invalid_verdict", {"status": 200, "parse_failure": "invalid_verdict"}),
     ("refused", {"status": 200, "stop": "refusal"}),
@@ -106,6 +112,45 @@ def test_an_error_object_in_a_2xx_body_is_classified() -> None:
     """Some compatible servers answer 200 with an error object; it is not a verdict."""
     assert classify(status=200, error_type="overloaded_error") == "overloaded"
     assert classify(status=200, error_type="something_else") == "server_error"
+
+
+@pytest.mark.parametrize(
+    ("status", "body_error"),
+    [
+        (404, {"message": "The model `gpt-nope` does not exist", "type": "invalid_request_error",
+               "code": "model_not_found"}),  # OpenAI
+        (404, {"type": "not_found_error", "message": "model: claude-3-5-haiku-latest"}),  # Anthropic, retired
+        (400, {"message": "litellm.BadRequestError: Invalid model name passed in model=gpt-nope. Call "
+                          "`/v1/models` to view available models for your key.", "type": "None", "code": "400"}),
+        (404, {"message": 'model "llama3.3" not found, try pulling it first'}),  # Ollama
+        (400, {"message": "The model `gpt-4-0314` has been deprecated", "code": "model_decommissioned"}),
+    ],
+    ids=["openai-404", "anthropic-404", "litellm-400", "ollama-404", "decommissioned-400"],
+)
+def test_an_error_naming_the_model_is_model_not_found(status: int, body_error: dict[str, str]) -> None:
+    """Real providers' "unknown, invalid or retired model" answers are model_not_found, not bad_request."""
+    kind = classify(status=status, error_type=body_error.get("type"), error_code=body_error.get("code"),
+                    error_message=body_error.get("message"))
+    assert kind == "model_not_found"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "max_tokens: 100000 > 64000, which is the maximum allowed for this model",
+        "Unsupported parameter: 'max_tokens' is not supported with this model.",
+        "Invalid schema for response_format 'verdict'",
+        "messages: text content blocks must be non-empty",
+    ],
+)
+def test_a_400_that_does_not_blame_the_model_stays_bad_request(message: str) -> None:
+    """Mentioning "model" is not enough: the request shape is the setup, so bad_request."""
+    assert classify(status=400, error_type="invalid_request_error", error_message=message) == "bad_request"
+
+
+def test_a_model_error_object_in_a_2xx_body_is_model_not_found() -> None:
+    """A compatible server that answers 200 with a model_not_found error object is not a server error."""
+    assert classify(status=200, error_code="model_not_found") == "model_not_found"
 
 
 def test_a_redirect_is_a_bad_request() -> None:

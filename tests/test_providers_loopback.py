@@ -215,14 +215,15 @@ def test_a_dropped_connection_is_network_after_one_request(
 
 
 @pytest.mark.parametrize("name", ["openai", "anthropic"])
-def test_a_closed_port_is_network(tmp_path: Path, name: str) -> None:
-    """Connection refused is a network error, with no response fields."""
+def test_a_closed_port_is_unreachable(tmp_path: Path, name: str) -> None:
+    """Connection refused is unreachable (no connection was made), with no response fields."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     result = _provider(tmp_path, name, f"http://127.0.0.1:{port}").complete(_prompt())
-    assert result.error is not None and result.error.kind == "network"
-    assert result.raw is None and result.error.http_status is None
+    assert result.error is not None and result.error.kind == "unreachable"
+    assert result.raw is None and result.usage is None and result.error.http_status is None
+    assert "is the server running? check WATCHER_BASE_URL" in result.error.message
 
 
 def test_anthropic_529_is_overloaded_after_one_request(tmp_path: Path, server: FakeServer) -> None:

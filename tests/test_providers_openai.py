@@ -151,8 +151,8 @@ ROWS: list[tuple[str, dict[str, Any], str]] = [
         "server_error",
     ),
     ("timeout_read", {"side_effect": httpx.ReadTimeout}, "timeout"),
-    ("timeout_connect", {"side_effect": httpx.ConnectTimeout}, "timeout"),
-    ("network_connect", {"side_effect": httpx.ConnectError}, "network"),
+    ("unreachable_connect_timeout", {"side_effect": httpx.ConnectTimeout}, "unreachable"),
+    ("unreachable_connect", {"side_effect": httpx.ConnectError}, "unreachable"),
     ("network_dropped", {"side_effect": httpx.RemoteProtocolError}, "network"),
     (
         "auth_401",
@@ -177,7 +177,7 @@ ROWS: list[tuple[str, dict[str, Any], str]] = [
         {"return_value": httpx.Response(400, json=_error("Invalid schema", "invalid_request_error"))},
         "bad_request",
     ),
-    ("bad_request_404", {"return_value": httpx.Response(404, json=_error("model not found"))}, "bad_request"),
+    ("model_not_found_404", {"return_value": httpx.Response(404, json=_error("model not found"))}, "model_not_found"),
     (
         "malformed_prose",
         {"return_value": httpx.Response(200, json=_completion("Sure! It is a question."))},

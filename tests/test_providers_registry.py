@@ -46,9 +46,10 @@ def test_config_defaults_and_key_fallbacks_come_from_the_registry(tmp_path: Path
 
 
 def test_missing_key_message_names_every_variable_of_the_entry(tmp_path: Path) -> None:
-    """The config error says exactly where a key may go."""
+    """The config error (raised when a command needs the key) says exactly where a key may go."""
+    settings = load_settings(data_dir=tmp_path, env={"WATCHER_PROVIDER": "anthropic"})
     with pytest.raises(ConfigError, match="set WATCHER_API_KEY or ANTHROPIC_API_KEY"):
-        load_settings(data_dir=tmp_path, env={"WATCHER_PROVIDER": "anthropic"})
+        settings.require_key()
 
 
 def test_unknown_provider_lists_the_registry(tmp_path: Path) -> None:
@@ -124,3 +125,9 @@ def test_error_fields_hook_also_decides_the_probe(tmp_path: Path) -> None:
         assert provider.probe().kind == "auth"
     finally:
         provider.close()
+
+
+def test_defaults_name_current_models() -> None:
+    """The defaults are the providers' current models, not retired ones (issue 13)."""
+    assert PROVIDERS["openai"].default_model == "gpt-6-luna"
+    assert PROVIDERS["anthropic"].default_model == "claude-haiku-5-5"

@@ -24,9 +24,11 @@ ErrorKind = Literal[
     "quota_exhausted",
     "overloaded",
     "server_error",
+    "unreachable",  # no connection was made: refused, DNS, TLS, connect timeout
     "timeout",
     "network",
     "auth",
+    "model_not_found",  # the provider does not know the model (or the base URL's path is wrong)
     "bad_request",
     "malformed_json",
     "invalid_verdict",

@@ -15,6 +15,11 @@ read it. To add a provider: one :class:`~watcher.providers.registry.ProviderSpec
 implementation module (an :class:`~watcher.providers._http.HttpProvider` subclass names its
 path, headers, body and answer; it overrides ``error_fields`` if its error bodies differ).
 
+Every HTTP request (call and probe) is one bounded exchange (:mod:`watcher.providers._wire`):
+``WATCHER_TIMEOUT`` is a total deadline, connect to last byte, and a body is read at most to
+1 MiB. A call that made no connection is ``unreachable``; a model the provider does not know is
+``model_not_found`` (:mod:`watcher.providers.classify`).
+
 The HTTP providers (and httpx) are imported only when :func:`make_provider` builds one, so
 commands that never call a model do not pay for them; the offline provider never imports httpx.
 """

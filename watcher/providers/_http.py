@@ -5,7 +5,9 @@ command that never calls a model never imports httpx.
 
 The no-retry promise (SPEC §1: at most 3 calls per comment, each reserved durably first) needs
 both halves: no loop here, and ``HTTPTransport(retries=0)`` so httpcore does not quietly
-reconnect and resend either.
+reconnect and resend either. Every request goes through :func:`~watcher.providers._wire.exchange`:
+``WATCHER_TIMEOUT`` bounds the whole call (connect to last byte) and a body is read at most to
+1 MiB (SPEC §13.1); the probe reads the same way.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import httpx
 
 from watcher.config import Settings
 from watcher.models import AttemptError, ErrorKind, Prompt, Usage, Verdict
+from watcher.providers._wire import DeadlinePassed, Received, ResponseTooLarge, exchange, limits
 from watcher.providers.base import CallResult, ProbeResult
 from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
 from watcher.providers.parse import parse_verdict_text
@@ -120,27 +123,28 @@ class HttpProvider:
     # ---- the call ------------------------------------------------------------------------------
 
     def complete(self, prompt: Prompt) -> CallResult:
-        """Exactly one POST; never raises for HTTP, network or parse problems."""
+        """Exactly one POST, bounded by the total deadline and the body cap; never raises for
+        HTTP, network or parse problems."""
         body = self.request_body(prompt)
         started = time.monotonic()
         try:
-            response = self._client.post(self.path, json=body)
-        except httpx.TimeoutException:
-            message = (
-                f"{self.name}: no response from {self._url} within {self._timeout_s:g} s (WATCHER_TIMEOUT)"
-            )
-            return self._no_response("timeout", message, started)
+            response = exchange(self._client, "POST", self.path, json=body, timeout_s=self._timeout_s)
+        except ResponseTooLarge as exc:
+            message = f"{self.name} HTTP {exc.status_code}: {exc} from {self._url}"
+            error = AttemptError(kind="network", message=message, http_status=exc.status_code)
+            raw = _truncate(self.redact(exc.head.decode("utf-8", "replace"))) if exc.head else None
+            return CallResult(error=error, raw=raw, duration_ms=_elapsed_ms(started))
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            message = f"{self.name}: could not reach {self._url}: {type(exc).__name__}: {exc}"
-            return self._no_response("network", message, started)
+            kind, message = self._transport_failure(exc, self._url)
+            return self._no_response(kind, message, started)
         return self.interpret(response, duration_ms=_elapsed_ms(started))
 
     def close(self) -> None:
         self._client.close()
 
-    def interpret(self, response: httpx.Response, *, duration_ms: int) -> CallResult:
+    def interpret(self, response: Received, *, duration_ms: int) -> CallResult:
         """Classify a response that arrived. Raw body, usage and duration are always kept."""
-        text = response.content.decode("utf-8", "replace")
+        text = response.text
         data = _json_object(text)
         raw = _truncate(self.redact(text))
         usage = self.usage_of(data) if data is not None else Usage()
@@ -216,27 +220,31 @@ class HttpProvider:
             return ProbeResult(ok=True, message=f"{self.name}: model {self.model} listed at {listing.url}")
         return self._model_not_found(listing, listed=listed)
 
-    def _probe_get(self, path: str) -> httpx.Response | ProbeResult:
+    def _probe_get(self, path: str) -> Received | ProbeResult:
         url = self._base_url + path
         try:
-            return self._client.get(path)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            message = (
-                f"{self.name}: could not connect to {url} ({type(exc).__name__}: {exc}); "
-                "is the server running and WATCHER_BASE_URL right?"
-            )
-            return ProbeResult(ok=False, kind="unreachable", message=self.redact(message))
-        except httpx.TimeoutException:
-            message = f"{self.name}: no answer from {url} within {self._timeout_s:g} s (WATCHER_TIMEOUT)"
-            return ProbeResult(ok=False, kind="timeout", message=message)
+            return exchange(self._client, "GET", path, timeout_s=self._timeout_s)
+        except ResponseTooLarge as exc:
+            message = f"{self.name} HTTP {exc.status_code}: {exc} from {url}"
+            return ProbeResult(ok=False, kind="network", message=message)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            message = f"{self.name}: could not reach {url}: {type(exc).__name__}: {exc}"
-            return ProbeResult(ok=False, kind="network", message=self.redact(message))
+            kind, message = self._transport_failure(exc, url)
+            return ProbeResult(ok=False, kind=kind, message=self.redact(message))
 
-    def _fields(self, response: httpx.Response) -> ErrorFields:
+    def _transport_failure(self, exc: Exception, url: str) -> tuple[Transport, str]:
+        """The kind and message for a request that got no complete response (call and probe)."""
+        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+            said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return "unreachable", f"{self.name}: could not connect to {url} ({said}); {self.hint('unreachable')}"
+        if isinstance(exc, httpx.TimeoutException):
+            what = "no complete response" if isinstance(exc, DeadlinePassed) else "no response"
+            return "timeout", f"{self.name}: {what} from {url} within {self._timeout_s:g} s (WATCHER_TIMEOUT)"
+        return "network", f"{self.name}: could not reach {url}: {type(exc).__name__}: {exc}"
+
+    def _fields(self, response: Received) -> ErrorFields:
         return self.error_fields(_json_object(response.text))
 
-    def _probe_refused(self, response: httpx.Response) -> ProbeResult:
+    def _probe_refused(self, response: Received) -> ProbeResult:
         err = self._fields(response)
         kind = classify(status=response.status_code, error_type=err.type, error_code=err.code,
                         error_message=err.message) or "server_error"
@@ -246,7 +254,7 @@ class HttpProvider:
         message = self.describe(kind, response.status_code, err.message, retry)
         return ProbeResult(ok=False, kind=kind, message=message)
 
-    def _model_not_found(self, response: httpx.Response, *, listed: list[str] | None) -> ProbeResult:
+    def _model_not_found(self, response: Received, *, listed: list[str] | None) -> ProbeResult:
         if listed is not None:
             shown = ", ".join(listed[:_LISTED_MODELS_SHOWN]) or "none"
             more = ", …" if len(listed) > _LISTED_MODELS_SHOWN else ""
@@ -255,7 +263,7 @@ class HttpProvider:
             said = self._fields(response).message
             what = f"{self.name} HTTP {response.status_code}: model {self.model} not found at {response.url}"
             what += f" (provider said: {_clip(self.redact(said))})" if said else ""
-        return ProbeResult(ok=False, kind="model_not_found", message=f"{what}; check WATCHER_MODEL")
+        return ProbeResult(ok=False, kind="model_not_found", message=f"{what}; {self._list_models_hint()}")
 
     def _read_answer(self, data: dict[str, Any] | None) -> tuple[Answer, Verdict | AttemptError]:
         answer = (
@@ -280,11 +288,21 @@ class HttpProvider:
         # The server's words go into an attempt and onto stdout: a lone surrogate escaped in its
         # JSON ("\ud800") would make printing the summary fail after the outcome was saved.
         detail = self.redact(detail).encode("utf-8", "replace").decode("utf-8") if detail else None
+        hint = self.hint(kind, retry)
+        if kind in ("malformed_json", "invalid_verdict") and detail:
+            return f"{self.name} HTTP {status}: {_clip(detail)}"
+        said = f" (provider said: {_clip(detail)})" if detail else ""
+        return f"{self.name} HTTP {status}: {hint}{said}"
+
+    def hint(self, kind: ErrorKind, retry: float | None = None) -> str:
+        """What happened, in words, and what the user can do about it."""
         hints = {
             "rate_limited": "rate limited by the provider"
             + (f"; retry after {retry:g} s" if retry is not None else "; wait before the next run"),
             "quota_exhausted": "quota or spend limit exhausted; check the plan and billing of this API key",
             "auth": "the provider rejected the API key; check WATCHER_API_KEY and its permissions",
+            "unreachable": f"is the server running? check WATCHER_BASE_URL ({self._base_url})",
+            "model_not_found": f"the provider does not know model {self.model}; {self._list_models_hint()}",
             "overloaded": "the provider is overloaded; `watcher recheck` later",
             "server_error": "the provider had an internal error; `watcher recheck` later",
             "bad_request": f"the provider refused the request; check WATCHER_MODEL ({self.model}) and WATCHER_BASE_URL",
@@ -293,11 +311,16 @@ class HttpProvider:
             "malformed_json": "the answer is not a JSON object",
             "invalid_verdict": "the answer does not match the verdict schema",
         }
-        hint = hints.get(kind, kind)
-        if kind in ("malformed_json", "invalid_verdict") and detail:
-            return f"{self.name} HTTP {status}: {_clip(detail)}"
-        said = f" (provider said: {_clip(detail)})" if detail else ""
-        return f"{self.name} HTTP {status}: {hint}{said}"
+        return hints.get(kind, kind)
+
+    def _list_models_hint(self) -> str:
+        endpoint = provider_spec(self.name).models_endpoint
+        listing = (endpoint.list_path or endpoint.model_path.removesuffix("/{model}")) if endpoint else "/models"
+        # A 404 for every model usually means the base URL lacks its API prefix (Ollama: /v1).
+        return (
+            f"check WATCHER_MODEL; list the provider's models with GET {self._base_url}{listing} "
+            "(Ollama: `ollama list`), and check that WATCHER_BASE_URL includes the API path (e.g. /v1)"
+        )
 
     def _no_response(self, kind: Transport, message: str, started: float) -> CallResult:
         error = AttemptError(kind=kind, message=self.redact(message))
@@ -305,7 +328,8 @@ class HttpProvider:
 
 
 def default_transport(base_url: str) -> httpx.HTTPTransport:
-    """``retries=0``, plus the environment's proxy for ``base_url`` if one applies.
+    """``retries=0``, no keep-alive (:func:`~watcher.providers._wire.limits`: the deadline needs
+    each call's own socket), plus the environment's proxy for ``base_url`` if one applies.
 
     Passing our own transport switches off httpx's environment-proxy support (it only reads
     ``HTTPS_PROXY`` & co. when it builds the transport itself), so honour them here.
@@ -315,7 +339,7 @@ def default_transport(base_url: str) -> httpx.HTTPTransport:
     proxy = None
     if proxies and not _proxy_bypass_environment(url.host, proxies):
         proxy = proxies.get(url.scheme) or proxies.get("all")
-    return httpx.HTTPTransport(retries=0, proxy=proxy)
+    return httpx.HTTPTransport(retries=0, proxy=proxy, limits=limits())
 
 
 # CPython has had it since 3.x (getproxies_environment's partner, honouring NO_PROXY), but

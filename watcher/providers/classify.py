@@ -16,7 +16,10 @@ from typing import Literal
 
 from watcher.models import ErrorKind
 
-Transport = Literal["timeout", "network"]
+# How a call failed before a complete response arrived: "unreachable" (no connection was
+# made: refused, DNS, TLS, connect timeout), "timeout" (no complete answer within the total
+# deadline), "network" (the connection broke mid-response, or the body was too large).
+Transport = Literal["unreachable", "timeout", "network"]
 # Provider stop reasons, normalised: "length" (OpenAI finish_reason length, Anthropic
 # max_tokens), "refusal" (OpenAI message.refusal, Anthropic stop_reason refusal),
 # "content_filter" (OpenAI finish_reason content_filter). Anything else is a normal stop.
@@ -44,6 +47,28 @@ QUOTA_PHRASES = (
     "spending limit",
     "insufficient credits",
 )
+# Error codes that name the model as the problem (OpenAI 404 model_not_found; Groq and several
+# gateways model_decommissioned / model_not_available / invalid_model).
+MODEL_CODES = frozenset({"model_not_found", "model_decommissioned", "model_not_available", "invalid_model"})
+# A 400/422 whose message names the model: LiteLLM 400 "Invalid model name passed in model=…",
+# OpenAI "The model `x` does not exist or you do not have access to it", Ollama 404
+# 'model "x" not found, try pulling it first', vLLM 404 "The model `x` does not exist".
+# Only counted when the message also says "model", so "max_tokens is invalid" stays bad_request.
+MODEL_PHRASES = (
+    "invalid model",
+    "unknown model",
+    "no such model",
+    "not a valid model",
+    "not found",
+    "does not exist",
+    "decommissioned",
+    "has been retired",
+    "is retired",
+    "no longer available",
+    "no longer supported",
+)
+# Statuses where an error naming the model means "wrong model", not "bad request shape".
+MODEL_STATUSES = frozenset({400, 404, 422})
 OVERLOADED_STATUSES = frozenset({503, 529})
 AUTH_STATUSES = frozenset({401, 403})
 AUTH_TYPES = frozenset({"authentication_error", "permission_error", "invalid_api_key"})
@@ -94,6 +119,8 @@ def _http_kind(status: int, markers: set[str], message: str) -> ErrorKind:
         return "auth"
     if status in OVERLOADED_STATUSES or "overloaded_error" in markers:
         return "overloaded"
+    if is_model_missing(status, markers, message):
+        return "model_not_found"
     if status >= 500 or 200 <= status < 300:
         return "server_error"
     # Other 4xx, and 1xx/3xx (not followed: a redirect means the base URL is wrong).
@@ -107,6 +134,18 @@ def is_quota(status: int, markers: set[str], message: str) -> bool:
     if not (400 <= status < 500 or 200 <= status < 300):
         return False
     return bool(markers & QUOTA_CODES) or any(phrase in message for phrase in QUOTA_PHRASES)
+
+
+def is_model_missing(status: int, markers: set[str], message: str) -> bool:
+    """The model is unknown, invalid or retired: any 404 on the call (a retired model, or a base
+    URL missing its ``/v1``), or a 400/404/422 (or error body) naming the model as the problem."""
+    if status == 404:
+        return True
+    if not (status in MODEL_STATUSES or 200 <= status < 300):
+        return False
+    if markers & MODEL_CODES:
+        return True
+    return "model" in message and any(phrase in message for phrase in MODEL_PHRASES)
 
 
 def retry_after_seconds(

@@ -79,7 +79,9 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
         for spec in (
             ProviderSpec(
                 name="openai",
-                default_model="gpt-4o-mini",
+                # OpenAI's recommended replacement for gpt-4o-mini (shut down 2027-01-14; gpt-5-mini
+                # goes 2026-12-11): structured outputs on Chat Completions, $0.10 / $0.50 per MTok.
+                default_model="gpt-6-luna",
                 default_base_url="https://api.openai.com/v1",
                 key_env=("OPENAI_API_KEY",),
                 needs_key=True,
@@ -89,7 +91,10 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
             ),
             ProviderSpec(
                 name="anthropic",
-                default_model="claude-3-5-haiku-latest",
+                # The current Haiku (Latest since 2026-10-07). claude-3-5-haiku-latest was retired on
+                # 2026-02-19 and Claude Haiku 4.5 is Legacy; nothing in our request (forced tool
+                # use, no sampling parameters, no prefill, no thinking) is on its migration list.
+                default_model="claude-haiku-5-5",
                 default_base_url="https://api.anthropic.com",
                 key_env=("ANTHROPIC_API_KEY",),
                 needs_key=True,
