@@ -1,7 +1,8 @@
 """Subprocess worker for test_locks.
 
     python _lock_worker.py hold DATA_DIR HELD_FILE   take the pipeline lock, touch HELD_FILE, sleep
-    python _lock_worker.py try DATA_DIR              try the pipeline lock; print JSON, exit 4 or 0
+    python _lock_worker.py try DATA_DIR WAIT_S       try the pipeline lock (waiting at most WAIT_S, set
+                                                     as the module's wait); print JSON, exit 4 or 0
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from watcher import locks
 from watcher.config import Paths
 from watcher.errors import LockBusy, exit_code_for
 from watcher.locks import pipeline_lock
@@ -41,4 +43,5 @@ if __name__ == "__main__":
     if mode == "hold":
         hold(data, Path(sys.argv[3]))
     else:
+        locks.PIPELINE_WAIT_S = float(sys.argv[3])  # read by pipeline_lock at call time
         sys.exit(attempt(data))

@@ -1,5 +1,8 @@
 """Locks (SPEC §4, §7 step 2): the pipeline lock waits 5 s then fails loudly; a SIGKILLed holder
-frees it; lock files are never deleted."""
+frees it; lock files are never deleted.
+
+The real 5 s wait is proved once, end to end, in test_pipeline_processes.py; here the wait is
+lowered through ``watcher.locks.PIPELINE_WAIT_S``, which ``pipeline_lock`` reads at call time."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from watcher import locks
 from watcher.config import Paths
 from watcher.errors import EXIT_LOCK_BUSY, LockBusy
 from watcher.locks import PIPELINE_WAIT_S, hold, pipeline_lock, seen_lock, signals_lock
@@ -35,23 +39,35 @@ def holder(paths: Paths, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     proc.wait(timeout=10)
 
 
-def _try_in_subprocess(paths: Paths) -> tuple[int, dict[str, object]]:
-    done = subprocess.run([sys.executable, str(WORKER), "try", str(paths.root)], capture_output=True,
+def _try_in_subprocess(paths: Paths, wait_s: float) -> tuple[int, dict[str, object]]:
+    done = subprocess.run([sys.executable, str(WORKER), "try", str(paths.root), str(wait_s)], capture_output=True,
                           timeout=60, check=False)
     return done.returncode, json.loads(done.stdout)
 
 
-def test_second_process_fails_after_5_s_with_the_lock_busy_message(
+def test_second_process_fails_after_the_wait_with_the_lock_busy_message(
     paths: Paths, holder: subprocess.Popen[bytes]
 ) -> None:
-    """While one process holds it, another waits ~5 s (4.9–8), then exits 4 with SPEC §7's message."""
-    code, report = _try_in_subprocess(paths)
+    """While one process holds it, another waits the whole wait, then exits 4 with SPEC §7's message."""
+    code, report = _try_in_subprocess(paths, 0.5)
     assert code == EXIT_LOCK_BUSY
     assert report["acquired"] is False
-    assert 4.9 <= float(report["elapsed"]) <= 8.0  # type: ignore[arg-type]
+    assert 0.5 <= float(report["elapsed"]) <= 3.5  # type: ignore[arg-type]
     assert report["message"] == (
-        f"pipeline lock busy: another watcher run holds {paths.pipeline_lock} (waited 5.0 s)"
+        f"pipeline lock busy: another watcher run holds {paths.pipeline_lock} (waited 0.5 s)"
     )
+
+
+def test_the_pipeline_wait_is_read_when_the_lock_is_taken(
+    paths: Paths, holder: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pipeline_lock`` reads PIPELINE_WAIT_S at call time, not at import (the tests' seam)."""
+    monkeypatch.setattr(locks, "PIPELINE_WAIT_S", 0.2)
+    began = time.monotonic()
+    with pytest.raises(LockBusy) as info, pipeline_lock(paths):
+        pass
+    assert info.value.waited_s == 0.2 and time.monotonic() - began >= 0.2
+    assert str(info.value).endswith("(waited 0.2 s)")
 
 
 def test_sigkilled_holder_frees_the_lock_and_the_file_stays(

@@ -41,9 +41,13 @@ def hold(path: Path, *, timeout: float, what: str = "another watcher run") -> It
         lock.release()
 
 
-def pipeline_lock(paths: Paths, *, timeout: float = PIPELINE_WAIT_S) -> AbstractContextManager[None]:
-    """Held by scan/recheck from reconcile to the seen save, model calls included."""
-    return hold(paths.pipeline_lock, timeout=timeout)
+def pipeline_lock(paths: Paths, *, timeout: float | None = None) -> AbstractContextManager[None]:
+    """Held by scan/recheck from reconcile to the seen save, model calls included.
+
+    ``timeout`` defaults to :data:`PIPELINE_WAIT_S` as it is *now*, not as it was at import: a
+    default bound at import would make the tests either wait the real 5 s or patch every caller.
+    """
+    return hold(paths.pipeline_lock, timeout=PIPELINE_WAIT_S if timeout is None else timeout)
 
 
 def seen_lock(paths: Paths) -> AbstractContextManager[None]:
