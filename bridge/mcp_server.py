@@ -120,15 +120,19 @@ comment never attempted before — at most `limit` model calls this run (default
 {MAX_LIMIT}); comments beyond the limit are left pending for the next scan (`remaining`). Spends model
 attempts (3 per comment in total, ever; scan makes only the first). Never retries failures: that is
 `recheck`. Waits at most 5 s for the pipeline lock; if another scan/recheck holds it, returns exit_code
-4 (try later, do not loop). A rate limit, quota or auth error stops the batch (exit_code 3 or 2).
-Use dry_run to see what would be called without spending anything."""
+4 (try later, do not loop). A setup failure (unreachable server, rejected key, unknown model, refused
+request) or a rate limit stops the batch at once: exit_code 2 means the user must fix the setup (never
+retry as is), 3 means wait (the message says until when; a broken provider is then probed for free
+before any attempt is spent). Use dry_run to see what would be called without spending anything."""
 
 RECHECK = f"""Retry comments whose verdict failed (malformed answer, overload, timeout, …) with their cached
 prompt. Spends model attempts: at most `limit` calls this run (default {DEFAULT_LIMIT}, max {MAX_LIMIT}),
 one per comment per run, and never more than 3 attempts per comment in total, the scan's first attempt
 included — an exhausted comment is never called again. Does not fetch new comments (that is `scan`).
-Waits at most 5 s for the pipeline lock (exit_code 4 if busy; try later). A rate limit, quota or auth
-error stops the batch (exit_code 3 or 2). Use dry_run to see what would be called."""
+Waits at most 5 s for the pipeline lock (exit_code 4 if busy; try later). A setup failure or a rate
+limit stops the batch: exit_code 2 = the user must fix the setup, 3 = wait. Never call recheck in a
+loop: a comment that failed three times is exhausted and only the user can grant it more attempts
+(`watcher grant`, not available to agents). Use dry_run to see what would be called."""
 
 STATUS = """Free: no model call, no network, no lock wait. Counts comments by state (done, pending,
 failed, exhausted, reserved) and triage, shows any provider cooldown, observation signal counts, the
@@ -144,6 +148,10 @@ raw answer)."""
 MARK = """Set a comment's triage: replied, ignored, or open again. No model call. Takes only the short
 seen.json lock, never the pipeline lock, so it answers at once even while a scan or recheck runs, and
 that batch will not overwrite the mark."""
+
+CHECK = """Free: checks the setup without spending an attempt or a token — config, API key present, the
+provider's models endpoint (does the model exist?), the dev.to user, the data dir. Each failed check
+says its fix. exit_code 0 only if all pass. Use it after a scan or recheck stopped with exit_code 2 or 3."""
 
 SIGNALS = """Count the new lines of the observation log (each exactly once, across crashes) and return
 the totals per key. No model call."""
@@ -238,7 +246,7 @@ async def _stdout_kept_for_protocol(_server: Any) -> AsyncIterator[dict[str, Any
 
 
 def build_server(*, data_dir: Path | None = None, verbose: bool = False) -> WatcherServer:
-    """The MCP server with the seven watcher tools. Requires the SDK (see :func:`serve`)."""
+    """The MCP server with the eight watcher tools (no grant: SPEC §13.2). Requires the SDK (see :func:`serve`)."""
     server = WatcherServer("devto-watcher", instructions=INSTRUCTIONS, log_level="INFO" if verbose else "WARNING",
                            lifespan=_stdout_kept_for_protocol)
     run = _Runner(data_dir)
@@ -268,11 +276,14 @@ def build_server(*, data_dir: Path | None = None, verbose: bool = False) -> Watc
     async def mark(id: CommentId, triage: Triage) -> Annotated[CallToolResult, EnvelopeOut]:
         return await run("mark", lambda c: commands.mark(c, id, triage))
 
+    async def check() -> Annotated[CallToolResult, EnvelopeOut]:
+        return await run("check", commands.check)
+
     async def signals(reset: Reset = False) -> Annotated[CallToolResult, EnvelopeOut]:
         return await run("signals", lambda c: commands.signals_cmd(c, reset=reset))
 
     for fn, description, hints in ((scan, SCAN, spends), (recheck, RECHECK, spends), (status, STATUS, free),
-                                   (inbox, INBOX, free), (show, SHOW, free), (mark, MARK, local),
+                                   (inbox, INBOX, free), (show, SHOW, free), (check, CHECK, free), (mark, MARK, local),
                                    (signals, SIGNALS, local)):
         server.add_watcher_tool(fn, description=description, annotations=hints)
     return server

@@ -80,6 +80,20 @@ def test_missing_api_key_is_a_config_error_before_any_work(data_dir: Path) -> No
     assert files_under(data_dir) == []
 
 
+@pytest.mark.parametrize("entry", ["cli", "bridge"])
+def test_read_only_commands_never_need_a_key(data_dir: Path, entry: str) -> None:
+    """WATCHER_PROVIDER=openai with no key (a Codex shell drops *KEY*): status, inbox, show, mark
+    and signals still work from both entrypoints; only a model-calling scan asks for the key."""
+    assert invoke("scan", "--limit", "3").exit_code == 0  # offline: some comments to read
+    cid = json.loads(invoke("inbox", "--all", "--json").stdout)["result"]["comments"][0]["id"]
+    env = {"WATCHER_PROVIDER": "openai"}
+    app = build_app(entry)
+    for args in (["status"], ["inbox"], ["show", cid], ["mark", cid, "ignored"], ["signals"]):
+        result = runner.invoke(app, [*args, "--json"], env=env, catch_exceptions=False)
+        assert result.exit_code == 0, (args, result.stdout, result.stderr)
+    assert runner.invoke(app, ["scan", "--json"], env=env).exit_code == 2
+
+
 def test_show_and_mark_unknown_or_malformed_ids_are_usage_errors(data_dir: Path) -> None:
     """Unknown ids and ids that could be paths are refused with exit 2."""
     for args in (["show", "nosuch"], ["mark", "nosuch", "replied"], ["show", "../../etc"]):

@@ -88,9 +88,11 @@ def test_missing_config_toml_is_fine_and_nothing_is_created(data_dir: Path) -> N
 def test_missing_key_for_real_provider_is_config_error_naming_watcher_api_key(
     data_dir: Path, provider: str, fallback: str
 ) -> None:
-    """openai/anthropic without a key: exit 2, and the message says which variables to set."""
+    """openai/anthropic without a key: loading works (read-only commands need none), and asking
+    for the key before a model call is exit 2 naming which variables to set."""
+    settings = load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": provider})
     with pytest.raises(ConfigError) as info:
-        load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": provider})
+        settings.require_key()
     assert "WATCHER_API_KEY" in str(info.value) and fallback in str(info.value)
     assert exit_code_for(info.value) == EXIT_USAGE
 
@@ -100,7 +102,7 @@ def test_provider_key_fallbacks_apply_only_to_their_provider(data_dir: Path) -> 
     s = load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": "openai", "OPENAI_API_KEY": SECRET})
     assert s.api_key is not None and s.api_key.get_secret_value() == SECRET
     with pytest.raises(ConfigError):
-        load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": "anthropic", "OPENAI_API_KEY": SECRET})
+        load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": "anthropic", "OPENAI_API_KEY": SECRET}).require_key()
 
 
 def test_watcher_api_key_beats_the_provider_fallback(data_dir: Path) -> None:

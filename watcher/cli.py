@@ -142,6 +142,21 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         _frontend(ctx).run("mark", lambda c: commands.mark(c, comment_id, triage), as_json=as_json)
 
     @app.command()
+    def check(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+        """Check the setup for free: config, API key, the provider and model (its models endpoint,
+        no tokens), the dev.to user, the data dir. Exit 0 only if all pass."""
+        _frontend(ctx).run("check", commands.check, as_json=as_json)
+
+    @app.command()
+    def grant(ctx: typer.Context, comment_id: Annotated[str, typer.Argument(metavar="ID")],
+              attempts: Annotated[int, typer.Option("--attempts", help="How many more attempts (1–3).")] = 1,
+              as_json: JsonOpt = False) -> None:
+        """Give an exhausted or failed comment more model attempts (the cap becomes 3 + grants).
+
+        Your decision as the one who pays: the bridge and the MCP server refuse it."""
+        _frontend(ctx).run("grant", lambda c: commands.grant(c, comment_id, attempts=attempts), as_json=as_json)
+
+    @app.command()
     def signals(ctx: typer.Context, reset: Annotated[bool, typer.Option("--reset", help="Recount the whole "
                                                                         "observation log from zero on purpose.")] = False,
                 as_json: JsonOpt = False) -> None:

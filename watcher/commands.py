@@ -119,6 +119,8 @@ def _run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) 
 
     check_limit(limit)
     settings = ctx.settings
+    if not dry_run:
+        settings.require_key()  # before any work; read-only commands never need a key
     if settings.provider_defaulted:
         ctx.notice("note: no provider configured — using the built-in offline heuristic classifier "
                    "(no network; every verdict is labelled offline). Set WATCHER_PROVIDER=openai|anthropic "
@@ -149,7 +151,11 @@ def status(ctx: Context) -> dict[str, Any]:
     for entry in index.comments.values():
         states[entry.status] += 1
         triage[entry.triage] += 1
-    cooldown = read_cooldown(settings)
+    from watcher.pipeline import provider_state
+
+    state = provider_state.load(settings)
+    cooldown = read_cooldown(settings, state)
+    breaker = provider_state.breaker_of(settings, state)
     counted = signals.read_state(settings.paths)
     return {
         "comments": len(index.comments),
@@ -157,6 +163,7 @@ def status(ctx: Context) -> dict[str, Any]:
         "states": states,
         "triage": triage,
         "cooldown": {"until": cooldown.until, "reason": cooldown.reason} if cooldown else None,
+        "breaker": breaker.model_dump() if breaker else None,
         "signals": {"counts": counted.counts, "invalid": counted.invalid} if counted else {"counts": {}, "invalid": 0},
         "settings": settings.public(),
         "paths": {"data_dir": str(settings.data_dir), "inbox": str(settings.paths.inbox),
@@ -182,9 +189,17 @@ def inbox_view(ctx: Context, *, show_all: bool = False) -> dict[str, Any]:
             "author": record.comment.author, "article": record.comment.article_title,
             "url": record.comment.url, "created_at": record.comment.created_at,
             "verdict": verdict.model_dump() if verdict else None,
+            "hint": _hint(cid, entry.status),
         })
     rows.sort(key=lambda r: (PRIORITY_ORDER.get((r["verdict"] or {}).get("priority", "low"), 3), r["created_at"]))
     return {"all": show_all, "count": len(rows), "comments": rows}
+
+
+def _hint(comment_id: str, state: str) -> str | None:
+    if state == "exhausted":
+        return (f"all attempts spent without a verdict — `watcher grant {comment_id}` gives it another try "
+                "(your decision; agents cannot)")
+    return None
 
 
 def show(ctx: Context, comment_id: str) -> dict[str, Any]:
@@ -196,6 +211,8 @@ def show(ctx: Context, comment_id: str) -> dict[str, Any]:
     entry = _index(settings).comments.get(comment_id)
     doc = record.model_dump(mode="json")
     doc["state"] = inbox.state_of(record)
+    doc["cap"] = inbox.cap_of(record)
+    doc["hint"] = _hint(comment_id, doc["state"])
     doc["triage"] = entry.triage if entry else "open"
     return doc
 
@@ -208,6 +225,24 @@ def mark(ctx: Context, comment_id: str, triage: str) -> dict[str, Any]:
     if entry is None:
         raise UsageError(f"no comment {comment_id} — `watcher inbox --all` lists the known ones")
     return {"id": comment_id, "triage": entry.triage, "state": entry.status}
+
+
+def check(ctx: Context) -> Partial:
+    """Every free check (config, key, provider probe, dev.to user, data dir); exit 0 only if all pass."""
+    from watcher.checks import check as run_checks
+
+    return Partial(*run_checks(ctx.data_dir, ctx.overrides, ctx.hooks.make_provider))
+
+
+def grant(ctx: Context, comment_id: str, *, attempts: int = 1) -> dict[str, Any]:
+    """More attempts for an exhausted or failed comment: the person's decision, never an agent's."""
+    if ctx.entrypoint != "cli":
+        raise UsageError("grant is the person's decision: run `watcher grant ID` in a terminal. The bridge and "
+                         "the MCP server never raise a comment's budget of attempts")
+    check_id(comment_id)
+    from watcher.pipeline.grant import grant as grant_attempts
+
+    return grant_attempts(ctx.settings, comment_id, attempts, entrypoint=ctx.entrypoint)
 
 
 def signals_cmd(ctx: Context, *, reset: bool = False) -> dict[str, Any]:

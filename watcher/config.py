@@ -120,6 +120,17 @@ class Settings:
     def paths(self) -> Paths:
         return Paths(self.data_dir)
 
+    def require_key(self) -> None:
+        """Raise :class:`ConfigError` (exit 2) when the provider needs a key and none is set.
+
+        Asked by the commands that call the model (scan, recheck) before any work."""
+        spec = provider_spec(self.provider)
+        if spec.needs_key and (self.api_key is None or not self.api_key.get_secret_value()):
+            raise ConfigError(
+                f"No API key found for provider {self.provider} — set {spec.key_hint()} "
+                "(for a local OpenAI-compatible server without keys, any non-empty value works)"
+            )
+
     def public(self) -> dict[str, Any]:
         """What ``status`` may show: never a secret, only whether one is set."""
         return {
@@ -185,12 +196,9 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 def _build(root: Path, values: dict[str, Any], sources: dict[str, str], env: Mapping[str, str]) -> Settings:
     spec = provider_spec(str(values.get("provider", "offline")).strip().lower())
     provider = spec.name
+    # A missing key is not an error here: status, inbox, show, mark and signals never need one
+    # (a Codex shell strips *KEY* variables); commands that call the model ask require_key().
     api_key = values.get("api_key") or spec.fallback_key(env)
-    if spec.needs_key and not api_key:
-        raise ConfigError(
-            f"No API key found for provider {provider} — set {spec.key_hint()} "
-            "(for a local OpenAI-compatible server without keys, any non-empty value works)"
-        )
     devto_key = values.get("devto_api_key") or None
     for key in ("api_key", "devto_api_key"):
         if key in values and not isinstance(values[key], str):

@@ -2,11 +2,13 @@
 
     WatcherError                     exit 1   base; anything unexpected also exits 1
     ├── UsageError                   exit 2   bad option, unknown comment id, bad argument
-    │   └── ConfigError              exit 2   bad config file/value, missing API key, auth failure
+    │   └── ConfigError              exit 2   bad config file/value, missing API key
+    │       └── ProviderSetup                     the provider refused the setup: key, model, request shape
     ├── ProviderStop                 exit 3   the batch must stop and the user must wait
     │   ├── RateLimited                       provider HTTP 429 (may carry Retry-After)
     │   ├── QuotaExhausted                    provider quota / spend limit
     │   ├── CooldownActive                    provider.json says wait until <time>
+    │   ├── ProviderUnavailable               provider unreachable or failing twice in a row; breaker open
     │   └── SourceUnavailable                 dev.to unreachable, 5xx, or its own 429
     ├── LockBusy                     exit 4   another run holds a lock past the wait
     └── StateError                   exit 5   state on disk cannot be trusted or written
@@ -40,8 +42,8 @@ EXIT_STATE = 5
 EXIT_CODES: dict[int, str] = {
     EXIT_OK: "ran, item errors in the summary",
     EXIT_INTERNAL: "internal error",
-    EXIT_USAGE: "usage or configuration error",
-    EXIT_PROVIDER_STOP: "stopped by the provider or dev.to",
+    EXIT_USAGE: "usage or configuration error: fix it (bad option, key, model, request)",
+    EXIT_PROVIDER_STOP: "stopped by the provider or dev.to: wait (unreachable, 429, quota, cooldown)",
     EXIT_LOCK_BUSY: "pipeline lock busy",
     EXIT_STATE: "state error",
 }
@@ -75,6 +77,13 @@ class ConfigError(UsageError):
     kind = "config"
 
 
+class ProviderSetup(ConfigError):
+    """The provider refused what every request of this setup sends (key, model, request shape):
+    another comment would be refused the same way, so the user must fix the setup."""
+
+    kind = "provider_setup"
+
+
 class ProviderStop(WatcherError):
     exit_code = EXIT_PROVIDER_STOP
     kind = "provider_stop"
@@ -95,6 +104,13 @@ class CooldownActive(ProviderStop):
         super().__init__(f"provider cooldown until {until} ({reason}); no model calls before then")
         self.until = until
         self.reason = reason
+
+
+class ProviderUnavailable(ProviderStop):
+    """No usable answer from the provider for now (unreachable, or failing twice in a row): the
+    breaker is open and the next run probes it for free before spending an attempt."""
+
+    kind = "provider_unavailable"
 
 
 class SourceUnavailable(ProviderStop):

@@ -18,6 +18,7 @@ from watcher.models import (
     Attempt,
     AttemptError,
     Comment,
+    Grant,
     InboxRecord,
     Prompt,
     State,
@@ -79,8 +80,21 @@ def stamp(path: str | Path) -> str | None:
 # ---- pure decisions ----------------------------------------------------------------------------
 
 
-def new_record(comment: Comment, prompt: Prompt, *, cap: int = CAP) -> InboxRecord:
-    return InboxRecord(comment=comment, prompt=prompt, cap=cap)
+def new_record(comment: Comment, prompt: Prompt) -> InboxRecord:
+    return InboxRecord(comment=comment, prompt=prompt, cap=CAP)
+
+
+def cap_of(record: InboxRecord) -> int:
+    """3 plus what the user granted (SPEC §13.2); the file's ``cap`` field is not trusted."""
+    return CAP + sum(g.n for g in record.grants)
+
+
+def grant(record: InboxRecord, n: int, *, at: str | None = None) -> InboxRecord:
+    """``n`` more attempts for a comment without a verdict (the person's decision, SPEC §13.2)."""
+    if record.verdict is not None:
+        raise ValueError(f"comment {record.comment.id} already has a verdict")
+    grants = [*record.grants, Grant(at=at or iso(), n=n)]
+    return record.model_copy(update={"grants": grants, "cap": CAP + sum(g.n for g in grants)})
 
 
 def state_of(record: InboxRecord) -> State:
@@ -90,7 +104,7 @@ def state_of(record: InboxRecord) -> State:
         return "pending"
     if record.attempts[-1].outcome is None:
         return "reserved"
-    if len(record.attempts) >= record.cap:
+    if len(record.attempts) >= cap_of(record):
         return "exhausted"
     return "failed"
 
@@ -111,7 +125,7 @@ def reserve(
     record: InboxRecord, *, command: str, entrypoint: str, provider: str, model: str, pid: int | None = None
 ) -> InboxRecord:
     """Append attempt n+1 with ``outcome: null``. Saved before the call, it *is* the budget."""
-    if record.verdict is not None or len(record.attempts) >= record.cap:
+    if record.verdict is not None or len(record.attempts) >= cap_of(record):
         raise ValueError(f"comment {record.comment.id}: no attempt left to reserve")
     if record.attempts and record.attempts[-1].outcome is None:
         # An open reservation is either in flight or an orphan; stacking a second one on it

@@ -109,13 +109,23 @@ class Attempt(_Strict):
     duration_ms: int | None = None
 
 
+class Grant(_Strict):
+    """More attempts the user gave a comment with ``watcher grant`` (SPEC §13.2)."""
+
+    at: str
+    n: int = Field(ge=1, le=3)
+
+
 class InboxRecord(_Strict):
     schema_version: Literal[1] = 1
     comment: Comment
     prompt: Prompt
+    # Written for readers of the file; never trusted: the cap is CAP plus the grants
+    # (:func:`watcher.inbox.cap_of`), so a hand-edited "cap": 50 buys nothing.
     cap: int = Field(default=CAP, ge=1)
     attempts: list[Attempt] = Field(default_factory=list)
     verdict: Verdict | None = None
+    grants: list[Grant] = Field(default_factory=list)
 
 
 class SeenComment(_Strict):
@@ -143,10 +153,26 @@ class SeenFile(_Strict):
     articles: dict[str, SeenArticle] = Field(default_factory=dict)
 
 
+class Breaker(_Strict):
+    """An open circuit breaker (SPEC §13.1): the setup failed; no model call until a free probe
+    passes. It holds only for the setup it was opened for."""
+
+    kind: str
+    message: str
+    since: str
+    provider: str
+    model: str
+    base_url: str
+    # When the last half-open real attempt was allowed (servers without a models endpoint, and
+    # bad_request, which no probe can see): at most one per hour.
+    half_open_at: str | None = None
+
+
 class ProviderState(_Strict):
     schema_version: Literal[1] = 1
     cooldown_until: str | None = None
     reason: str | None = None
+    breaker: Breaker | None = None
 
 
 class LogIdentity(_Strict):

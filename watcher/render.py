@@ -48,7 +48,7 @@ class BatchProgress:
 
 def human(command: str, result: Any) -> None:
     renderer = {"scan": _batch, "recheck": _batch, "status": _status, "inbox": _inbox, "show": _show,
-                "mark": _mark, "signals": _signals}[command]
+                "mark": _mark, "signals": _signals, "check": _check, "grant": _grant}[command]
     renderer(result)
 
 
@@ -86,6 +86,10 @@ def _status(doc: dict[str, Any]) -> None:
     _out.print("triage:    " + ", ".join(f"{k} {v}" for k, v in doc["triage"].items()))
     cooldown = doc["cooldown"]
     _out.print(f"cooldown:  {'until ' + cooldown['until'] if cooldown else 'none'}")
+    breaker = doc.get("breaker")
+    if breaker:
+        _out.print(f"breaker:   OPEN since {breaker['since']} ({breaker['kind']}): {breaker['message']} — "
+                   "no model call until a free probe passes; `watcher check` tests it now")
     counts = doc["signals"]["counts"]
     _out.print("signals:   " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet"))
 
@@ -104,6 +108,8 @@ def _inbox(doc: dict[str, Any]) -> None:
         if v.get("reply_hint"):
             _out.print(f"    hint: {v['reply_hint']}")
         _out.print(f"    {row['url']}  (on “{row['article']}”)")
+        if row.get("hint"):
+            _out.print(f"    {row['hint']}")
     _out.print(f"{doc['count']} comment(s)" + ("" if doc["all"] else " need a reply · `watcher show ID` for the "
                                                "whole text · `watcher mark ID replied` (or ignored) when done"))
 
@@ -121,6 +127,8 @@ def _show(doc: dict[str, Any]) -> None:
         _out.print(f"verdict: needs_reply={v['needs_reply']} {v['category']} {v['priority']}: {v['summary']}")
         if v["reply_hint"]:
             _out.print(f"reply hint: {v['reply_hint']}")
+    if doc.get("hint"):
+        _out.print(doc["hint"])
     for a in doc["attempts"]:
         err = a.get("error") or {}
         what = a["outcome"] or "reserved"
@@ -128,6 +136,19 @@ def _show(doc: dict[str, Any]) -> None:
             what += f" {err['kind']}: {err['message']}"
         _out.print(f"attempt {a['n']}: {a['command']} via {a['entrypoint']} ({a['provider']}) at {a['reserved_at']} "
                    f"→ {what}")
+
+
+def _check(doc: dict[str, Any]) -> None:
+    for c in doc["checks"]:
+        _out.print(f"{'ok  ' if c['ok'] else 'FAIL'}  {c['name']:<10}  {c['detail']}")
+        if c["fix"] and not c["ok"]:
+            _out.print(f"{'':16}fix: {c['fix']}")
+    _out.print("all checks passed" if doc["ok"] else "some checks failed")
+
+
+def _grant(doc: dict[str, Any]) -> None:
+    _out.print(f"{doc['id']}: {doc['granted']} more attempt(s) granted — {doc['attempts']} of {doc['cap']} "
+               f"used, now {doc['state']}; `watcher recheck {doc['id']}` tries it")
 
 
 def _mark(doc: dict[str, Any]) -> None:

@@ -45,7 +45,7 @@ def _die() -> None:
 
 def _install_kill(spec: str) -> None:
     from watcher import durable, inbox, seen, signals
-    from watcher.pipeline import cooldown, locked
+    from watcher.pipeline import locked, provider_state
     from watcher.providers import _http
 
     point, _, nth = spec.partition(":")
@@ -143,7 +143,7 @@ def _install_kill(spec: str) -> None:
         return None, None
 
     wrap_write(durable, counter_points)  # signals writes through durable.write_model
-    wrap_write(cooldown, lambda path: (None, "after_cooldown_write"))  # only write_cooldown uses it
+    wrap_write(provider_state, lambda path: (None, "after_cooldown_write"))  # only write_cooldown uses it
 
 
 def _install() -> None:

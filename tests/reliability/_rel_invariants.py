@@ -75,15 +75,17 @@ def call_budget(recs: Mapping[str, InboxRecord], calls: Sequence[str]) -> list[s
     out = []
     for label, n in Counter(calls).items():
         record = recs.get(label)
-        if n > CAP:
-            out.append(f"{label}: {n} model calls (cap {CAP})")
+        granted = sum(g.n for g in record.grants) if record is not None else 0
+        if n > CAP + granted:
+            out.append(f"{label}: {n} model calls (cap {CAP + granted})")
         if record is None:
             out.append(f"{label}: {n} model call(s) but no inbox file records an attempt")
         elif n > len(record.attempts):
             out.append(f"{label}: {n} model calls but only {len(record.attempts)} attempt(s) reserved on disk")
     for cid, record in recs.items():
-        if len(record.attempts) > record.cap:
-            out.append(f"{cid}: {len(record.attempts)} attempts on disk (cap {record.cap})")
+        cap = CAP + sum(g.n for g in record.grants)  # the file's own "cap" field is not trusted
+        if len(record.attempts) > cap:
+            out.append(f"{cid}: {len(record.attempts)} attempts on disk (cap {cap})")
         if [a.n for a in record.attempts] != list(range(1, len(record.attempts) + 1)):
             out.append(f"{cid}: attempt numbers {[a.n for a in record.attempts]} are not 1..n")
     return out
@@ -95,6 +97,30 @@ def one_call_per_run(recs: Mapping[str, InboxRecord]) -> list[str]:
     for cid, record in recs.items():
         pids = Counter(a.pid for a in record.attempts)
         out += [f"{cid}: {n} attempts by one run (pid {pid})" for pid, n in pids.items() if n > 1]
+    return out
+
+
+SETUP_KINDS = frozenset({"unreachable", "auth", "model_not_found", "bad_request"})
+TRANSIENT_KINDS = frozenset({"overloaded", "server_error", "timeout", "network"})
+
+
+def setup_stop_is_last(recs: Mapping[str, InboxRecord]) -> list[str]:
+    """§13.1: a run stops at its first setup failure (or its second transient one in a row): no
+    attempt of the same run comes after it, so one outage never spends a second attempt in a run."""
+    by_run: dict[int, list[tuple[str, str, str | None]]] = {}
+    for cid, record in recs.items():
+        for a in record.attempts:
+            by_run.setdefault(a.pid, []).append((a.reserved_at, cid, a.error.kind if a.error else None))
+    out = []
+    for pid, attempts in by_run.items():
+        attempts.sort()
+        streak = 0
+        for i, (_, cid, kind) in enumerate(attempts[:-1]):
+            streak = streak + 1 if kind in TRANSIENT_KINDS else 0
+            if kind in SETUP_KINDS or streak >= 2:
+                later = [c for _, c, _ in attempts[i + 1:]]
+                out.append(f"run {pid}: {kind} on {cid} should have stopped it, yet it went on to {later}")
+                break
     return out
 
 
@@ -230,6 +256,7 @@ def check_all(data_dir: Path, calls: Sequence[str], *, before: Snapshot | None =
     recs = records(data_dir)
     since = calls[before.calls:] if before is not None else calls
     found = call_budget(recs, calls) + one_call_per_run(recs) + verdicts_final(recs, since, before)
+    found += setup_stop_is_last(recs)
     found += raw_kept(recs) + triage_kept(data_dir, expect.marks) + signals_match_log(data_dir)
     if before is not None:
         found += attempts_monotonic(recs, before)

@@ -88,6 +88,17 @@ def _reservation_left(data: Path, fake: FakeProvider, before: Snapshot) -> None:
                                                               provider="openai", model="m", pid=1))
 
 
+def _went_on_after_setup_stop(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    pid: list[int] = []
+
+    def unreachable(doc: dict) -> None:  # type: ignore[type-arg]
+        doc["attempts"][0]["error"]["kind"] = "unreachable"
+        pid.append(doc["attempts"][0]["pid"])
+
+    _edit(data, "bad", unreachable)  # the baseline scan's first attempt for "bad"...
+    _edit(data, "flaky", lambda doc: doc["attempts"][-1].update(pid=pid[0]))  # ...and that run went on
+
+
 PLANTS = {
     "more than 3 calls": (_fourth_call, "model calls (cap 3)"),
     "a call with no attempt on disk": (_call_without_file, "no inbox file records an attempt"),
@@ -102,6 +113,7 @@ PLANTS = {
     "a finished attempt rewritten": (_finished_attempt_rewritten, "was rewritten as"),
     "an invalid log line not counted": (_invalid_line_not_counted, "invalid log line(s), counter says"),
     "a file quarantined for nothing": (_quarantined, "quarantined although nothing was corrupted"),
+    "a run going on after a setup failure": (_went_on_after_setup_stop, "should have stopped it"),
 }
 
 

@@ -52,13 +52,14 @@ def test_saved_verdict_whose_inbox_file_was_quarantined_is_never_requested_again
 @pytest.mark.slow
 @pytest.mark.parametrize("entry", ["cli", "bridge"])
 def test_provider_error_text_with_a_lone_surrogate_is_saved_and_printed(entry: str, tmp_path: Path) -> None:
-    """A 400 whose JSON message escapes a lone surrogate: outcome and raw saved, exit 0, JSON printed."""
+    """A 400 whose JSON message escapes a lone surrogate: outcome and raw saved, JSON printed; the
+    400 stops the batch as a setup failure (exit 2, SPEC §13.1), not a crash (exit 1)."""
     data = tmp_path / "rig"
     export = write_export(tmp_path / "export.json", ["sur"])
     with running_fake() as fake:
         fake.script("sur", "surrogate-400")
         proc = run(entry, "scan", "--source", str(export), "--json", data_dir=data, env=fake.env())
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 2, proc.stderr
     item = envelope(proc)["result"]["items"][0]
     assert (item["outcome"], item["kind"]) == ("error", "bad_request")
     record = inbox.load(Paths(data), "sur")

@@ -7,8 +7,9 @@
 Where each step lives:
 
     plan.py      step 1    fetch from the source registry and plan, without the lock
+    gate.py      §13.1     may the run call? cooldown, breaker + free probe; when a batch stops
     locked.py    steps 2–5 lock, reconcile, per item (re-read, decide, reserve, call, save), save seen
-    cooldown.py  §7.2      provider.json after a 429
+    provider_state.py      provider.json: the cooldown after a 429 (§7.2) and the breaker (§13.1)
     batch.py               the Batch a run carries down every step: settings, summary, signals, error
 
 The counter (SPEC §8) runs after the lock is released; ``--dry-run`` plans and stops there.
@@ -35,9 +36,9 @@ from watcher.pipeline.batch import (
     Outcome,
     Run,
 )
-from watcher.pipeline.cooldown import read_cooldown, write_cooldown
 from watcher.pipeline.locked import Decision, decide
 from watcher.pipeline.plan import Plan, Planned, check_id, plan_recheck, plan_scan
+from watcher.pipeline.provider_state import read_cooldown, write_cooldown
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -106,7 +107,12 @@ def _run(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
         return Partial(batch.result.to_json(), None)
     if batch.run.hooks.on_planned is not None:
         batch.run.hooks.on_planned(min(len(plan.items), batch.run.limit))
-    execute(batch, plan, base)
+    from watcher.pipeline import gate
+
+    try:
+        execute(batch, plan, base, gate.check(batch))
+    finally:
+        batch.close()
     _count_signals(batch)
     return Partial(batch.result.to_json(), batch.error)
 

@@ -125,6 +125,24 @@ class Batch:
                                   provider=run.settings.provider, model=run.settings.model)
         self._error: WatcherError | None = None
         self._lost_signal: WatcherError | None = None
+        self._provider: Provider | None = None
+
+    def provider(self) -> Provider:
+        """The run's provider, built once on first use (httpx is imported only by runs that call
+        or probe a model); the hooks' factory replaces the real one in tests."""
+        if self._provider is None:
+            factory = self.run.hooks.make_provider
+            if factory is None:
+                from watcher.providers import make_provider
+
+                factory = make_provider
+            self._provider = factory(self.settings)
+            self.result.provider, self.result.model = self._provider.name, self._provider.model
+        return self._provider
+
+    def close(self) -> None:
+        if self._provider is not None:
+            self._provider.close()
 
     @property
     def settings(self) -> Settings:

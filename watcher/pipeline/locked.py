@@ -14,22 +14,14 @@ from typing import Literal
 from watcher import inbox, seen
 from watcher.config import Paths
 from watcher.durable import quarantined_names, sweep_stale_temps
-from watcher.errors import (
-    ConfigError,
-    CooldownActive,
-    CorruptState,
-    QuotaExhausted,
-    RateLimited,
-    SaveFailed,
-    StateError,
-)
+from watcher.errors import CorruptState, SaveFailed, StateError
 from watcher.inbox import Fingerprint
 from watcher.locks import pipeline_lock
-from watcher.models import InboxRecord, SeenComment, SeenFile
+from watcher.models import AttemptError, InboxRecord, SeenComment, SeenFile
+from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch, Command, ItemResult, Outcome
-from watcher.pipeline.cooldown import read_cooldown, write_cooldown
+from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, stop_for, stops
 from watcher.pipeline.plan import Plan, Planned
-from watcher.providers.base import CallResult, Provider
 
 # What to do with one comment under the lock: make the call, or the outcome it gets instead.
 Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]
@@ -44,14 +36,14 @@ def decide(command: Command, record: InboxRecord, planned: Fingerprint) -> Decis
         return "interrupted"
     if inbox.fingerprint(record) != planned:
         return "deferred"
-    if len(record.attempts) >= record.cap:
+    if len(record.attempts) >= inbox.cap_of(record):
         return "exhausted"
     if command == "recheck" and not record.attempts:
         return "skipped"  # never attempted: the first attempt is scan's
     return "call"
 
 
-def execute(batch: Batch, plan: Plan, base: SeenFile) -> SeenFile:
+def execute(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> SeenFile:
     """Steps 2–5 of SPEC §7. Returns the index as saved."""
     paths = batch.settings.paths
     with pipeline_lock(paths):
@@ -63,12 +55,11 @@ def execute(batch: Batch, plan: Plan, base: SeenFile) -> SeenFile:
         for cid in batch.result.repaired:
             batch.emit("state.repaired", comment=cid)
         mine = _record_articles(mine, plan)
-        provider: Provider | None = None
         try:
-            provider = _process(batch, plan.items)
+            if gate.close_breaker:
+                provider_state.close_breaker(batch.settings)
+            _process(batch, plan.items, gate)
         finally:
-            if provider is not None:
-                provider.close()
             touched = [i.id for i in batch.result.items]
             mine, _ = seen.reconcile(paths, mine, touched)
             # The index is saved last: if we die before this, the inbox files already hold the
@@ -111,10 +102,11 @@ def _history_lost(paths: Paths, cid: str, entry: SeenComment | None) -> bool:
     return bool(quarantined_names(paths.quarantine, f"inbox-{cid}.json"))
 
 
-def _process(batch: Batch, plan: Sequence[Planned]) -> Provider | None:
-    cooldown = read_cooldown(batch.settings)
-    provider: Provider | None = None
+def _process(batch: Batch, plan: Sequence[Planned], gate: Gate) -> None:
     result = batch.result
+    # Transient failures in a row (SPEC §13.1). A half-open attempt continues the outage that
+    # opened the breaker: one more transient failure is the second in a row.
+    streak = TRANSIENT_STREAK - 1 if gate.verdict == "half_open" else 0
     for position, item in enumerate(plan):
         if batch.stopped:
             batch.add(ItemResult(item.id, "not_started"))
@@ -129,24 +121,22 @@ def _process(batch: Batch, plan: Sequence[Planned]) -> Provider | None:
         if action != "call":
             _no_call(batch, record, action)
             continue
-        if cooldown is not None:
-            _cooldown_stop(batch, cooldown)
-            batch.add(ItemResult(item.id, "not_started"))
+        if gate.error is not None:
+            batch.stop(gate.stop, gate.error)
+            batch.add(ItemResult(item.id, "not_started", message=str(gate.error)))
             continue
-        if provider is None:
-            provider = _make_provider(batch)
-            result.provider, result.model = provider.name, provider.model
-        _attempt(batch, record, provider)
-    if cooldown is not None:
-        # Nothing needed a call this time, but the run still says it is cooling down (SPEC §7.2):
-        # a cron job must not mistake "no calls allowed" for "all caught up".
-        _cooldown_stop(batch, cooldown)
-    return provider
-
-
-def _cooldown_stop(batch: Batch, cooldown: CooldownActive) -> None:
-    if not batch.stopped:
-        batch.stop("cooldown", cooldown)
+        if gate.verdict == "half_open":
+            # The one real attempt this hour where no probe can tell; recorded before the call.
+            provider_state.mark_half_open(batch.settings)
+        error = _attempt(batch, record, streak)
+        streak = streak + 1 if error is not None and error.kind in TRANSIENT_KINDS else 0
+        if gate.verdict == "half_open" and not batch.stopped:
+            provider_state.close_breaker(batch.settings)  # it answered: the setup works again
+            gate = GO
+    if gate.error is not None and not batch.stopped:
+        # Nothing needed a call this time, but the run still says it may not call (SPEC §7.2,
+        # §13.1): a cron job must not mistake "no calls allowed" for "all caught up".
+        batch.stop(gate.stop, gate.error)
 
 
 def _reread(batch: Batch, item: Planned) -> InboxRecord | None:
@@ -189,11 +179,14 @@ def _no_call(batch: Batch, record: InboxRecord, action: Decision) -> None:
                                                       "run again to act on the new state", attempts=n))
     else:
         batch.emit("item.exhausted", comment=cid)
-        batch.add(ItemResult(cid, "exhausted", message=f"all {record.cap} attempts spent", attempts=n))
+        batch.add(ItemResult(cid, "exhausted", message=f"all {inbox.cap_of(record)} attempts spent; "
+                             f"`watcher grant {cid}` gives it another try", attempts=n))
 
 
-def _attempt(batch: Batch, record: InboxRecord, provider: Provider) -> None:
+def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | None:
+    """Reserve, call once, save the outcome. Returns the attempt's error, if any."""
     cid, paths, run = record.comment.id, batch.settings.paths, batch.run
+    provider = batch.provider()
     reserved = inbox.reserve(record, command=run.command, entrypoint=run.entrypoint,
                              provider=provider.name, model=provider.model)
     try:
@@ -201,10 +194,14 @@ def _attempt(batch: Batch, record: InboxRecord, provider: Provider) -> None:
     except SaveFailed as exc:
         # Not reserved on disk means not paid for: no call.
         _state_stop(batch, cid, "reserve_failed", exc)
-        return
+        return None
     batch.result.calls += 1
     answer = provider.complete(reserved.prompt)
-    finished = inbox.finish(reserved, verdict=answer.verdict, error=answer.error, raw=answer.raw,
+    error = answer.error
+    stop = None
+    if error is not None and stops(error, streak + (error.kind in TRANSIENT_KINDS)):
+        stop = stop_for(batch, error)  # cooldown / breaker on disk before the outcome
+    finished = inbox.finish(reserved, verdict=answer.verdict, error=error, raw=answer.raw,
                             usage=answer.usage, duration_ms=answer.duration_ms)
     try:
         inbox.save(paths, finished)
@@ -212,33 +209,17 @@ def _attempt(batch: Batch, record: InboxRecord, provider: Provider) -> None:
         # The attempt stays reserved and counted; whoever holds the lock next records it as
         # interrupted. The answer itself is lost (SPEC §11).
         _state_stop(batch, cid, "save_failed", exc)
-        return
+        return error
     n = len(finished.attempts)
-    if answer.verdict is not None:
+    if error is None:
         batch.emit("verdict.ok", comment=cid)
         batch.add(ItemResult(cid, "verdict", attempts=n))
-        return
-    assert answer.error is not None
-    batch.emit(f"verdict.error.{answer.error.kind}", comment=cid)
-    batch.add(ItemResult(cid, "error", kind=answer.error.kind, message=answer.error.message, attempts=n))
-    if answer.stops_batch:
-        _provider_stop(batch, answer)
-
-
-def _provider_stop(batch: Batch, answer: CallResult) -> None:
-    error = answer.error
-    assert error is not None
-    if error.kind == "auth":
-        batch.stop("auth", ConfigError(f"the provider rejected the API key ({error.message}) — check WATCHER_API_KEY"))
-    elif error.kind == "quota_exhausted":
-        batch.stop("quota_exhausted",
-                   QuotaExhausted(f"provider quota exhausted: {error.message} — check your plan or spend limit"))
-    else:
-        until = None
-        if error.retry_after_s is not None:
-            until = write_cooldown(batch.settings, error.retry_after_s, reason=f"rate_limited: {error.message}")
-        wait = f"; no model calls until {until}" if until else "; wait a minute before the next run"
-        batch.stop(error.kind, RateLimited(f"provider rate limit (HTTP 429){wait}"))
+        return None
+    batch.emit(f"verdict.error.{error.kind}", comment=cid)
+    batch.add(ItemResult(cid, "error", kind=error.kind, message=error.message, attempts=n))
+    if stop is not None:
+        batch.stop(*stop)
+    return error
 
 
 def _state_stop(batch: Batch, cid: str, outcome: Literal["reserve_failed", "save_failed"],
@@ -246,12 +227,3 @@ def _state_stop(batch: Batch, cid: str, outcome: Literal["reserve_failed", "save
     # A disk that cannot hold our state must not keep buying calls: stop the batch (exit 5).
     batch.stop(outcome, exc, comment=cid)
     batch.add(ItemResult(cid, outcome, kind="save_failed", message=str(exc)))
-
-
-def _make_provider(batch: Batch) -> Provider:
-    factory = batch.run.hooks.make_provider
-    if factory is not None:
-        return factory(batch.settings)
-    from watcher.providers import make_provider  # httpx is imported only by runs that call a model
-
-    return make_provider(batch.settings)

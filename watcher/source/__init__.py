@@ -13,7 +13,7 @@ ones; only whole-source failures raise (``SourceUnavailable``, ``ConfigError``, 
 
 from __future__ import annotations
 
-from watcher.source._devto import fetch_devto
+from watcher.source._devto import check_user, fetch_devto
 from watcher.source._export import bundled_sample, read_export
 from watcher.source._html import html_to_text
 from watcher.source._registry import SOURCES, DevtoSource, ExportSource, Source, resolve_source
@@ -28,6 +28,7 @@ __all__ = [
     "Source",
     "SourceArticle",
     "bundled_sample",
+    "check_user",
     "fetch_devto",
     "html_to_text",
     "read_export",

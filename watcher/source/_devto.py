@@ -71,6 +71,27 @@ def fetch_devto(
     return collector.result()
 
 
+def check_user(
+    settings: Settings,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Make sure DEVTO_USERNAME names a dev.to user (``GET /users/by_username?url=NAME``).
+
+    Raises :class:`ConfigError` "no dev.to user NAME" on a 404 (a typo would otherwise find
+    nothing, forever, with exit 0) and :class:`SourceUnavailable` when dev.to cannot answer.
+    """
+    name = settings.devto_username
+    if not name:
+        raise ConfigError("DEVTO_USERNAME is not set: set it to the dev.to account whose articles to watch")
+    with _ForemClient(settings, transport=transport, clock=clock, sleep=sleep) as client:
+        response = client.get("/users/by_username", {"url": name})
+    if response.status_code == 404:
+        raise ConfigError(f"no dev.to user {name} at {settings.devto_base_url} — check DEVTO_USERNAME")
+
+
 def _changed(article: SourceArticle, seen: SeenFile) -> bool:
     known = seen.articles.get(str(article.id))
     return known is None or known.comments_count != article.comments_count

@@ -1,0 +1,193 @@
+"""SPEC §13.1: a broken setup costs at most one attempt per outage and is loud on every run.
+
+In-process runs inject the fake through the provider factory (same call log, no socket); the
+cron scenarios run the real ``watcher`` processes, as cron would.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _fake_provider import FakeProvider, in_process, running_fake
+from _proc import run, write_export
+
+from watcher import commands, inbox
+from watcher.commands import Context, Envelope, execute
+from watcher.config import Paths, load_settings
+from watcher.models import ProviderState
+from watcher.pipeline import Hooks
+
+LABELS = ["c1", "c2", "c3"]
+
+
+def _env(fake: FakeProvider | None = None, **extra: str) -> dict[str, str]:
+    env = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake.invalid/v1",
+           "WATCHER_API_KEY": "sk-test-fake", "WATCHER_MODEL": "fake-model"}
+    return {**env, **extra}
+
+
+def _run(data_dir: Path, fake: FakeProvider, command: str, export: Path | None = None, **env: str) -> Envelope:
+    ctx = Context(entrypoint="cli", data_dir=data_dir, hooks=Hooks(make_provider=in_process(fake)))
+    ctx._settings = load_settings(data_dir=data_dir, env=_env(**env))
+    if command == "scan":
+        return execute("scan", ctx, lambda c: commands.scan(c, source=str(export)))
+    return execute("recheck", ctx, commands.recheck)
+
+
+def _attempts(data_dir: Path) -> int:
+    paths = Paths(data_dir)
+    return sum(len(r.attempts) for cid in inbox.list_ids(paths) if (r := inbox.load(paths, cid)) is not None)
+
+
+def _breaker(data_dir: Path) -> dict[str, object] | None:
+    path = Paths(data_dir).provider_state
+    if not path.exists():
+        return None
+    state = ProviderState.model_validate_json(path.read_text())
+    return state.breaker.model_dump() if state.breaker else None
+
+
+@pytest.fixture
+def export(tmp_path: Path) -> Path:
+    return write_export(tmp_path / "export.json", LABELS)
+
+
+def test_a_retired_model_stops_at_the_first_call_and_probes_for_free_until_fixed(
+        data_dir: Path, export: Path) -> None:
+    """404 model_not_found: exit 2 after one call; then every run probes (0 calls, exit 2) until
+    the server has the model; then the next run calls again."""
+    fake = FakeProvider()
+    fake.models = ["another-model"]
+    fake.default = "404-model"
+    first = _run(data_dir, fake, "scan", export)
+    assert (first.exit_code, first.error and first.error["kind"]) == (2, "provider_setup")
+    assert "WATCHER_MODEL" in first.error["message"]
+    assert fake.calls == ["c1"] and first.result["stopped"] == "model_not_found"
+    assert [i["outcome"] for i in first.result["items"]] == ["error", "not_started", "not_started"]
+    assert _breaker(data_dir) is not None
+    for command in ("recheck", "scan", "recheck", "scan"):
+        again = _run(data_dir, fake, command, export)
+        assert again.exit_code == 2, again.to_json()
+        assert "no attempts spent this run" in again.error["message"]
+    assert fake.calls == ["c1"] and _attempts(data_dir) == 1
+    assert len(fake.probes) == 4
+    fake.models.append("fake-model")  # the user pulled the model
+    fake.default = "verdict"
+    fixed = _run(data_dir, fake, "scan", export)
+    assert fixed.exit_code == 0, fixed.to_json()
+    assert fake.calls == ["c1", "c2", "c3"] and _breaker(data_dir) is None
+
+
+@pytest.mark.parametrize(("behaviour", "kind", "code"), [("400", "bad_request", 2), ("401", "auth", 2),
+                                                        ("429:60", "rate_limited", 3)])
+def test_setup_kinds_stop_the_batch_at_once(data_dir: Path, export: Path, behaviour: str, kind: str,
+                                            code: int) -> None:
+    """auth, bad_request, rate_limited: one call, the rest not_started, never exit 0."""
+    fake = FakeProvider()
+    fake.default = behaviour
+    out = _run(data_dir, fake, "scan", export)
+    assert (out.exit_code, out.result["stopped"], fake.calls) == (code, kind, ["c1"])
+
+
+def test_two_transient_failures_in_a_row_stop_the_batch_and_the_probe_reopens_it(
+        data_dir: Path, tmp_path: Path) -> None:
+    """529, 529 → stop (exit 3) after two calls; a malformed answer in between resets the count;
+    the next run's probe passes (the server answers its models endpoint) and calls again."""
+    export = write_export(tmp_path / "export.json", ["a1", "a2", "a3", "a4", "a5"])
+    fake = FakeProvider()
+    for label, behaviour in (("a1", "529"), ("a2", "malformed"), ("a3", "529"), ("a4", "529")):
+        fake.script(label, behaviour)
+    out = _run(data_dir, fake, "scan", export)
+    assert out.exit_code == 3 and out.error["kind"] == "provider_unavailable"
+    assert fake.calls == ["a1", "a2", "a3", "a4"]
+    assert [i["outcome"] for i in out.result["items"]] == ["error", "error", "error", "error", "not_started"]
+    assert _breaker(data_dir) is not None
+    later = _run(data_dir, fake, "scan", export)
+    assert later.exit_code == 0 and fake.calls[-1] == "a5" and len(fake.probes) == 1
+
+
+def test_per_comment_kinds_never_stop_a_batch(data_dir: Path, export: Path) -> None:
+    """malformed, invalid, malformed: all three called, exit 0, no breaker."""
+    fake = FakeProvider()
+    for label, behaviour in zip(LABELS, ("malformed", "invalid", "malformed"), strict=True):
+        fake.script(label, behaviour)
+    out = _run(data_dir, fake, "scan", export)
+    assert out.exit_code == 0 and fake.calls == LABELS and _breaker(data_dir) is None
+
+
+def test_changing_the_model_closes_the_breaker(data_dir: Path, export: Path) -> None:
+    """A breaker holds for the setup it was opened for: a new WATCHER_MODEL is tried at once."""
+    fake = FakeProvider()
+    fake.script("c1", "404-model")
+    fake.models = ["good-model"]
+    assert _run(data_dir, fake, "scan", export).exit_code == 2
+    out = _run(data_dir, fake, "scan", export, WATCHER_MODEL="good-model")
+    assert out.exit_code == 0, out.to_json()
+    assert fake.calls == ["c1", "c2", "c3"] and fake.probes == [] and _breaker(data_dir) is None
+
+
+def test_without_a_models_endpoint_one_real_attempt_per_hour(data_dir: Path, export: Path) -> None:
+    """No probe can tell: the breaker allows one half-open call, then none until an hour passed."""
+    fake = FakeProvider()
+    fake.models_endpoint = False
+    fake.default = "500"
+    assert _run(data_dir, fake, "scan", export).exit_code == 3  # 500, 500: two in a row
+    assert fake.calls == ["c1", "c2"]
+    half_open = _run(data_dir, fake, "recheck")
+    assert half_open.exit_code == 3 and fake.calls == ["c1", "c2", "c1"]
+    closed = _run(data_dir, fake, "recheck")
+    assert closed.exit_code == 3 and "no attempts spent this run" in closed.error["message"]
+    assert fake.calls == ["c1", "c2", "c1"]
+
+
+def test_status_shows_the_open_breaker(data_dir: Path, export: Path) -> None:
+    """status says the breaker is open, since when and why."""
+    fake = FakeProvider()
+    fake.default = "401"
+    _run(data_dir, fake, "scan", export)
+    ctx = Context(entrypoint="cli", data_dir=data_dir)
+    ctx._settings = load_settings(data_dir=data_dir, env=_env())
+    breaker = execute("status", ctx, commands.status).result["breaker"]
+    assert breaker["kind"] == "auth" and breaker["model"] == "fake-model" and breaker["since"]
+
+
+# ---- as cron runs it ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port nothing listens on: connections are refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    yield port
+
+
+@pytest.mark.slow
+def test_a_night_of_cron_against_a_down_server_spends_one_attempt(
+        data_dir: Path, export: Path, closed_port: int) -> None:
+    """8 rounds of `scan && recheck` against a refused port: every round exits 3 and says why,
+    exactly 1 attempt on disk in total; the server back up → the next run calls."""
+    env = {**_env(), "WATCHER_BASE_URL": f"http://127.0.0.1:{closed_port}/v1"}
+    codes = []
+    for _ in range(8):
+        scan = run("cli", "scan", "--source", str(export), data_dir=data_dir, env=env)
+        codes.append(scan.returncode)
+        assert "provider unreachable" in scan.stderr or "provider unavailable since" in scan.stderr, scan.stderr
+        if scan.returncode == 0:
+            run("cli", "recheck", data_dir=data_dir, env=env)
+    assert codes == [3] * 8
+    assert _attempts(data_dir) == 1
+    status = json.loads(run("cli", "status", "--json", data_dir=data_dir, env=env).stdout)["result"]
+    assert status["breaker"]["kind"] == "unreachable"
+    with running_fake() as fake:  # the same setup now answers: the breaker's probe passes
+        env = {**env, "WATCHER_BASE_URL": fake.base_url}
+        bridge = run("bridge", "scan", "--source", str(export), data_dir=data_dir, env=env)
+        assert bridge.returncode == 0, bridge.stdout + bridge.stderr
+        assert fake.calls == ["c2", "c3"]  # c1's one failed attempt is recheck's to retry
+        assert run("cli", "recheck", data_dir=data_dir, env=env).returncode == 0
+        assert fake.calls == ["c2", "c3", "c1"] and _attempts(data_dir) == 4

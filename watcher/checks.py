@@ -1,0 +1,132 @@
+"""``watcher check``: every free check of a setup in one place (SPEC §13.1), each with its fix.
+
+Nothing here spends an attempt or a token: the provider check is the breaker's probe of the
+models endpoint, the dev.to check asks whether the user exists. Nothing is written but a
+temporary file in the data dir, to prove it is writable, which is removed at once.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from watcher.config import Settings, load_settings
+from watcher.errors import (
+    ConfigError,
+    ProviderSetup,
+    ProviderUnavailable,
+    SaveFailed,
+    SourceUnavailable,
+    WatcherError,
+)
+from watcher.providers.base import Provider
+
+FIX_KINDS = frozenset({"auth", "model_not_found", "bad_request"})
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    error: WatcherError | None = None  # what the command exits with when this is the first failure
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix or None}
+
+
+def run_checks(load: Callable[[], Settings], make_provider: Callable[[Settings], Provider] | None = None,
+               ) -> tuple[list[Check], Settings | None]:
+    try:
+        settings = load()
+    except ConfigError as exc:
+        return [Check("config", False, str(exc), "fix the setting it names", exc)], None
+    checks = [Check("config", True, f"provider {settings.provider}, model {settings.model}; "
+                                    f"data dir {settings.data_dir.resolve()}")]
+    checks.append(_key(settings))
+    checks.append(_provider(settings, make_provider) if checks[-1].ok else
+                  Check("provider", False, "not probed: it needs the key first", "set the key, then check again",
+                        ProviderSetup("no API key")))
+    checks.append(_devto(settings))
+    checks.append(_data_dir(settings.data_dir))
+    return checks, settings
+
+
+def _key(settings: Settings) -> Check:
+    try:
+        settings.require_key()
+    except ConfigError as exc:
+        return Check("api_key", False, str(exc), "export the key in the environment the command runs in "
+                     "(cron: a private env file; Codex: env_vars in config.toml)", exc)
+    if settings.api_key is None:
+        return Check("api_key", True, f"{settings.provider} needs no key")
+    return Check("api_key", True, "set (never shown)")
+
+
+def _provider(settings: Settings, factory: Callable[[Settings], Provider] | None) -> Check:
+    from watcher.providers import make_provider
+
+    try:
+        provider = (factory or make_provider)(settings)
+    except ConfigError as exc:
+        return Check("provider", False, str(exc), "fix the setting it names", exc)
+    try:
+        probe = provider.probe()
+    finally:
+        provider.close()
+    where = f"{settings.provider} model {settings.model}" + (f" at {settings.base_url}" if settings.base_url else "")
+    if probe.ok:
+        return Check("provider", True, f"{where}: {probe.message}")
+    if probe.kind == "no_models_endpoint":
+        return Check("provider", True, f"{where}: the server has no models endpoint, so the model could not be "
+                                       "checked for free (a setup failure will cost one attempt per hour)")
+    fix = {"unreachable": "start the server, or fix WATCHER_BASE_URL (Ollama: http://localhost:11434/v1)",
+           "auth": "check the key and its permissions",
+           "model_not_found": "set WATCHER_MODEL to a model the server lists"}.get(probe.kind or "", "see the message")
+    message = f"{where}: {probe.message}"
+    error: WatcherError = ProviderSetup(message) if probe.kind in FIX_KINDS else ProviderUnavailable(message)
+    return Check("provider", False, message, fix, error)
+
+
+def _devto(settings: Settings) -> Check:
+    if not settings.devto_username:
+        if settings.devto_api_key is not None:
+            return Check("devto_user", True, "DEVTO_API_KEY set: your own published articles are watched")
+        return Check("devto_user", False, "DEVTO_USERNAME is not set: `watcher scan` has no account to watch",
+                     "set DEVTO_USERNAME (or pass --source FILE to scan)",
+                     ConfigError("DEVTO_USERNAME is not set"))
+    from watcher.source import check_user
+
+    try:
+        check_user(settings)
+    except (ConfigError, SourceUnavailable) as exc:
+        return Check("devto_user", False, str(exc), "check DEVTO_USERNAME and DEVTO_BASE_URL", exc)
+    return Check("devto_user", True, f"{settings.devto_username} exists on {settings.devto_base_url}")
+
+
+def _data_dir(root: Path) -> Check:
+    existing = root
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        fd, name = tempfile.mkstemp(dir=existing, prefix=".watcher-check-")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as exc:
+        return Check("data_dir", False, f"cannot write {existing}: {exc.strerror or exc}",
+                     "choose a writable --data-dir / WATCHER_DATA_DIR", SaveFailed(existing, exc))
+    made = "" if existing == root else f" (does not exist yet; {existing} is writable, so it will be created)"
+    return Check("data_dir", True, f"{root.resolve()} is writable{made}")
+
+
+def check(data_dir: Path | None, overrides: dict[str, Any],
+          make_provider: Callable[[Settings], Provider] | None = None) -> tuple[dict[str, Any], WatcherError | None]:
+    checks, _ = run_checks(lambda: load_settings(data_dir=data_dir, overrides=overrides), make_provider)
+    failed = [c for c in checks if not c.ok]
+    doc = {"ok": not failed, "checks": [c.to_json() for c in checks]}
+    return doc, failed[0].error if failed else None
