@@ -40,6 +40,8 @@ DOCUMENTED = {
     "NewerSchema": 5,
     "SaveFailed": 5,
     "LogReplaced": 5,
+    "SaveConflict": 5,
+    "Interrupted": 130,
 }
 
 
@@ -113,7 +115,7 @@ def test_messages_carry_the_context_a_user_needs(tmp_path: Path) -> None:
 def test_exit_code_table_covers_every_exit_constant() -> None:
     """EXIT_CODES has exactly one entry per EXIT_* constant, each with a meaning."""
     constants = {v for name, v in vars(errors).items() if name.startswith("EXIT_") and isinstance(v, int)}
-    assert set(errors.EXIT_CODES) == constants == set(range(6))
+    assert set(errors.EXIT_CODES) == constants == {*range(6), 130, 143}
     assert all(meaning.strip() for meaning in errors.EXIT_CODES.values())
 
 

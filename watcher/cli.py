@@ -8,6 +8,7 @@ bridge (``watcher-bridge``) runs this same app with a front end that always prin
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -52,7 +53,15 @@ class Frontend:
         finally:
             if progress is not None:
                 progress.stop()
-        self.render(envelope, as_json=as_json)
+        try:
+            self.render(envelope, as_json=as_json)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # `watcher status | head -1`: the reader has what it wanted. End quietly with the
+            # command's own code; point stdout at /dev/null so the interpreter's final flush
+            # does not fail again at exit.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
         raise typer.Exit(envelope.exit_code)
 
     def render(self, envelope: Envelope, *, as_json: bool) -> None:

@@ -6,6 +6,7 @@ with the same functions; they differ only in how they render the :class:`Envelop
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from watcher.config import Settings, load_settings
 from watcher.errors import (
     EXIT_OK,
     CorruptState,
+    Interrupted,
     LockBusy,
     UsageError,
     WatcherError,
@@ -83,6 +85,10 @@ def execute(command: str, ctx: Context, fn: Callable[[Context], Any]) -> Envelop
     except WatcherError as exc:
         error = exc
         _signal_failure(ctx, exc)
+    except KeyboardInterrupt:  # Ctrl-C outside a batch's calls (fetching, waiting for the lock)
+        import signal
+
+        error = Interrupted(signal.SIGINT)
     except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes exit 1
         error = exc
     if error is None:
@@ -97,10 +103,10 @@ def _signal_failure(ctx: Context, exc: WatcherError) -> None:
         return
     from watcher import signals
 
-    try:
+    # The failure being reported is louder than a lost observation, and this must never raise:
+    # an OSError from a read-only lock would otherwise escape and print no envelope at all.
+    with contextlib.suppress(Exception):
         signals.emit(ctx.settings.paths, key, run=signals.new_run_id(), entrypoint=ctx.entrypoint)
-    except WatcherError:
-        pass  # the failure being reported is louder than a lost observation
 
 
 # ---- scan / recheck: arguments in, a Run to the pipeline ------------------------------------------

@@ -11,10 +11,12 @@
     │   ├── ProviderUnavailable               provider unreachable or failing twice in a row; breaker open
     │   └── SourceUnavailable                 dev.to unreachable, 5xx, or its own 429
     ├── LockBusy                     exit 4   another run holds a lock past the wait
+    ├── Interrupted                  exit 130 / 143   Ctrl-C (SIGINT) or SIGTERM during a batch
     └── StateError                   exit 5   state on disk cannot be trusted or written
         ├── CorruptState                      file moved to quarantine/ (never deleted)
         ├── NewerSchema                       file written by a newer watcher; left untouched
         ├── SaveFailed                        a durable write failed
+        ├── SaveConflict                      the reserved attempt is no longer the file's last one
         └── LogReplaced                       observations.jsonl replaced or truncated
 
 :data:`EXIT_CODES` says each code's meaning in a few words; :func:`exit_code_legend` renders it
@@ -36,6 +38,8 @@ EXIT_USAGE = 2
 EXIT_PROVIDER_STOP = 3
 EXIT_LOCK_BUSY = 4
 EXIT_STATE = 5
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 # SPEC §9, in its words. The one table the CLI help, the MCP instructions and the README's
 # legend are generated from or checked against (tests/test_errors.py).
@@ -46,6 +50,8 @@ EXIT_CODES: dict[int, str] = {
     EXIT_PROVIDER_STOP: "stopped by the provider or dev.to: wait (unreachable, 429, quota, cooldown)",
     EXIT_LOCK_BUSY: "pipeline lock busy",
     EXIT_STATE: "state error",
+    EXIT_INTERRUPTED: "interrupted by Ctrl-C (SIGINT); the summary shows what was done",
+    EXIT_TERMINATED: "stopped by SIGTERM; the summary shows what was done",
 }
 
 
@@ -167,6 +173,28 @@ class SaveFailed(StateError):
     def __init__(self, path: Path, cause: BaseException) -> None:
         super().__init__(f"could not save {path}: {cause}")
         self.path = path
+
+
+class SaveConflict(StateError):
+    """Compare-and-swap of an outcome failed (SPEC §13.5): the attempt this run reserved is no
+    longer the file's last one, so someone wrote it without the pipeline lock."""
+
+    kind = "save_conflict"
+
+
+class Interrupted(WatcherError):
+    """The person stopped a batch (SPEC §13.6): the in-flight attempt is recorded as interrupted."""
+
+    exit_code = EXIT_INTERRUPTED
+    kind = "interrupted"
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        name = signal.Signals(signum).name
+        super().__init__(f"stopped by {name}: the attempt in flight is recorded as interrupted and stays counted; "
+                         "the summary shows what was done")
+        self.exit_code = EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
 
 
 class LogReplaced(StateError):

@@ -176,14 +176,25 @@ def _first_bytes(text: str, limit: int) -> str:
     return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
 
 
-def mark_interrupted(record: InboxRecord) -> InboxRecord:
-    """Close an orphaned reservation: its process died (we hold the lock, so nothing is in flight)."""
+def mark_interrupted(record: InboxRecord, *, message: str | None = None) -> InboxRecord:
+    """Close an orphaned reservation: its process died (we hold the lock, so nothing is in flight),
+    or — with ``message`` — the person stopped the run during the call (SPEC §13.6)."""
     last = _reserved_last(record)
-    message = (
+    message = message or (
         f"attempt {last.n} was reserved by pid {last.pid} ({last.entrypoint} {last.command}) at "
         f"{last.reserved_at} and never finished: the process died or could not save; the attempt stays spent"
     )
     return finish(record, verdict=None, error=AttemptError(kind="interrupted", message=message))
+
+
+def still_reserved(record: InboxRecord, attempt: Attempt) -> bool:
+    """Whether ``attempt`` (reserved by this run) is still the record's open last attempt: the
+    compare of the outcome's compare-and-swap (SPEC §13.5)."""
+    if not record.attempts:
+        return False
+    last = record.attempts[-1]
+    return last.outcome is None and (last.n, last.reserved_at, last.pid) == (attempt.n, attempt.reserved_at,
+                                                                            attempt.pid)
 
 
 def _reserved_last(record: InboxRecord) -> Attempt:

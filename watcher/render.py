@@ -13,7 +13,13 @@ from rich.table import Table
 from watcher.pipeline import ItemResult
 
 # markup=False: comment text and model output are untrusted and may contain "[...]".
-_out = Console(highlight=False, markup=False)
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich would exit 1 here; the front end ends quietly with the command's own exit code.
+        raise BrokenPipeError
+
+
+_out = _Console(highlight=False, markup=False)
 _err = Console(stderr=True, highlight=False, markup=False)
 
 

@@ -35,6 +35,7 @@ from watcher.pipeline.batch import (
     ItemResult,
     Outcome,
     Run,
+    caught_signals,
 )
 from watcher.pipeline.locked import Decision, decide
 from watcher.pipeline.plan import Plan, Planned, check_id, plan_recheck, plan_scan
@@ -110,7 +111,8 @@ def _run(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
     from watcher.pipeline import gate
 
     try:
-        execute(batch, plan, base, gate.check(batch))
+        with caught_signals(batch):
+            execute(batch, plan, base, gate.check(batch))
     finally:
         batch.close()
     _count_signals(batch)

@@ -7,7 +7,10 @@ stop wins (:meth:`Batch.stop`), a lost observation only counts when nothing loud
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,7 +27,7 @@ Command = Literal["scan", "recheck"]
 # SPEC §7.1, plus the two a dry run reports instead of acting.
 Outcome = Literal[
     "verdict", "error", "interrupted", "deferred", "exhausted", "repaired", "skipped",
-    "reserve_failed", "save_failed", "not_started", "would_call", "would_skip",
+    "reserve_failed", "save_failed", "save_conflict", "not_started", "would_call", "would_skip",
 ]
 
 
@@ -85,7 +88,7 @@ class BatchResult:
     provider: str = ""
     model: str = ""
     would_call: list[str] = field(default_factory=list)
-    signals: dict[str, int] | None = None
+    signals: dict[str, Any] | None = None  # {new_lines, invalid}, or {warning} if the counter stopped
 
     def to_json(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
@@ -114,6 +117,32 @@ class BatchResult:
         return doc
 
 
+class SignalDuringCall(BaseException):
+    """Raised out of the model call by SIGINT/SIGTERM; the pipeline records the attempt as interrupted.
+    A BaseException, so that no ``except Exception`` between here and the socket swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def caught_signals(batch: Batch) -> Iterator[None]:
+    """SIGINT and SIGTERM during a batch (SPEC §13.6): between steps they only ask the batch to
+    stop after the current item — a durable write is never cut in half — and during a model call
+    they end the call at once. Only the main thread can take signals (the MCP server runs batches
+    in worker threads, where the server's own shutdown applies)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.signal(sig, batch.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
 class Batch:
     """One run of scan/recheck: its settings (:attr:`run`), its summary (:attr:`result`), its
     signals (:meth:`emit`) and its error (:meth:`stop`, :attr:`error`)."""
@@ -126,6 +155,9 @@ class Batch:
         self._error: WatcherError | None = None
         self._lost_signal: WatcherError | None = None
         self._provider: Provider | None = None
+        # SPEC §13.6: the signal the person sent (SIGINT/SIGTERM), and whether a call is out.
+        self.interrupted: int | None = None
+        self._calling = False
 
     def provider(self) -> Provider:
         """The run's provider, built once on first use (httpx is imported only by runs that call
@@ -139,6 +171,21 @@ class Batch:
             self._provider = factory(self.settings)
             self.result.provider, self.result.model = self._provider.name, self._provider.model
         return self._provider
+
+    @contextmanager
+    def in_call(self) -> Iterator[None]:
+        """While the model call is out, a signal ends it at once (:class:`SignalDuringCall`)."""
+        self._calling = True
+        try:
+            yield
+        finally:
+            self._calling = False
+
+    def on_signal(self, signum: int, _frame: object) -> None:
+        self.interrupted = self.interrupted or signum
+        if self._calling:
+            self._calling = False
+            raise SignalDuringCall(signum)
 
     def close(self) -> None:
         if self._provider is not None:

@@ -8,18 +8,18 @@ run can buy a fourth call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from watcher import inbox, seen
 from watcher.config import Paths
 from watcher.durable import quarantined_names, sweep_stale_temps
-from watcher.errors import CorruptState, SaveFailed, StateError
+from watcher.errors import CorruptState, Interrupted, SaveConflict, SaveFailed, StateError
 from watcher.inbox import Fingerprint
 from watcher.locks import pipeline_lock
 from watcher.models import AttemptError, InboxRecord, SeenComment, SeenFile
 from watcher.pipeline import provider_state
-from watcher.pipeline.batch import Batch, Command, ItemResult, Outcome
+from watcher.pipeline.batch import Batch, Command, ItemResult, Outcome, SignalDuringCall
 from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, stop_for, stops
 from watcher.pipeline.plan import Plan, Planned
 
@@ -27,8 +27,11 @@ from watcher.pipeline.plan import Plan, Planned
 Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]
 
 
-def decide(command: Command, record: InboxRecord, planned: Fingerprint) -> Decision:
-    """What to do with a comment now that we hold the lock. Pure; the order is SPEC §7 step 4."""
+def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, seen_attempts: int = 0) -> Decision:
+    """What to do with a comment now that we hold the lock. Pure; the order is SPEC §7 step 4.
+
+    ``seen_attempts`` is seen.json's count: the attempts that count are never lower than it, so an
+    inbox file restored from an older copy cannot reopen a spent budget (SPEC §4.1, §13.5)."""
     if record.verdict is not None:
         return "skipped"
     if record.attempts and record.attempts[-1].outcome is None:
@@ -36,15 +39,15 @@ def decide(command: Command, record: InboxRecord, planned: Fingerprint) -> Decis
         return "interrupted"
     if inbox.fingerprint(record) != planned:
         return "deferred"
-    if len(record.attempts) >= inbox.cap_of(record):
+    if max(len(record.attempts), seen_attempts) >= inbox.cap_of(record):
         return "exhausted"
     if command == "recheck" and not record.attempts:
         return "skipped"  # never attempted: the first attempt is scan's
     return "call"
 
 
-def execute(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> SeenFile:
-    """Steps 2–5 of SPEC §7. Returns the index as saved."""
+def execute(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
+    """Steps 2–5 of SPEC §7."""
     paths = batch.settings.paths
     with pipeline_lock(paths):
         for directory in (paths.inbox, paths.root, paths.signals_dir):
@@ -55,17 +58,25 @@ def execute(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> SeenFile:
         for cid in batch.result.repaired:
             batch.emit("state.repaired", comment=cid)
         mine = _record_articles(mine, plan)
+        counted = {cid: entry.attempts for cid, entry in mine.comments.items()}
         try:
             if gate.close_breaker:
                 provider_state.close_breaker(batch.settings)
-            _process(batch, plan.items, gate)
+            _process(batch, plan.items, gate, counted)
         finally:
-            touched = [i.id for i in batch.result.items]
-            mine, _ = seen.reconcile(paths, mine, touched)
-            # The index is saved last: if we die before this, the inbox files already hold the
-            # truth and the next command repairs the index from them (SPEC §4.2).
-            saved = seen.save(paths, base, mine)
-    return saved
+            _save_index(batch, base, mine)
+
+
+def _save_index(batch: Batch, base: SeenFile, mine: SeenFile) -> None:
+    # The index is saved last: if we die before this, the inbox files already hold the truth and
+    # the next command repairs the index from them (SPEC §4.2). A failed save fails the run
+    # (exit 5) but keeps its summary: the calls were made and the user must see them.
+    paths = batch.settings.paths
+    try:
+        mine, _ = seen.reconcile(paths, mine, [i.id for i in batch.result.items])
+        seen.save(paths, base, mine)
+    except StateError as exc:
+        batch.fail(exc)
 
 
 def _record_articles(index: SeenFile, plan: Plan) -> SeenFile:
@@ -102,12 +113,14 @@ def _history_lost(paths: Paths, cid: str, entry: SeenComment | None) -> bool:
     return bool(quarantined_names(paths.quarantine, f"inbox-{cid}.json"))
 
 
-def _process(batch: Batch, plan: Sequence[Planned], gate: Gate) -> None:
+def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[str, int]) -> None:
     result = batch.result
     # Transient failures in a row (SPEC §13.1). A half-open attempt continues the outage that
     # opened the breaker: one more transient failure is the second in a row.
     streak = TRANSIENT_STREAK - 1 if gate.verdict == "half_open" else 0
     for position, item in enumerate(plan):
+        if batch.interrupted is not None and not batch.stopped:
+            batch.stop("interrupted", Interrupted(batch.interrupted))
         if batch.stopped:
             batch.add(ItemResult(item.id, "not_started"))
             continue
@@ -117,7 +130,7 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate) -> None:
         record = _reread(batch, item)
         if record is None:
             continue
-        action = decide(batch.run.command, record, item.fingerprint)
+        action = decide(batch.run.command, record, item.fingerprint, seen_attempts=counted.get(item.id, 0))
         if action != "call":
             _no_call(batch, record, action)
             continue
@@ -133,6 +146,8 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate) -> None:
         if gate.verdict == "half_open" and not batch.stopped:
             provider_state.close_breaker(batch.settings)  # it answered: the setup works again
             gate = GO
+    if batch.interrupted is not None and not batch.stopped:
+        batch.stop("interrupted", Interrupted(batch.interrupted))
     if gate.error is not None and not batch.stopped:
         # Nothing needed a call this time, but the run still says it may not call (SPEC §7.2,
         # §13.1): a cron job must not mistake "no calls allowed" for "all caught up".
@@ -196,16 +211,28 @@ def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | N
         _state_stop(batch, cid, "reserve_failed", exc)
         return None
     batch.result.calls += 1
-    answer = provider.complete(reserved.prompt)
+    try:
+        with batch.in_call():
+            answer = provider.complete(reserved.prompt)
+    except SignalDuringCall as sig:
+        _interrupted_in_call(batch, reserved, sig.signum)
+        return None
     error = answer.error
     stop = None
     if error is not None and stops(error, streak + (error.kind in TRANSIENT_KINDS)):
         stop = stop_for(batch, error)  # cooldown / breaker on disk before the outcome
-    finished = inbox.finish(reserved, verdict=answer.verdict, error=error, raw=answer.raw,
-                            usage=answer.usage, duration_ms=answer.duration_ms)
     try:
+        current = _compare(batch, reserved)
+        finished = inbox.finish(current, verdict=answer.verdict, error=error, raw=answer.raw,
+                                usage=answer.usage, duration_ms=answer.duration_ms)
         inbox.save(paths, finished)
-    except SaveFailed as exc:
+    except SaveConflict as exc:
+        # Someone wrote this file without the lock: writing our copy back would erase their
+        # attempts (5 calls for one comment, once). Write nothing; stop loudly.
+        batch.stop("save_conflict", exc, comment=cid)
+        batch.add(ItemResult(cid, "save_conflict", kind="save_conflict", message=str(exc)))
+        return error
+    except (SaveFailed, CorruptState) as exc:
         # The attempt stays reserved and counted; whoever holds the lock next records it as
         # interrupted. The answer itself is lost (SPEC §11).
         _state_stop(batch, cid, "save_failed", exc)
@@ -222,8 +249,38 @@ def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | N
     return error
 
 
+def _compare(batch: Batch, reserved: InboxRecord) -> InboxRecord:
+    """The file as it is now, if the attempt this run reserved is still its open last attempt."""
+    cid, paths = reserved.comment.id, batch.settings.paths
+    current = inbox.load(paths, cid)
+    mine = reserved.attempts[-1]
+    if current is None or not inbox.still_reserved(current, mine):
+        raise SaveConflict(
+            f"{paths.inbox_file(cid)}: attempt {mine.n}, reserved by this run, is no longer the file's open last "
+            "attempt — another process wrote it without the pipeline lock (was locks/pipeline.lock deleted, or is "
+            "inbox/ shared with another data dir?). Nothing was written; this call's answer is lost and its "
+            "attempt stays counted")
+    return current
+
+
+def _interrupted_in_call(batch: Batch, reserved: InboxRecord, signum: int) -> None:
+    """Ctrl-C or SIGTERM while the request was out: the request may have been sent, so the attempt
+    stays counted; it is closed as interrupted at once rather than left for the next run."""
+    cid = reserved.comment.id
+    error = Interrupted(signum)
+    message = f"attempt {reserved.attempts[-1].n} was stopped by the person during the call: {error}"
+    try:
+        inbox.save(batch.settings.paths, inbox.mark_interrupted(reserved, message=message))
+    except SaveFailed as exc:
+        _state_stop(batch, cid, "save_failed", exc)
+        return
+    batch.emit("attempt.interrupted", comment=cid)
+    batch.add(ItemResult(cid, "interrupted", kind="interrupted", message=message, attempts=len(reserved.attempts)))
+    batch.stop("interrupted", error)
+
+
 def _state_stop(batch: Batch, cid: str, outcome: Literal["reserve_failed", "save_failed"],
-                exc: SaveFailed) -> None:
+                exc: StateError) -> None:
     # A disk that cannot hold our state must not keep buying calls: stop the batch (exit 5).
     batch.stop(outcome, exc, comment=cid)
     batch.add(ItemResult(cid, outcome, kind="save_failed", message=str(exc)))

@@ -48,7 +48,7 @@ def fetch(batch: Batch, index: SeenFile, source: str | None) -> FetchResult:
 
 
 def plan_scan(batch: Batch, index: SeenFile, source: str | None) -> Plan:
-    """New comments (no inbox file yet) and pending ones (inbox file, no attempt), oldest first."""
+    """New comments (no inbox file yet), pending ones (no attempt) and orphaned reservations, oldest first."""
     fetched = fetch(batch, index, source)
     for rejection in fetched.rejected:
         batch.result.rejected.append({"item": rejection.item, "message": rejection.message})
@@ -62,9 +62,11 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None) -> Plan:
             planned[comment.id] = (comment.created_at, Planned(comment.id, inbox.EMPTY, comment, parent))
     batch.result.discovered = len(planned)
     for cid, entry in index.comments.items():
-        if entry.status == "pending" and cid not in planned:
+        # Pending ones get their first attempt; reserved ones are orphans of a dead run, which
+        # scan closes as interrupted like recheck does (no call for them this run).
+        if entry.status in ("pending", "reserved") and cid not in planned:
             record = inbox.load(paths, cid)
-            if record is not None and inbox.state_of(record) == "pending":
+            if record is not None and inbox.state_of(record) in ("pending", "reserved"):
                 planned[cid] = (record.comment.created_at, Planned(cid, inbox.fingerprint(record)))
     items = [p for _, p in sorted(planned.values(), key=lambda pair: (pair[0], pair[1].id))]
     articles = [a for a in fetched.articles if a.id in fetched.fetched_article_ids]

@@ -1,0 +1,178 @@
+"""SPEC §13.5–§13.6: state that others touched, and a person who stops a run.
+
+Real processes where the issue is a process (a deleted lock file, a signal, a closed pipe);
+in-process runs with the injected fake where only the pipeline's decision is under test.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _fake_provider import FakeProvider, in_process, running_fake
+from _proc import command, env_for, envelope, run, start, write_export
+
+from watcher import commands, inbox, seen
+from watcher.commands import Context, execute
+from watcher.config import Paths, load_settings
+from watcher.errors import CorruptState, SaveFailed
+from watcher.pipeline import Hooks
+
+FAKE_ENV = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake.invalid/v1",
+            "WATCHER_API_KEY": "sk-test-fake", "WATCHER_MODEL": "fake-model"}
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeProvider]:
+    with running_fake() as provider:
+        yield provider
+
+
+def _ctx(data_dir: Path, fake: FakeProvider) -> Context:
+    ctx = Context(entrypoint="cli", data_dir=data_dir, hooks=Hooks(make_provider=in_process(fake)))
+    ctx._settings = load_settings(data_dir=data_dir, env=FAKE_ENV)
+    return ctx
+
+
+def _record(data_dir: Path, cid: str):  # type: ignore[no-untyped-def]
+    record = inbox.load(Paths(data_dir), cid)
+    assert record is not None
+    return record
+
+
+@pytest.mark.slow
+def test_deleting_the_pipeline_lock_mid_call_cannot_buy_a_fourth_call(
+        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+    """A slow recheck holds the lock; the user deletes locks/pipeline.lock; two more rechecks run
+    meanwhile. The slow run's outcome write is a compare-and-swap: it finds its attempt is no longer
+    the file's last one, writes nothing (exit 5, save_conflict), and the comment gets 3 calls in all."""
+    export = write_export(tmp_path / "export.json", ["slow"])
+    fake.script("slow", "malformed", "hold-malformed", "malformed")
+    assert run("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env()).returncode == 0
+    first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
+    fake.wait_in_flight()
+    Paths(data_dir).pipeline_lock.unlink()  # "it looked stale"
+    closes = run("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())  # orphan → interrupted
+    assert envelope(closes)["result"]["items"][0]["outcome"] == "interrupted"
+    again = run("bridge", "recheck", data_dir=data_dir, env=fake.env())  # attempt 3 (malformed)
+    assert envelope(again)["result"]["calls"] == 1
+    fake.release()
+    out = first.communicate(timeout=30)
+    assert first.returncode == 5, out
+    doc = envelope(out)
+    assert doc["error"]["kind"] == "save_conflict" and doc["result"]["items"][0]["outcome"] == "save_conflict"
+    for _ in range(3):
+        run("cli", "recheck", data_dir=data_dir, env=fake.env())
+    assert fake.calls == ["slow"] * 3
+    assert len(_record(data_dir, "slow").attempts) == 3
+
+
+def test_an_inbox_file_restored_from_an_older_copy_cannot_reopen_a_spent_budget(
+        data_dir: Path, tmp_path: Path) -> None:
+    """The attempts that count are max(inbox, seen.json): a restored 1-attempt file of a comment
+    seen.json counts 3 attempts for is exhausted, not retried."""
+    fake = FakeProvider()
+    fake.script("old1", "malformed")
+    commands.scan(_ctx(data_dir, fake), source=str(write_export(tmp_path / "e.json", ["old1"])))
+    path = Paths(data_dir).inbox_file("old1")
+    backup = path.read_bytes()
+    commands.recheck(_ctx(data_dir, fake))
+    commands.recheck(_ctx(data_dir, fake))
+    assert fake.calls == ["old1"] * 3
+    path.write_bytes(backup)  # restored from last week's backup: 1 attempt
+    out = commands.recheck(_ctx(data_dir, fake))
+    assert fake.calls == ["old1"] * 3
+    assert [i["outcome"] for i in out.result["items"]] == ["exhausted"]
+
+
+def test_scan_closes_an_orphaned_reservation_it_meets(data_dir: Path, tmp_path: Path) -> None:
+    """A run killed mid-call left attempt 1 reserved: the next scan (not only recheck) closes it as
+    interrupted, without calling for it."""
+    fake = FakeProvider()
+    export = write_export(tmp_path / "e.json", ["orf", "new"])
+    commands.scan(_ctx(data_dir, fake), source=str(export), limit=1)  # orf done? no: oldest first → orf
+    paths = Paths(data_dir)
+    record = _record(data_dir, "new")
+    inbox.save(paths, inbox.reserve(record, command="scan", entrypoint="cli", provider="openai",
+                                    model="fake-model", pid=999_999))
+    out = commands.scan(_ctx(data_dir, fake), source=str(export))
+    assert [(i["id"], i["outcome"]) for i in out.result["items"]] == [("new", "interrupted")]
+    assert fake.calls == ["orf"] and _record(data_dir, "new").attempts[-1].error.kind == "interrupted"
+
+
+def test_a_failed_index_save_still_reports_the_batch(data_dir: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls made, verdicts saved, then seen.json cannot be written: exit 5, but the summary of the
+    calls is still there (the table is printed)."""
+    fake = FakeProvider()
+    real_save = seen.save
+
+    def failing(paths: Paths, base, mine, patches=None):  # type: ignore[no-untyped-def]
+        if mine.comments:
+            raise SaveFailed(paths.seen, PermissionError(13, "Permission denied"))
+        return real_save(paths, base, mine, patches)
+
+    monkeypatch.setattr(seen, "save", failing)
+    export = write_export(tmp_path / "e.json", ["s1", "s2"])
+    envelope_ = execute("scan", _ctx(data_dir, fake), lambda c: commands.scan(c, source=str(export)))
+    assert envelope_.exit_code == 5 and envelope_.error["kind"] == "save_failed"
+    assert envelope_.result["calls"] == 2 and [i["outcome"] for i in envelope_.result["items"]] == ["verdict"] * 2
+
+
+def test_an_oserror_while_reporting_a_failure_still_gives_one_envelope(
+        data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A corrupt file on a read-only mount: recording the observation fails with an OSError, and the
+    command still answers with exactly its envelope (exit 5), never a traceback."""
+    from watcher import signals
+
+    def read_only(*_a: object, **_k: object) -> None:
+        raise PermissionError(13, "Read-only file system")
+
+    monkeypatch.setattr(signals, "emit", read_only)
+    ctx = _ctx(data_dir, FakeProvider())
+
+    def corrupt(c: Context) -> None:
+        raise CorruptState(Paths(data_dir).seen, None, "not valid JSON")
+
+    out = execute("status", ctx, corrupt)
+    assert (out.exit_code, out.error["kind"]) == (5, "corrupt_state")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_a_call_records_interrupted_at_once_and_prints_the_summary(
+        data_dir: Path, fake: FakeProvider, tmp_path: Path, sig: int, code: int) -> None:
+    """Ctrl-C / SIGTERM while the provider holds the request: the attempt is closed as interrupted
+    (still counted) before the process exits 130/143 with its summary; the rest are not_started."""
+    export = write_export(tmp_path / "e.json", ["held", "next"])
+    fake.script("held", "hold")
+    proc = start("cli", "scan", "--source", str(export), "--json", data_dir=data_dir, env=fake.env())
+    fake.wait_in_flight()
+    proc.send_signal(sig)
+    out = proc.communicate(timeout=30)
+    assert proc.returncode == code, out
+    doc = envelope(out)
+    assert doc["error"]["kind"] == "interrupted"
+    assert [(i["id"], i["outcome"]) for i in doc["result"]["items"]] == [("held", "interrupted"),
+                                                                          ("next", "not_started")]
+    record = _record(data_dir, "held")
+    assert [(a.outcome, a.error.kind if a.error else None) for a in record.attempts] == [("error", "interrupted")]
+    fake.release()
+    assert fake.calls == ["held"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [("cli", "status"), ("cli", "status", "--json"), ("bridge", "status")])
+def test_a_closed_stdout_ends_quietly(data_dir: Path, args: tuple[str, ...]) -> None:
+    """`watcher status | head -0`: no traceback, the command's own exit code, not 1."""
+    proc = subprocess.Popen(command(*args), env=env_for(data_dir), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader went away before reading anything
+    err = proc.stderr.read().decode()
+    proc.wait(30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
