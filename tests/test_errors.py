@@ -39,6 +39,7 @@ DOCUMENTED = {
     "CorruptState": 5,
     "NewerSchema": 5,
     "SaveFailed": 5,
+    "UnsafePath": 5,
     "LogReplaced": 5,
     "SaveConflict": 5,
     "Interrupted": 130,

@@ -12,7 +12,7 @@ from _records import entry, record
 
 from watcher import inbox, seen
 from watcher.config import Paths
-from watcher.errors import EXIT_STATE, CorruptState, NewerSchema, exit_code_for
+from watcher.errors import EXIT_STATE, CorruptState, NewerSchema, UnsafePath, exit_code_for
 
 _GOOD_INBOX = record("abc1").model_dump(mode="json")
 
@@ -93,14 +93,18 @@ def test_newer_schema_is_refused_and_left_untouched(paths: Paths, target: str) -
     assert exit_code_for(info.value) == EXIT_STATE
 
 
-def test_unreadable_state_is_a_state_error_left_in_place(paths: Paths) -> None:
-    """A path that cannot be read (a directory) raises CorruptState and is not moved."""
-    paths.seen.mkdir(parents=True)
-    with pytest.raises(CorruptState) as info:
+def test_a_directory_with_files_at_a_state_path_is_a_state_error_left_in_place(paths: Paths) -> None:
+    """A directory holding files is never moved (UnsafePath, exit 5); an empty one is quarantined."""
+    (paths.seen / "x").mkdir(parents=True)
+    with pytest.raises(UnsafePath) as info:
         seen.load(paths)
-    assert info.value.moved_to is None
-    assert "left in place" in str(info.value)
+    assert exit_code_for(info.value) == EXIT_STATE
+    assert "left it in place" in str(info.value) and str(paths.seen) in str(info.value)
     assert paths.seen.is_dir()
+    (paths.seen / "x").rmdir()
+    with pytest.raises(CorruptState) as moved:
+        seen.load(paths)
+    assert moved.value.moved_to is not None and moved.value.moved_to.is_dir() and not paths.seen.exists()
 
 
 def test_seen_save_over_a_corrupt_file_never_overwrites_it(paths: Paths) -> None:

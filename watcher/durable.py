@@ -4,23 +4,35 @@ Every state file goes through :func:`write_json` (temp file in the same director
 fsync, ``os.replace``, fsync the directory) and is read back through :func:`read_model`,
 which moves a file that does not parse or validate to ``quarantine/`` instead of letting a
 later write paper over it.
+
+Special files (SPEC §13.5). A state path is never followed and never opened blocking: the read
+opens with ``O_NOFOLLOW | O_NONBLOCK`` and judges what it got with ``fstat``. A symlink (a loop
+included), a FIFO, a socket or a device node is quarantined *itself* — renamed, never read
+through, so its target is untouched. An empty directory is quarantined the same way (nothing in
+it can be lost). A directory with entries is left in place with :class:`UnsafePath` (exit 5):
+moving a folder of someone's files is not the kind of repair a state reader should make, and a
+write can never replace it either (``os.replace`` refuses), so it would fail every run anyway.
+Writes need nothing extra: ``os.replace`` replaces a symlink at the name, never its target.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import secrets
+import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from watcher.errors import CorruptState, NewerSchema, SaveFailed
+from watcher.errors import CorruptState, NewerSchema, SaveFailed, UnsafePath
 
 SCHEMA_VERSION = 1
 M = TypeVar("M", bound=BaseModel)
@@ -102,7 +114,9 @@ def sweep_stale_temps(directory: Path, *, older_than_s: float = STALE_TEMP_S) ->
                 if entry.stat(follow_symlinks=False).st_mtime < cutoff:
                     os.unlink(entry.path)
                     removed += 1
-            except FileNotFoundError:
+            except OSError:
+                # Gone already, or a read-only data dir: a leftover temp file harms nobody, and
+                # the write that follows reports the read-only dir as "cannot write" (exit 5).
                 continue
     return removed
 
@@ -123,17 +137,22 @@ def _unlink_quietly(name: str) -> None:
         pass
 
 
-def read_model(path: Path, model: type[M], *, quarantine_dir: Path) -> M | None:
+def read_model(
+    path: Path, model: type[M], *, quarantine_dir: Path, check: Callable[[M], str | None] | None = None
+) -> M | None:
     """Load ``path`` as ``model``; ``None`` if it does not exist.
 
     Raises :class:`NewerSchema` (file untouched) when written by a newer watcher, and
-    :class:`CorruptState` after moving a file that does not parse or validate into
-    ``quarantine_dir``. If a concurrent durable write replaces the corrupt file while we move
-    it, nothing healthy is moved: we read again and judge what is there now.
+    :class:`CorruptState` after moving a file that does not parse or validate — or that
+    ``check`` rejects (it returns the reason) — into ``quarantine_dir``; a symlink, FIFO or other
+    special file at ``path`` is moved the same way, itself. Raises :class:`UnsafePath` for a
+    directory with entries or a path whose directories loop (left in place). If a concurrent
+    durable write replaces the corrupt file while we move it, nothing healthy is moved: we read
+    again and judge what is there now.
     """
     reason = ""
     for _ in range(_READ_TRIES):
-        found = _read_once(path, model)
+        found = _read_once(path, model, check)
         if not isinstance(found, _Corrupt):
             return found
         reason = found.reason
@@ -155,17 +174,31 @@ class _Corrupt:
         self.stat = stat
 
 
-def _read_once(path: Path, model: type[M]) -> M | None | _Corrupt:
+# O_NOFOLLOW: a symlink at the name fails with ELOOP instead of being read through (a loop used
+# to escape as exit 1 from every command, status included). O_NONBLOCK: a FIFO opens at once
+# instead of waiting for a writer forever (it used to hang every command); on a regular file
+# it changes nothing.
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read_once(path: Path, model: type[M], check: Callable[[M], str | None] | None) -> M | None | _Corrupt:
     try:
-        # One open file: the bytes we judge and the identity we later compare belong to the
-        # same inode, even if a writer replaces the name in between.
-        with open(path, "rb") as fh:
-            before = os.fstat(fh.fileno())
-            raw = fh.read()
+        fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
         return None
     except OSError as exc:
+        return _not_openable(path, exc)
+    # One open file: the bytes we judge and the identity we later compare belong to the
+    # same inode, even if a writer replaces the name in between.
+    try:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode):
+            return _not_regular(path, before)
+        raw = _read_all(fd, before.st_size)
+    except OSError as exc:
         raise CorruptState(path, None, f"cannot be read ({exc})") from exc
+    finally:
+        os.close(fd)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -176,11 +209,68 @@ def _read_once(path: Path, model: type[M]) -> M | None | _Corrupt:
     if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise NewerSchema(path, version, SCHEMA_VERSION)
     try:
-        return model.model_validate(data)
+        loaded = model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top)"
         return _Corrupt(f"invalid at {where}: {first['msg']} ({exc.error_count()} problem(s))", before)
+    problem = check(loaded) if check is not None else None
+    return loaded if problem is None else _Corrupt(problem, before)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, max(size + 1, 65536)):  # +1: the usual file ends in one read
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _not_openable(path: Path, exc: OSError) -> _Corrupt:
+    """``open`` refused: a symlink under O_NOFOLLOW (ELOOP), a socket (ENXIO), no permission…"""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise CorruptState(path, None, f"cannot be read ({exc})") from exc
+    except OSError as lexc:
+        if lexc.errno == errno.ELOOP:  # a loop in the directories above the name, not the name
+            raise UnsafePath(path, "unreachable: the directories above it form a symbolic link loop",
+                             fix="fix the links above it") from exc
+        raise CorruptState(path, None, f"cannot be read ({exc})") from exc
+    if stat.S_ISLNK(st.st_mode):
+        return _Corrupt(f"a symbolic link (to {_link_target(path)!r}), not a regular file; it was not "
+                        "followed, and its target was not touched", st)
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        raise CorruptState(path, None, f"cannot be read ({exc})") from exc
+    return _not_regular(path, st)
+
+
+def _not_regular(path: Path, st: os.stat_result) -> _Corrupt:
+    if not stat.S_ISDIR(st.st_mode):
+        return _Corrupt(f"{_kind_of(st)}, not a regular file; it was not read", st)
+    try:
+        entries = len(os.listdir(path))
+    except OSError:
+        entries = -1
+    if entries != 0:
+        held = "entries that could not be listed" if entries < 0 else f"{entries} entr{'y' if entries == 1 else 'ies'}"
+        raise UnsafePath(path, f"a directory holding {held}, where a state file belongs")
+    return _Corrupt("an empty directory, not a regular file", st)
+
+
+def _kind_of(st: os.stat_result) -> str:
+    mode = st.st_mode
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
 
 
 def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | None = None) -> Path | None:
@@ -192,6 +282,9 @@ def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | N
     is already gone (another reader moved it first).
     """
     quarantine_dir.mkdir(parents=True, exist_ok=True)
+    if not stat.S_ISDIR(os.lstat(quarantine_dir).st_mode):
+        # A planted link here would move state files out of the data dir.
+        raise UnsafePath(quarantine_dir, "not a real directory (a symbolic link or a file)")
     target = _free_name(path, quarantine_dir)
     try:
         # rename grabs whatever is at ``path`` atomically. A stat-then-move (or link+unlink)
@@ -201,7 +294,8 @@ def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | N
         os.rename(path, target)
     except FileNotFoundError:
         return None
-    if expected is not None and not _same_version(os.stat(target), expected):
+    # lstat: what we moved may be a symlink, and it is the link we compare, never its target.
+    if expected is not None and not _same_version(os.lstat(target), expected):
         _put_back(target, path)
         return None
     fsync_dir(quarantine_dir)
@@ -214,21 +308,25 @@ def _free_name(path: Path, quarantine_dir: Path) -> Path:
     label = f"{path.parent.name}-{path.name}" if path.parent.name == "inbox" else path.name
     # rename would overwrite an existing name, so the name must be unique, not just unused now:
     # pid keeps processes apart, the random token keeps threads (and same-second repeats) apart.
-    while (target := quarantine_dir / f"{label}.{stamp}.{os.getpid()}.{secrets.token_hex(4)}").exists():
+    # lexists: a quarantined dangling symlink is a name in use too.
+    while os.path.lexists(target := quarantine_dir / f"{label}.{stamp}.{os.getpid()}.{secrets.token_hex(4)}"):
         pass
     return target
 
 
 def _same_version(now: os.stat_result, expected: os.stat_result) -> bool:
     # Inode numbers are reused once freed; mtime and size make a false match implausible.
-    fields = ("st_ino", "st_dev", "st_mtime_ns", "st_size")
+    # A directory's mtime moves whenever an entry comes and goes; its inode is enough there.
+    fields: tuple[str, ...] = ("st_ino", "st_dev", "st_mode")
+    if not stat.S_ISDIR(expected.st_mode):
+        fields += ("st_mtime_ns", "st_size")
     return all(getattr(now, f) == getattr(expected, f) for f in fields)
 
 
 def _put_back(grabbed: Path, path: Path) -> None:
     """Return a healthy file we grabbed by mistake; link never overwrites a newer write."""
     try:
-        os.link(grabbed, path)
+        os.link(grabbed, path, follow_symlinks=False)
     except FileExistsError:
         pass  # an even newer version is in place; the grabbed one was superseded anyway
     os.unlink(grabbed)

@@ -15,7 +15,8 @@
     └── StateError                   exit 5   state on disk cannot be trusted or written
         ├── CorruptState                      file moved to quarantine/ (never deleted)
         ├── NewerSchema                       file written by a newer watcher; left untouched
-        ├── SaveFailed                        a durable write failed
+        ├── SaveFailed                        a state or lock file cannot be written (read-only, full disk)
+        ├── UnsafePath                        a state path is a directory or unreachable; left in place
         ├── SaveConflict                      the reserved attempt is no longer the file's last one
         └── LogReplaced                       observations.jsonl replaced or truncated
 
@@ -168,10 +169,34 @@ class NewerSchema(StateError):
 
 
 class SaveFailed(StateError):
+    """A durable write or a lock file failed: a read-only mount, permissions, a full disk."""
+
     kind = "save_failed"
 
     def __init__(self, path: Path, cause: BaseException) -> None:
-        super().__init__(f"could not save {path}: {cause}")
+        # strerror, not str(exc): "[Errno 13] Permission denied: '/…/pipeline.lock'" repeats the
+        # path and reads like a traceback; the user needs the path once and the reason.
+        reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
+        hint = " — check the data dir's permissions and mount" if _is_read_only(cause) else ""
+        super().__init__(f"cannot write {path}: {reason}{hint}")
+        self.path = path
+
+
+def _is_read_only(cause: BaseException) -> bool:
+    import errno
+
+    return isinstance(cause, OSError) and cause.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+class UnsafePath(StateError):
+    """A state path that watcher must not read, move or write through (SPEC §13.5): a directory
+    with files in it, or a name whose directories loop. It is left exactly where it is."""
+
+    kind = "unsafe_path"
+
+    def __init__(self, path: Path, what: str, *, fix: str = "move it out of the data dir") -> None:
+        super().__init__(f"{path} is {what}: watcher never follows, moves or writes through it and left "
+                         f"it in place — {fix}, then re-run")
         self.path = path
 
 

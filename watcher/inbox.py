@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from watcher.config import Paths
 from watcher.durable import read_model, write_model
+from watcher.errors import UnsafePath
 from watcher.models import (
     CAP,
     COMMENT_ID_RE,
@@ -43,15 +44,27 @@ EMPTY = Fingerprint(0, None, None, False)
 
 
 def is_valid_id(comment_id: str) -> bool:
-    return bool(COMMENT_ID_RE.match(comment_id))
+    return COMMENT_ID_RE.fullmatch(comment_id) is not None
 
 
 # ---- I/O ---------------------------------------------------------------------------------------
 
 
 def load(paths: Paths, comment_id: str) -> InboxRecord | None:
-    """The record, or ``None`` if there is none; corrupt files go to quarantine (StateError)."""
-    return read_model(paths.inbox_file(comment_id), InboxRecord, quarantine_dir=paths.quarantine)
+    """The record, or ``None`` if there is none; corrupt files go to quarantine (StateError).
+
+    A file whose ``comment.id`` is not its name is corrupt too (SPEC §13.5): a restore under the
+    wrong name, or a hard link, made two names share one budget's bookkeeping and the saves of
+    one land on the other — 15 calls in 8 rounds for one comment (issue 14).
+    """
+
+    def named_right(record: InboxRecord) -> str | None:
+        if record.comment.id == comment_id:
+            return None
+        return f"it holds comment {record.comment.id!r}, not {comment_id!r} (restored under the wrong name?)"
+
+    return read_model(paths.inbox_file(comment_id), InboxRecord, quarantine_dir=paths.quarantine,
+                      check=named_right)
 
 
 def save(paths: Paths, record: InboxRecord) -> None:
@@ -65,15 +78,25 @@ def list_ids(paths: Paths) -> list[str]:
         names = os.listdir(paths.inbox)
     except FileNotFoundError:
         return []
+    except OSError as exc:  # a loop, a file where inbox/ belongs: exit 5 naming it, not exit 1
+        raise UnsafePath(paths.inbox, f"not a directory watcher can list ({exc.strerror or exc})",
+                         fix="make it a plain directory again") from exc
     return sorted(n[:-5] for n in names if n.endswith(".json") and is_valid_id(n[:-5]))
 
 
 def stamp(path: str | Path) -> str | None:
-    """Identity of the file's current version: every durable write makes a new inode."""
+    """Identity of the file's current version: every durable write makes a new inode.
+
+    The name's own identity (lstat): a symlink is never followed — a loop made ``stat`` raise
+    ELOOP and every command exit 1. Anything odd gets a stamp no index holds, so the caller
+    loads it and :func:`load` quarantines it or says why not.
+    """
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
     return f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
 
 

@@ -11,7 +11,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-COMMENT_ID_RE = re.compile(r"^[a-z0-9]{1,16}$")
+from watcher.timeutil import parse_iso
+
+# \A…\Z, not ^…$: "$" also matches before a trailing newline, so "ok1\n" from an export passed
+# and became the file "ok1\n.json" (issue 14). Check ids with fullmatch all the same.
+COMMENT_ID_SHAPE = "[a-z0-9]{1,16}"  # for messages
+COMMENT_ID_RE = re.compile(rf"\A{COMMENT_ID_SHAPE}\Z")
 CAP = 3
 
 Category = Literal["question", "feedback", "bug_report", "praise", "discussion", "spam", "other"]
@@ -69,8 +74,8 @@ class Comment(_Strict):
     @classmethod
     def _safe_id(cls, value: str | None) -> str | None:
         # The id becomes a file name: anything else could walk out of inbox/.
-        if value is not None and not COMMENT_ID_RE.match(value):
-            raise ValueError(f"comment id {value!r} does not match {COMMENT_ID_RE.pattern}")
+        if value is not None and not COMMENT_ID_RE.fullmatch(value):
+            raise ValueError(f"comment id {value!r} does not match {COMMENT_ID_SHAPE}")
         return value
 
 
@@ -153,6 +158,14 @@ class SeenFile(_Strict):
     articles: dict[str, SeenArticle] = Field(default_factory=dict)
 
 
+def _iso_time(value: str | None) -> str | None:
+    """A timestamp the code will compare with now: one that does not parse ("tomorrow") makes the
+    file invalid, so it is quarantined instead of failing every later run (issue 14)."""
+    if value is not None:
+        parse_iso(value)  # ValueError → pydantic ValidationError → quarantine
+    return value
+
+
 class Breaker(_Strict):
     """An open circuit breaker (SPEC §13.1): the setup failed; no model call until a free probe
     passes. It holds only for the setup it was opened for."""
@@ -167,12 +180,16 @@ class Breaker(_Strict):
     # bad_request, which no probe can see): at most one per hour.
     half_open_at: str | None = None
 
+    _times = field_validator("since", "half_open_at")(_iso_time)
+
 
 class ProviderState(_Strict):
     schema_version: Literal[1] = 1
     cooldown_until: str | None = None
     reason: str | None = None
     breaker: Breaker | None = None
+
+    _times = field_validator("cooldown_until")(_iso_time)
 
 
 class LogIdentity(_Strict):

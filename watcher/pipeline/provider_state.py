@@ -3,19 +3,28 @@
 Both say "no model call now" for a reason the next run must honour. Every write is a
 read-modify-write of the whole file under the pipeline lock, so a cooldown never erases a
 breaker or the other way round.
+
+A file whose timestamps do not parse is quarantined on read (the models validate them, SPEC
+§13.5), and no cooldown lasts longer than :data:`MAX_COOLDOWN` from *now*, whatever the file or
+the provider said.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 from watcher.config import Settings
 from watcher.durable import read_model, write_model
-from watcher.errors import CooldownActive
+from watcher.errors import CooldownActive, LockBusy, StateError
 from watcher.models import Breaker, ProviderState
 from watcher.timeutil import iso, parse_iso, utcnow
 
 HALF_OPEN_EVERY = timedelta(hours=1)
+# The longest wait a Retry-After can impose (the same bound as providers.classify). Applied when
+# read too: a cooldown written while the clock ran a year ahead would otherwise block runs for a
+# year after the clock is fixed (issue 14).
+MAX_COOLDOWN = timedelta(days=7)
 
 
 def load(settings: Settings) -> ProviderState:
@@ -31,15 +40,46 @@ def _save(settings: Settings, state: ProviderState) -> None:
 
 
 def read_cooldown(settings: Settings, state: ProviderState | None = None) -> CooldownActive | None:
-    """The active cooldown, or ``None`` once it has passed."""
+    """The active cooldown, or ``None`` once it has passed; never more than 7 days from now."""
     state = load(settings) if state is None else state
-    if state.cooldown_until is None or parse_iso(state.cooldown_until) <= utcnow():
+    if state.cooldown_until is None:
         return None
-    return CooldownActive(state.cooldown_until, state.reason or "rate limited")
+    now = utcnow()
+    until = parse_iso(state.cooldown_until)
+    if until <= now:
+        return None
+    if until <= now + MAX_COOLDOWN:
+        return CooldownActive(state.cooldown_until, state.reason or "rate limited")
+    capped = iso(now + MAX_COOLDOWN)
+    # Capping only in memory would be a target that moves with the clock: "now + 7 days" on
+    # every read never ends. The first read that caps it writes the cap down, so it ends.
+    _write_cap(settings, state.cooldown_until, capped)
+    return CooldownActive(capped, state.reason or "rate limited")
+
+
+def _write_cap(settings: Settings, far: str, capped: str) -> None:
+    """Replace a cooldown beyond the cap, if nobody changed it meanwhile; best effort.
+
+    Readers (``status``, the gate before the lock) hold no lock, so this takes the pipeline lock
+    without waiting: provider.json is a read-modify-write under it. Busy or not writable → the
+    cap is still shown and applied in memory, and the next read tries again.
+    """
+    from watcher.locks import pipeline_lock
+
+    try:
+        with pipeline_lock(settings.paths, timeout=0):
+            state = load(settings)
+            if state.cooldown_until == far:
+                _save(settings, state.model_copy(update={"cooldown_until": capped}))
+    except (LockBusy, StateError):
+        pass
 
 
 def write_cooldown(settings: Settings, seconds: float, *, reason: str) -> str:
-    until = iso(utcnow() + timedelta(seconds=max(0.0, seconds)))
+    """Record "no model call for ``seconds``" (at most 7 days; an infinite or NaN wait is 7 days)."""
+    limit = MAX_COOLDOWN.total_seconds()
+    wait = limit if not math.isfinite(seconds) else min(max(0.0, seconds), limit)
+    until = iso(utcnow() + timedelta(seconds=wait))
     _save(settings, load(settings).model_copy(update={"cooldown_until": until, "reason": reason}))
     return until
 

@@ -14,7 +14,7 @@ from urllib.parse import quote, urlsplit
 
 from pydantic import ValidationError
 
-from watcher.models import COMMENT_ID_RE, Comment
+from watcher.models import COMMENT_ID_RE, COMMENT_ID_SHAPE, Comment
 from watcher.source._html import html_to_text
 from watcher.source._types import FetchResult, Rejection, SourceArticle
 from watcher.timeutil import parse_iso
@@ -113,9 +113,9 @@ class Collector:
         if not isinstance(node, dict):
             return self._reject(f"{where} is not a JSON object ({type(node).__name__}); skipped", where)
         id_code = node.get("id_code")
-        if not isinstance(id_code, str) or not COMMENT_ID_RE.match(id_code):
+        if not isinstance(id_code, str) or not COMMENT_ID_RE.fullmatch(id_code):
             return self._reject(
-                f"{where}: id_code {_show(id_code)} does not match {COMMENT_ID_RE.pattern} "
+                f"{where}: id_code {_show(id_code)} does not match {COMMENT_ID_SHAPE} "
                 "(it would become a file name); skipped",
                 where,
             )
