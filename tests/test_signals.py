@@ -483,14 +483,18 @@ def test_counter_state_validates_against_the_state_model(paths: Paths) -> None:
     assert Counter(data["counts"]) == Counter({"K": 2})
 
 
-def test_an_identical_copy_put_in_place_of_the_log_stops_the_counter(paths: Paths) -> None:
-    """Same bytes, new inode: offsets may still match, but it is another file → replaced."""
+def test_an_identical_copy_put_in_place_of_the_log_is_the_same_log(paths: Paths) -> None:
+    """Same bytes, new inode (cp, a restore): the counts go on exactly; the new inode is recorded."""
     _counted_log(paths)
     copy = paths.root / "copy.jsonl"
     copy.write_bytes(paths.observations.read_bytes())
     os.replace(copy, paths.observations)
-    with pytest.raises(LogReplaced, match="different file"):
-        signals.run_counter(paths)
+    _write_raw(paths, _line("K"))
+    result = signals.run_counter(paths)
+    assert (result.counts, result.new_lines) == ({"K": 4}, 1)
+    state = signals.read_state(paths)
+    assert state is not None and state.log is not None
+    assert state.log.inode == paths.observations.stat().st_ino
 
 
 # ------------------------------------------------------------------------- any crash sequence

@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 
 import pytest
+from _proc import envelope, run
 
 from watcher import durable, signals
 from watcher.config import Paths
@@ -158,3 +160,30 @@ def test_counters_killed_at_random_moments_never_lose_or_double_count(paths: Pat
     assert Counter(result.counts) == _expected(written)
     assert result.invalid == 0
     assert signals.run_counter(paths).new_lines == 0
+
+
+@pytest.mark.parametrize("copy", ["copytree", "cp -a"])
+def test_a_counter_killed_between_state_and_cursor_then_copied_counts_each_line_once(
+        paths: Paths, tmp_path: Path, copy: str) -> None:
+    """SIGKILL after the state write, before the cursor's; copy the dir: the copy replays the
+    counted lines without counting them again and counts the new ones once (SPEC §8, §13.5)."""
+    signals.append(paths, [{"key": KEYS[i % len(KEYS)], "run": "pre"} for i in range(7)])
+    killed = run("cli", "signals", "--json", data_dir=paths.root, fault="kill_at=counter_after_state")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    state = signals.read_state(paths)
+    cursor = durable.read_model(paths.signals_cursor, SignalCursor, quarantine_dir=paths.quarantine)
+    assert state is not None and state.applied == paths.observations.stat().st_size and cursor is None
+
+    dest = Paths(tmp_path / "data2")
+    if copy == "copytree":
+        shutil.copytree(paths.root, dest.root)
+    else:
+        subprocess.run(["cp", "-a", str(paths.root), str(dest.root)], check=True)
+    assert dest.observations.stat().st_ino != paths.observations.stat().st_ino
+    signals.append(dest, [{"key": KEYS[i % len(KEYS)], "run": "post"} for i in range(5)])
+    done = run("cli", "signals", "--json", data_dir=dest.root)
+    assert done.returncode == 0, done.stderr
+
+    result = envelope(done)["result"]
+    assert (result["new_lines"], Counter(result["counts"])) == (5, _log_keys(dest))
+    assert _log_keys(dest) == _expected({"pre": 7, "post": 5})

@@ -193,9 +193,17 @@ class ProviderState(_Strict):
 
 
 class LogIdentity(_Strict):
+    """Which log the counts came from, by content (SPEC §8, §13.5): the hash of its first line
+    and of the line ending at ``applied`` (its last ``signals.HEAD_CAP`` bytes at most, starting
+    at ``tail_start``). ``dev``/``inode`` are where it was last seen, kept for diagnosis only:
+    a copied data dir has a new inode and the same log. A state saved before ``tail_sha256``
+    existed reads as ``None`` there and gets it on its next save."""
+
     dev: int
     inode: int
     head_sha256: str | None = None
+    tail_start: int | None = Field(default=None, ge=0)
+    tail_sha256: str | None = None
 
 
 class SignalState(_Strict):

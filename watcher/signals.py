@@ -15,10 +15,14 @@ A crash before the state save loses nothing (the lines are read again); a crash 
 nothing twice (the re-read lines end at or before ``applied`` and are skipped). The cursor may
 therefore lag ``applied``; that is the normal trace of a crash, not an error.
 
-End offsets only identify lines within one stable, append-only file, so the log's identity
-(device, inode, hash of its first line) and length are checked on every run. A replaced or
-truncated log stops the counter (:class:`LogReplaced`, exit 5) until ``watcher signals --reset``
-recounts it from zero on purpose.
+End offsets only identify lines within one stable, append-only file, so every pass checks that
+the log is still the one counted — by content, as log shippers that survive copies do: the hash
+of its first line, the hash of the line ending at ``applied``, and a length of at least
+``applied``. Device and inode are recorded but prove nothing: ``cp -r``/``cp -a``, a backup
+restore or a new machine give the same log a new inode, and the counter carries on exactly.
+A replaced or truncated log stops the counter (:class:`LogReplaced`) until ``watcher signals
+--reset`` recounts it from zero on purpose; only ``watcher signals`` exits 5 for that, ``scan``
+and ``recheck`` warn, and ``status`` asks :func:`log_trouble` (SPEC §13.5).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,8 +45,9 @@ from watcher.locks import signals_lock
 from watcher.models import LogIdentity, SignalCursor, SignalState
 from watcher.timeutil import iso
 
-# The first line is hashed to recognise the log; lines are short, but a hand-made first line
-# could be huge, and the identity check must stay cheap, so only this many bytes count.
+# The first line and the line ending at `applied` are hashed to recognise the log; lines are
+# short, but a hand-made one could be huge, and the identity check must stay cheap, so only this
+# many bytes of each count (the first line's start, the last line's end).
 HEAD_CAP = 4096
 # One durable state update per this many new bytes at most: a large backlog is counted in
 # several passes, so memory and the time the lock is held stay bounded.
@@ -141,6 +147,7 @@ class _Batch:
     start: int
     end: int  # end offset of the last complete line read; == start when none was complete
     lines: list[tuple[int, str | None]] = field(default_factory=list)  # (end offset, key or None)
+    tail: tuple[int, str] | None = None  # (start, sha256) of the last line's last HEAD_CAP bytes
 
 
 def read_state(paths: Paths) -> SignalState | None:
@@ -157,12 +164,9 @@ def run_counter(paths: Paths, *, reset: bool = False) -> CountResult:
     than what was counted), :class:`SaveFailed` when a state or cursor write fails,
     :class:`CorruptState`/:class:`NewerSchema` for unreadable state, :class:`LockBusy`.
     """
-    try:
-        fd = os.open(paths.observations, os.O_RDONLY)
-    except FileNotFoundError:
+    fd = _open_log(paths)
+    if fd is None:
         return _count_without_log(paths, reset=reset)
-    except OSError as exc:
-        raise StateError(f"cannot read {paths.observations}: {exc}") from exc
     try:
         if reset:
             _reset(paths, _identity(fd)[0])
@@ -188,8 +192,7 @@ def _one_pass(paths: Paths, fd: int, stop: int, synced: list[bool]) -> tuple[_Ba
     batch = _read_batch(fd, start, stop)
     with signals_lock(paths):
         state = read_state(paths) or SignalState()
-        identity, size = _identity(fd)
-        _check_same_log(paths, state, identity, size)
+        identity = _check_same_log(paths, fd, state)
         if state.applied < batch.start:
             # A concurrent --reset (or a state.json lost since we looked) moved the watermark
             # back past where we began reading; counting our batch alone would skip the gap.
@@ -233,6 +236,7 @@ def _read_batch(fd: int, start: int, stop: int) -> _Batch:
     """
     lines: list[tuple[int, str | None]] = []
     end = read_to = start
+    last = b""
     pending = bytearray()
     while read_to < stop:
         chunk = os.pread(fd, min(_READ_BLOCK, stop - read_to), read_to)
@@ -244,10 +248,17 @@ def _read_batch(fd: int, start: int, stop: int) -> _Batch:
         for raw in complete:
             end += len(raw) + 1
             lines.append((end, _key_of(raw)))
+            last = raw
             if end - start >= PASS_BYTES:
-                return _Batch(start, end, lines)  # the rest is the next pass's
+                return _Batch(start, end, lines, _tail_of(last + b"\n", end))  # the rest is the next pass's
         pending = bytearray(rest)
-    return _Batch(start, end, lines)
+    return _Batch(start, end, lines, _tail_of(last + b"\n", end) if lines else None)
+
+
+def _tail_of(line: bytes, end: int) -> tuple[int, str]:
+    """(start, sha256) of the last HEAD_CAP bytes of ``line``, a whole line ending at ``end``."""
+    kept = line[-HEAD_CAP:]
+    return end - len(kept), hashlib.sha256(kept).hexdigest()
 
 
 def _key_of(raw: bytes) -> str | None:
@@ -274,6 +285,9 @@ def _apply(state: SignalState, batch: _Batch, identity: LogIdentity) -> tuple[Si
         else:
             counts[key] = counts.get(key, 0) + 1
     applied = max(state.applied, batch.end)
+    if applied > state.applied and batch.tail is not None:
+        # The watermark moves to the batch's last line: that line is what the next run checks.
+        identity = identity.model_copy(update={"tail_start": batch.tail[0], "tail_sha256": batch.tail[1]})
     log = identity if identity.head_sha256 or state.log is None else state.log
     return SignalState(counts=counts, applied=applied, invalid=invalid, log=log), new
 
@@ -295,17 +309,84 @@ def _identity(fd: int) -> tuple[LogIdentity, int]:
     return LogIdentity(dev=st.st_dev, inode=st.st_ino, head_sha256=digest), st.st_size
 
 
-def _check_same_log(paths: Paths, state: SignalState, now: LogIdentity, size: int) -> None:
-    """Raise :class:`LogReplaced` unless the open log is the one ``state`` counted."""
+def _check_same_log(paths: Paths, fd: int, state: SignalState) -> LogIdentity:
+    """The open log's identity, with the tail of ``state.applied``; raise :class:`LogReplaced`
+    unless it is the log ``state`` counted.
+
+    Content, not inode, decides (SPEC §13.5): a copy is the same log. Two short reads at most —
+    the first line and the line ending at ``applied`` — so the cost never follows the log's size.
+    """
+    now, size = _identity(fd)
     was = state.log
     if was is None or state.applied == 0:
-        return  # nothing counted yet, so nothing to protect
-    if (was.dev, was.inode) != (now.dev, now.inode):
-        raise _log_changed(paths, "was replaced (it is a different file: device/inode changed)")
-    if was.head_sha256 and now.head_sha256 != was.head_sha256:
-        raise _log_changed(paths, "was replaced (its first line changed)")
+        return now  # nothing counted yet, so nothing to protect
     if size < state.applied:
         raise _log_changed(paths, f"was truncated (it has {size} bytes, {state.applied} were already counted)")
+    if was.head_sha256 and now.head_sha256 != was.head_sha256:
+        raise _log_changed(paths, "was replaced (its first line changed)")
+    if was.tail_sha256 is None or was.tail_start is None:
+        # A state saved before tails were recorded: take the tail from the log now (the first
+        # line and length agree), and the next save records it.
+        start, digest = _tail_at(paths, fd, state.applied)
+    else:
+        start, digest = was.tail_start, was.tail_sha256
+        length = state.applied - start
+        data = os.pread(fd, length, start) if 0 < length <= HEAD_CAP else b""
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise _log_changed(paths, f"was replaced (the last line counted, ending at byte {state.applied}, "
+                                      "is not the same)")
+    return now.model_copy(update={"tail_start": start, "tail_sha256": digest})
+
+
+def _tail_at(paths: Paths, fd: int, end: int) -> tuple[int, str]:
+    """(start, sha256) of the line ending at ``end``, as :func:`_read_batch` records it."""
+    base = max(0, end - HEAD_CAP)
+    data = os.pread(fd, end - base, base)
+    if not data.endswith(b"\n"):
+        raise _log_changed(paths, f"was replaced (no line ends at byte {end}, where counting stopped)")
+    return _tail_of(data[data.rfind(b"\n", 0, len(data) - 1) + 1:], end)
+
+
+def log_trouble(paths: Paths, state: SignalState | None = None) -> str | None:
+    """Why the counter would stop (log replaced, truncated, removed or unreadable), else ``None``.
+
+    For ``watcher status``: counts nothing, takes no lock, writes nothing; reads ``state`` (the
+    saved one if not given), the log's first line and the line ending at ``applied``. Never
+    raises a :class:`StateError`: its message (which names ``watcher signals --reset``) is the
+    answer.
+    """
+    try:
+        state = state if state is not None else read_state(paths)
+        if state is None or state.applied == 0:
+            return None
+        fd = _open_log(paths)
+        if fd is None:
+            raise _log_changed(paths, f"was removed ({state.applied} bytes of it were already counted)")
+        try:
+            _check_same_log(paths, fd, state)
+        except OSError as exc:
+            raise StateError(f"cannot read {paths.observations}: {exc}") from exc
+        finally:
+            os.close(fd)
+    except StateError as exc:
+        return str(exc)
+    return None
+
+
+def _open_log(paths: Paths) -> int | None:
+    """The log open for reading, or ``None`` if there is none. Never follows a symlink and never
+    blocks (a FIFO planted there would hang every command, status included); anything but a
+    regular file is a :class:`StateError` naming the path."""
+    try:
+        fd = os.open(paths.observations, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateError(f"cannot read {paths.observations}: {exc}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StateError(f"cannot read {paths.observations}: not a regular file; move it aside")
+    return fd
 
 
 def _log_changed(paths: Paths, what: str) -> LogReplaced:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from watcher import inbox, seen
-from watcher.errors import StateError, UsageError, WatcherError
+from watcher.errors import LockBusy, LogReplaced, StateError, UsageError, WatcherError
 from watcher.models import SeenFile
 from watcher.pipeline.batch import (
     DEFAULT_LIMIT,
@@ -138,12 +138,17 @@ def _dry_run(batch: Batch, plan: Sequence[Planned]) -> None:
 
 
 def _count_signals(batch: Batch) -> None:
-    """SPEC §8 after the lock is released. Counter trouble fails the run only when nothing
-    louder did: the batch's own outcomes are already on disk."""
+    """SPEC §8 after the lock is released. A replaced log (or a busy signals lock) never fails the
+    run (§13.5): it is a warning, so a `scan && recheck` cron goes on; `watcher signals` exits 5.
+    A corrupt or unwritable counter file is a state error like any (§4), if nothing louder."""
     from watcher import signals
 
     try:
         counted = signals.run_counter(batch.settings.paths)
+    except (LogReplaced, LockBusy) as exc:
+        batch.notice(f"warning: observation signals not counted: {exc}")
+        batch.result.signals = {"warning": str(exc)}
+        return
     except StateError as exc:
         if batch.error is None:
             batch.fail(exc)
