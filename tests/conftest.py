@@ -24,6 +24,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     data = tmp_path / "data"
     data.mkdir()
     monkeypatch.setenv("WATCHER_DATA_DIR", str(data))
+    # The working directory too: ./data and the demo's ./data/demo then resolve inside tmp_path,
+    # for this process and every subprocess it starts, so no test can touch the checkout's data/.
+    monkeypatch.chdir(tmp_path)
     yield data
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,17 @@ def invoke(*args: str, env: dict[str, str] | None = None):  # type: ignore[no-un
     return runner.invoke(build_app("cli"), list(args), env=env, catch_exceptions=False)
 
 
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests choose the offline heuristic explicitly, as a user must for a real source."""
+    monkeypatch.setenv("WATCHER_PROVIDER", "offline")
+
+
+def sample(*args: str):  # type: ignore[no-untyped-def]
+    """`scan --source sample` into the test's data dir (the sample's own dir is ./data/demo otherwise)."""
+    return invoke("--data-dir", os.environ["WATCHER_DATA_DIR"], "scan", "--source", "sample", *args)
+
+
 def files_under(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
@@ -31,15 +43,15 @@ def test_limit_outside_1_to_20_is_a_usage_error_and_does_nothing(data_dir: Path,
     assert files_under(data_dir) == []
 
 
-def test_scan_on_bundled_sample_with_offline_model_reports_verdicts(data_dir: Path) -> None:
-    """The default scan reads the bundled sample with the offline classifier and says so on stderr."""
-    result = invoke("scan", "--limit", "20", "--json")
+def test_scan_of_the_bundled_sample_uses_the_offline_classifier(data_dir: Path) -> None:
+    """scan --source sample reads the bundled sample with the offline classifier, whatever
+    WATCHER_PROVIDER says: a sample comment never reaches a paid model."""
+    result = invoke("--data-dir", str(data_dir), "scan", "--source", "sample", "--limit", "20", "--json",
+                    env={"WATCHER_PROVIDER": "openai", "OPENAI_API_KEY": "sk-never-used"})
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["ok"] is True and doc["result"]["calls"] == 20
     assert doc["result"]["provider"] == "offline"
-    assert "offline heuristic" in result.stderr
-    assert "bundled sample" in result.stderr
     inbox_doc = json.loads(invoke("inbox", "--json").stdout)
     assert inbox_doc["result"]["count"] >= 1
     assert all(row["verdict"]["needs_reply"] for row in inbox_doc["result"]["comments"])
@@ -66,7 +78,7 @@ def test_dry_run_takes_no_lock_writes_nothing_and_calls_nothing(data_dir: Path, 
 
 def test_json_output_is_one_document_on_stdout(data_dir: Path) -> None:
     """--json prints exactly one JSON document on stdout; notices go to stderr."""
-    result = invoke("scan", "--limit", "3", "--json")
+    result = sample("--limit", "3", "--json")
     json.loads(result.stdout)  # raises if anything else is on stdout
     assert result.stdout.count('"command"') >= 1
     assert "note:" not in result.stdout
@@ -74,7 +86,7 @@ def test_json_output_is_one_document_on_stdout(data_dir: Path) -> None:
 
 def test_missing_api_key_is_a_config_error_before_any_work(data_dir: Path) -> None:
     """WATCHER_PROVIDER=openai without a key: exit 2, message names the variable, nothing written."""
-    result = invoke("scan", env={"WATCHER_PROVIDER": "openai"})
+    result = invoke("scan", env={"WATCHER_PROVIDER": "openai", "DEVTO_USERNAME": "someone"})
     assert result.exit_code == 2
     assert "WATCHER_API_KEY" in result.stderr
     assert files_under(data_dir) == []
@@ -84,14 +96,15 @@ def test_missing_api_key_is_a_config_error_before_any_work(data_dir: Path) -> No
 def test_read_only_commands_never_need_a_key(data_dir: Path, entry: str) -> None:
     """WATCHER_PROVIDER=openai with no key (a Codex shell drops *KEY*): status, inbox, show, mark
     and signals still work from both entrypoints; only a model-calling scan asks for the key."""
-    assert invoke("scan", "--limit", "3").exit_code == 0  # offline: some comments to read
+    assert sample("--limit", "3").exit_code == 0  # offline: some comments to read
     cid = json.loads(invoke("inbox", "--all", "--json").stdout)["result"]["comments"][0]["id"]
     env = {"WATCHER_PROVIDER": "openai"}
     app = build_app(entry)
     for args in (["status"], ["inbox"], ["show", cid], ["mark", cid, "ignored"], ["signals"]):
         result = runner.invoke(app, [*args, "--json"], env=env, catch_exceptions=False)
         assert result.exit_code == 0, (args, result.stdout, result.stderr)
-    assert runner.invoke(app, ["scan", "--json"], env=env).exit_code == 2
+    refused = runner.invoke(app, ["scan", "--json"], env={**env, "DEVTO_USERNAME": "someone"})
+    assert refused.exit_code == 2 and "API key" in json.loads(refused.stdout)["error"]["message"]
 
 
 def test_show_and_mark_unknown_or_malformed_ids_are_usage_errors(data_dir: Path) -> None:
@@ -104,7 +117,7 @@ def test_show_and_mark_unknown_or_malformed_ids_are_usage_errors(data_dir: Path)
 
 def test_mark_then_inbox_hides_the_replied_comment(data_dir: Path) -> None:
     """Marking a comment replied removes it from `watcher inbox`; `open` brings it back."""
-    invoke("scan", "--limit", "20")
+    sample("--limit", "20")
     rows = json.loads(invoke("inbox", "--json").stdout)["result"]["comments"]
     target = rows[0]["id"]
     assert invoke("mark", target, "replied").exit_code == 0
@@ -117,7 +130,7 @@ def test_mark_then_inbox_hides_the_replied_comment(data_dir: Path) -> None:
 
 def test_status_shows_states_provider_and_signal_counts(data_dir: Path) -> None:
     """status counts comments by state and shows the signal counts after a scan."""
-    invoke("scan", "--limit", "4")
+    sample("--limit", "4")
     doc = json.loads(invoke("status", "--json").stdout)["result"]
     assert doc["states"]["done"] == 4
     assert doc["settings"]["provider"] == "offline" and doc["settings"]["offline"] is True
@@ -166,9 +179,10 @@ def test_cooldown_makes_runs_exit_3_even_with_nothing_to_call_while_status_still
     from watcher.config import load_settings
     from watcher.pipeline import write_cooldown
 
-    invoke("scan", "--limit", "2")
+    sample("--limit", "2")
     until = write_cooldown(load_settings(), 60, reason="rate_limited: test")
-    for args in (["recheck", "--json"], ["scan", "--limit", "1", "--json"]):
+    for args in (["recheck", "--json"], ["--data-dir", os.environ["WATCHER_DATA_DIR"], "scan", "--source", "sample",
+                                         "--limit", "1", "--json"]):
         result = invoke(*args)
         assert result.exit_code == 3, args
         doc = json.loads(result.stdout)

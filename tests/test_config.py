@@ -26,9 +26,17 @@ def test_defaults_are_offline_with_60_s_timeout(data_dir: Path) -> None:
 
 
 def test_default_data_dir_is_dot_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With neither --data-dir nor WATCHER_DATA_DIR, the data dir is ./data (here: a tmp cwd)."""
+    """With neither --data-dir nor WATCHER_DATA_DIR, the data dir is ./data (here: a tmp cwd), held
+    as an absolute path so every message names the one directory meant (SPEC §13.4)."""
     monkeypatch.chdir(tmp_path)
-    assert load_settings(env={}).data_dir == Path("data")
+    assert load_settings(env={}).data_dir == tmp_path / "data"
+
+
+def test_every_setting_is_explained_in_the_help() -> None:
+    """`watcher --help` lists every environment variable config reads (SETTINGS_HELP is complete)."""
+    from watcher.config import _ENV_KEYS, SETTINGS_HELP
+
+    assert set(SETTINGS_HELP) == {*_ENV_KEYS, "WATCHER_DATA_DIR"}
 
 
 def test_data_dir_argument_beats_watcher_data_dir(tmp_path: Path) -> None:

@@ -44,7 +44,8 @@ async def mcp_session(data_dir: Path, env: dict[str, str] | None, errlog: TextIO
     nothing from the test runner's environment (keys, a real data dir) can leak in.
     """
     params = StdioServerParameters(command=str(BRIDGE), args=["mcp"],
-                                   env={"WATCHER_DATA_DIR": str(data_dir), "NO_COLOR": "1", **(env or {})})
+                                   env={"WATCHER_DATA_DIR": str(data_dir), "NO_COLOR": "1", "WATCHER_PROVIDER": "offline",
+                                        **(env or {})})
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -183,8 +184,10 @@ def test_stdout_carries_only_protocol_messages_even_when_code_prints(data_dir: P
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(STRAY_HOOK)
-    env = env_for(data_dir, {"PYTHONPATH": str(hook)})
+    fresh = tmp_path / "not-yet"  # status says on stderr that it does not exist yet: a notice
+    env = env_for(fresh, {"PYTHONPATH": str(hook), "WATCHER_PROVIDER": "offline"})
     env.pop("PYTHONUNBUFFERED", None)  # as Codex starts it: a print stays in stdout's buffer until exit
+    export = write_export(tmp_path / "export.json", ["one"])
     with open(tmp_path / "stderr.txt", "w") as err:
         proc = subprocess.Popen([str(BRIDGE), "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=err, text=True)
@@ -193,7 +196,8 @@ def test_stdout_carries_only_protocol_messages_even_when_code_prints(data_dir: P
                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}},
-            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "scan", "arguments": {"limit": 1}}},
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "scan", "arguments": {"limit": 1,
+                                                                                        "source": str(export)}}},
         ])
     messages = [json.loads(line) for line in lines]
     assert all(m.get("jsonrpc") == "2.0" for m in messages)
@@ -202,7 +206,7 @@ def test_stdout_carries_only_protocol_messages_even_when_code_prints(data_dir: P
     assert answers[3]["result"]["structuredContent"]["result"]["calls"] == 1
     stderr = (tmp_path / "stderr.txt").read_text()
     assert "STRAY-PRINT" in stderr and "STRAY-FD" in stderr
-    assert "offline heuristic" in stderr  # the scan's notice went to stderr too
+    assert "does not exist" in stderr  # status's notice went to stderr too
     assert proc.returncode == 0
 
 

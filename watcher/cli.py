@@ -21,10 +21,43 @@ from watcher import commands
 from watcher.commands import Context, Envelope
 from watcher.errors import EXIT_USAGE, exit_code_legend
 
+
+def _settings_help() -> str:
+    import textwrap
+
+    from watcher.config import SETTINGS_HELP
+
+    rows = "\n".join(textwrap.fill(meaning, 96, break_on_hyphens=False, initial_indent=f"  {name:<29} ", subsequent_indent=" " * 32)
+                     for name, meaning in SETTINGS_HELP.items())
+    return ("\b\nSettings: environment variables, or the same keys in lower case without WATCHER_ in\n"
+            f"<data-dir>/config.toml (options win over the environment, which wins over the file):\n{rows}")
+
+
 HELP = f"""Triage new dev.to comments with a language model, under a hard budget of 3 model
 attempts per comment.
 
+\b
+First steps:
+  watcher demo                      what it does, on bundled sample comments, offline
+  export DEVTO_USERNAME=you WATCHER_PROVIDER=openai OPENAI_API_KEY=sk-...
+  watcher check                     test that setup for free (no attempt, no tokens)
+  watcher scan && watcher inbox     fetch new comments, then list what needs a reply
+
+{_settings_help()}
+
 Exit codes: {exit_code_legend()}."""
+
+
+def _epilog(*examples: str, codes: str = "") -> str:
+    """A command's examples and exit codes, kept as written (click rewraps text without \\b)."""
+    lines = "\n".join(f"  {e}" for e in examples)
+    return f"\b\nExamples:\n{lines}" + (f"\n\nExit codes: {codes}" if codes else "")
+
+
+BATCH_CODES = ("0 ran (per-comment errors are in the table) · 2 fix the setup (no source or provider, key, "
+               "model, request) · 3 wait (provider or dev.to unreachable, 429, quota, cooldown, breaker) · "
+               "4 another run holds the lock · 5 state error · 130/143 stopped by Ctrl-C/SIGTERM")
+READ_CODES = "0 ok · 2 bad argument or unknown id · 5 corrupt state file (moved to quarantine/)"
 
 
 @dataclass
@@ -47,7 +80,7 @@ class Frontend:
             from watcher.render import BatchProgress
 
             progress = BatchProgress(verbose=self.verbose)
-            ctx.hooks = Hooks(on_planned=progress.start, on_item=progress.advance)
+            ctx.hooks = Hooks(on_planned=progress.start, on_item=progress.advance, on_call=progress.calling)
         try:
             envelope = commands.execute(command, ctx, fn)
         finally:
@@ -74,7 +107,7 @@ class Frontend:
         from watcher import render
 
         if envelope.result is not None:
-            render.human(envelope.command, envelope.result)
+            render.human(envelope.command, envelope.result, envelope.error)
         if envelope.error:
             self._notice(f"error: {envelope.error['message']}")
 
@@ -90,14 +123,48 @@ def _frontend(ctx: typer.Context) -> Frontend:
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else there.")]
-LimitOpt = Annotated[int, typer.Option("--limit", help="Most model calls this run (1–20).", show_default=True)]
+def _whole_number(value: str) -> int:
+    # Typer's own message ("Input should be a valid integer…") does not say what was typed.
+    try:
+        return int(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a whole number") from None
+
+
+LimitOpt = Annotated[int, typer.Option("--limit", help="Most model calls this run (1–20).", show_default=True,
+                                       parser=_whole_number, metavar="N")]
 DryOpt = Annotated[bool, typer.Option("--dry-run", help="Plan and print what would be called; take no lock, "
                                                         "write nothing, call nothing.")]
 
 
+BRIDGE_HELP = f"""The watcher commands for agents (OpenAI Codex, Claude Code): every answer is exactly one
+JSON envelope on stdout, and the exit code is the CLI's.
+
+\b
+Envelope: {{"ok", "command", "exit_code", "result", "error": {{"kind", "message"}} | null}}
+Nothing else is printed on stdout; notices and logs go to stderr; never prompts or colours.
+
+\b
+  watcher-bridge mcp [--data-dir DIR] [--verbose]
+      serve the same commands as MCP tools over stdio (needs the 'mcp' extra)
+
+grant is refused here: raising a comment's budget is the person's decision (`watcher grant`).
+
+Exit codes: {exit_code_legend()}."""
+
+
+def _version(value: bool) -> None:
+    if value:
+        from watcher import __version__
+
+        sys.stdout.write(f"devto-watcher {__version__}\n")
+        raise typer.Exit(0)
+
+
 def build_app(entrypoint: str = "cli") -> typer.Typer:
-    app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                      rich_markup_mode=None)
+    app = typer.Typer(help=BRIDGE_HELP if entrypoint == "bridge" else HELP, no_args_is_help=True,
+                      add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
+                      context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 
     @app.callback()
     def _global(
@@ -105,67 +172,94 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Data directory "
                                                       "[env WATCHER_DATA_DIR; default ./data].")] = None,
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Say more on stderr.")] = False,
+        version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                              help="Print the version and exit.")] = False,
     ) -> None:
         ctx.obj = Frontend(entrypoint=entrypoint, data_dir=data_dir, verbose=verbose)
 
-    @app.command()
+    @app.command(epilog=_epilog("watcher demo", "watcher --data-dir /tmp/try demo",
+                                codes="0 ok · 5 the demo data dir cannot be written"))
+    def demo(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+        """Show what watcher does, on the bundled sample comments: the real pipeline with the offline
+        classifier (no network, no key), in its own data dir (--data-dir, else ./data/demo), then
+        what needs a reply. Never touches the data dir or provider your account uses."""
+        _frontend(ctx).run("demo", commands.demo, as_json=as_json, batch=True)
+
+    @app.command(epilog=_epilog("watcher scan", "watcher scan --limit 20 --json", "watcher scan --dry-run",
+                                "watcher scan --source export.json", codes=BATCH_CODES))
     def scan(ctx: typer.Context, limit: LimitOpt = commands.DEFAULT_LIMIT, dry_run: DryOpt = False,
-             source: Annotated[str | None, typer.Option("--source", help="'devto' (needs DEVTO_USERNAME) or a "
-                                                        "Forem-format export FILE; default: devto if configured, "
-                                                        "else the bundled sample.")] = None,
+             source: Annotated[str | None, typer.Option("--source", help="'devto' (the default; needs "
+                                                        "DEVTO_USERNAME), a Forem-format export FILE, or 'sample' "
+                                                        "(the bundled demo comments, offline, in ./data/demo "
+                                                        "unless --data-dir is given).")] = None,
              as_json: JsonOpt = False) -> None:
-        """Fetch new comments and make the first model attempt for each (at most --limit calls)."""
+        """Fetch new comments and make the first model attempt for each (at most --limit calls).
+
+        Needs WATCHER_PROVIDER and DEVTO_USERNAME (or --source FILE). A setup failure stops the
+        batch at once and costs at most one attempt per outage."""
         _frontend(ctx).run("scan", lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source),
                            as_json=as_json, batch=True)
 
-    @app.command()
+    @app.command(epilog=_epilog("watcher recheck", "watcher recheck 3bkf --json", "watcher recheck --dry-run",
+                                codes=BATCH_CODES))
     def recheck(ctx: typer.Context, ids: Annotated[list[str] | None, typer.Argument(
                     metavar="ID", help="Only these comment ids (default: every failed or interrupted one).")] = None,
                 limit: LimitOpt = commands.DEFAULT_LIMIT, dry_run: DryOpt = False, as_json: JsonOpt = False) -> None:
-        """Retry failed verdicts with the cached prompt; each comment gets 3 model attempts in all."""
+        """Retry failed verdicts with the cached prompt; each comment gets 3 model attempts in all.
+
+        Also closes attempts a killed run left open (as interrupted, no call for them this run)."""
         _frontend(ctx).run("recheck", lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or ()),
                            as_json=as_json, batch=True)
 
-    @app.command()
+    @app.command(epilog=_epilog("watcher status", "watcher --data-dir ~/devto status --json", codes=READ_CODES))
     def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-        """Counts by state, cooldown, signal counts, provider and paths."""
+        """Counts by state, the provider (cooldown, breaker), signal counts and paths. Free: no key needed."""
         _frontend(ctx).run("status", commands.status, as_json=as_json)
 
-    @app.command("inbox")
+    @app.command("inbox", epilog=_epilog("watcher inbox", "watcher inbox --all", "watcher inbox --new   "
+                                         "(in cron: mails each new comment once)", codes=READ_CODES))
     def inbox_cmd(ctx: typer.Context, show_all: Annotated[bool, typer.Option("--all", help="Every known comment, "
                                                                             "not only those needing a reply.")] = False,
+                  new: Annotated[bool, typer.Option("--new", help="Only those no earlier --new listed, and remember "
+                                                    "them; prints nothing when there are none.")] = False,
                   as_json: JsonOpt = False) -> None:
         """Comments that need a reply (the verdict says so and you have not marked them)."""
-        _frontend(ctx).run("inbox", lambda c: commands.inbox_view(c, show_all=show_all), as_json=as_json)
+        _frontend(ctx).run("inbox", lambda c: commands.inbox_view(c, show_all=show_all, new=new), as_json=as_json)
 
-    @app.command()
+    @app.command(epilog=_epilog("watcher show 3bkf", "watcher show 3bkf --json", codes=READ_CODES))
     def show(ctx: typer.Context, comment_id: Annotated[str, typer.Argument(metavar="ID")],
              as_json: JsonOpt = False) -> None:
         """One comment: its text, verdict and every attempt."""
         _frontend(ctx).run("show", lambda c: commands.show(c, comment_id), as_json=as_json)
 
-    @app.command()
+    @app.command(epilog=_epilog("watcher mark 3bkf replied", "watcher mark 3bkf open", codes=READ_CODES))
     def mark(ctx: typer.Context, comment_id: Annotated[str, typer.Argument(metavar="ID")],
              triage: Annotated[str, typer.Argument(metavar="replied|ignored|open")], as_json: JsonOpt = False) -> None:
         """Mark a comment replied, ignored or open again. Works while a batch runs."""
         _frontend(ctx).run("mark", lambda c: commands.mark(c, comment_id, triage), as_json=as_json)
 
-    @app.command()
+    @app.command(epilog=_epilog("watcher check", "WATCHER_MODEL=gpt-6-luna watcher check --json",
+                                codes="0 all pass · 2 fix the setup · 3 the provider or dev.to cannot be reached · "
+                                      "5 the data dir cannot be written"))
     def check(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         """Check the setup for free: config, API key, the provider and model (its models endpoint,
         no tokens), the dev.to user, the data dir. Exit 0 only if all pass."""
         _frontend(ctx).run("check", commands.check, as_json=as_json)
 
-    @app.command()
+    @app.command(epilog=_epilog("watcher grant 3bkf", "watcher grant 3bkf --attempts 2 && watcher recheck 3bkf",
+                                codes="0 granted · 2 unknown id, not exhausted or failed, or asked through the bridge · "
+                                      "4 a batch holds the lock · 5 state error"))
     def grant(ctx: typer.Context, comment_id: Annotated[str, typer.Argument(metavar="ID")],
-              attempts: Annotated[int, typer.Option("--attempts", help="How many more attempts (1–3).")] = 1,
+              attempts: Annotated[int, typer.Option("--attempts", help="How many more attempts (1–3).",
+                                                    parser=_whole_number, metavar="N")] = 1,
               as_json: JsonOpt = False) -> None:
         """Give an exhausted or failed comment more model attempts (the cap becomes 3 + grants).
 
         Your decision as the one who pays: the bridge and the MCP server refuse it."""
         _frontend(ctx).run("grant", lambda c: commands.grant(c, comment_id, attempts=attempts), as_json=as_json)
 
-    @app.command()
+    @app.command(epilog=_epilog("watcher signals", "watcher signals --reset", codes="0 ok · 5 the observation log "
+                                "was replaced or truncated (recount with --reset)"))
     def signals(ctx: typer.Context, reset: Annotated[bool, typer.Option("--reset", help="Recount the whole "
                                                                         "observation log from zero on purpose.")] = False,
                 as_json: JsonOpt = False) -> None:

@@ -16,6 +16,7 @@ from watcher import inbox, pipeline, seen
 from watcher.config import Settings, load_settings
 from watcher.errors import (
     EXIT_OK,
+    ConfigError,
     CorruptState,
     Interrupted,
     LockBusy,
@@ -39,6 +40,7 @@ from watcher.pipeline import (
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "TRIAGE_CHOICES", "Context", "Envelope", "Partial", "execute"]
 
 TRIAGE_CHOICES = ("replied", "ignored", "open")
+SAMPLE = "sample"  # --source sample: the bundled demo export
 PRIORITY_ORDER = {"high": 0, "normal": 1, "low": 2}
 
 
@@ -113,6 +115,13 @@ def _signal_failure(ctx: Context, exc: WatcherError) -> None:
 
 
 def scan(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, source: str | None = None) -> Partial:
+    check_limit(limit)  # a bad option first: nothing else is looked at
+    if source == SAMPLE:
+        ctx = _demo(ctx)
+    elif source is None and not (ctx.settings.devto_username or ctx.settings.devto_api_key):
+        # Cron does not inherit shell exports: scanning the sample instead would exit 0 forever.
+        raise ConfigError("no comment source: set DEVTO_USERNAME (or pass --source FILE); "
+                          "`watcher demo` shows what watcher does on the bundled sample comments")
     return pipeline.scan(_run(ctx, "scan", limit=limit, dry_run=dry_run), source=source, notice=ctx.notice)
 
 
@@ -120,17 +129,41 @@ def recheck(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, 
     return pipeline.recheck(_run(ctx, "recheck", limit=limit, dry_run=dry_run), ids=ids, notice=ctx.notice)
 
 
+def demo(ctx: Context) -> Partial:
+    """The bundled sample through the real pipeline (reservations, lock, verdicts), offline, in its
+    own data dir (SPEC §13.4), then what needs a reply. Runs scan until nothing is left."""
+    ctx = _demo(ctx)
+    runs: list[dict[str, Any]] = []
+    error: WatcherError | None = None
+    while len(runs) < 5:  # 23 sample comments at 20 calls a run: two runs
+        out = pipeline.scan(_run(ctx, "scan", limit=MAX_LIMIT, dry_run=False), source=SAMPLE, notice=ctx.notice)
+        runs.append(out.result)
+        error = out.error
+        if error is not None or not out.result["remaining"]:
+            break
+    return Partial({"data_dir": str(ctx.settings.data_dir), "scans": runs, "inbox": inbox_view(ctx)}, error)
+
+
+def _demo(ctx: Context) -> Context:
+    from dataclasses import replace
+
+    from watcher.config import demo_settings
+
+    return replace(ctx, _settings=demo_settings(ctx.data_dir))
+
+
 def _run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) -> Run:
     from watcher import signals
 
     check_limit(limit)
     settings = ctx.settings
+    if settings.provider_defaulted:
+        # Offline verdicts for real comments count as done and would never reach the real model
+        # once the environment is fixed: choosing the heuristic must be explicit.
+        raise ConfigError("no model provider chosen: set WATCHER_PROVIDER=openai or anthropic (and its API key), "
+                          "or WATCHER_PROVIDER=offline for the built-in heuristic; `watcher check` tests the setup")
     if not dry_run:
         settings.require_key()  # before any work; read-only commands never need a key
-    if settings.provider_defaulted:
-        ctx.notice("note: no provider configured — using the built-in offline heuristic classifier "
-                   "(no network; every verdict is labelled offline). Set WATCHER_PROVIDER=openai|anthropic "
-                   "for a real model.")
     return Run(settings=settings, command=command, entrypoint=ctx.entrypoint, run_id=signals.new_run_id(),
                limit=limit, dry_run=dry_run, hooks=ctx.hooks)
 
@@ -138,8 +171,13 @@ def _run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) 
 # ---- read commands and marks -----------------------------------------------------------------------
 
 
-def _index(settings: Settings) -> SeenFile:
+def _index(ctx: Context) -> SeenFile:
     """The reconciled index; a repair found here is saved (every command repairs the index)."""
+    settings = ctx.settings
+    if not settings.data_dir.exists():
+        # `cd /tmp; watcher inbox` said "Nothing needs a reply." about a directory that is not there.
+        ctx.notice(f"note: data dir {settings.data_dir} does not exist (yet): nothing has been scanned there — "
+                   "check --data-dir / WATCHER_DATA_DIR, or run `watcher scan`")
     base = seen.load(settings.paths)
     index, changed = seen.reconcile(settings.paths, base)
     if changed:
@@ -151,7 +189,7 @@ def status(ctx: Context) -> dict[str, Any]:
     from watcher import signals
 
     settings = ctx.settings
-    index = _index(settings)
+    index = _index(ctx)
     states: dict[str, int] = dict.fromkeys(("done", "pending", "failed", "exhausted", "reserved"), 0)
     triage: dict[str, int] = dict.fromkeys(TRIAGE_CHOICES, 0)
     for entry in index.comments.values():
@@ -177,12 +215,18 @@ def status(ctx: Context) -> dict[str, Any]:
     }
 
 
-def inbox_view(ctx: Context, *, show_all: bool = False) -> dict[str, Any]:
+def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> dict[str, Any]:
+    """What needs a reply (``show_all``: every comment). ``new``: only what no earlier ``--new``
+    listed, and remember these as listed — for a cron line that mails its output."""
+    if show_all and new:
+        raise UsageError("--new lists only comments needing a reply; it cannot be combined with --all")
     settings = ctx.settings
-    index = _index(settings)
+    index = _index(ctx)
     rows: list[dict[str, Any]] = []
     for cid, entry in index.comments.items():
         if not show_all and (entry.status != "done" or entry.triage != "open"):
+            continue
+        if new and entry.listed_at is not None:
             continue
         record = inbox.load(settings.paths, cid)
         if record is None:
@@ -197,8 +241,15 @@ def inbox_view(ctx: Context, *, show_all: bool = False) -> dict[str, Any]:
             "verdict": verdict.model_dump() if verdict else None,
             "hint": _hint(cid, entry.status),
         })
+    if new and rows:
+        claimed = set(seen.claim_listed(settings.paths, [r["id"] for r in rows]))
+        rows = [r for r in rows if r["id"] in claimed]
     rows.sort(key=lambda r: (PRIORITY_ORDER.get((r["verdict"] or {}).get("priority", "low"), 3), r["created_at"]))
-    return {"all": show_all, "count": len(rows), "comments": rows}
+    unresolved = dict.fromkeys(("pending", "failed", "reserved", "exhausted"), 0)
+    for entry in index.comments.values():
+        if entry.status in unresolved:
+            unresolved[entry.status] += 1
+    return {"all": show_all, "new": new, "count": len(rows), "comments": rows, "unresolved": unresolved}
 
 
 def _hint(comment_id: str, state: str) -> str | None:
@@ -214,7 +265,7 @@ def show(ctx: Context, comment_id: str) -> dict[str, Any]:
     record = inbox.load(settings.paths, comment_id)
     if record is None:
         raise UsageError(f"no comment {comment_id} in {settings.paths.inbox} — `watcher inbox --all` lists them")
-    entry = _index(settings).comments.get(comment_id)
+    entry = _index(ctx).comments.get(comment_id)
     doc = record.model_dump(mode="json")
     doc["state"] = inbox.state_of(record)
     doc["cap"] = inbox.cap_of(record)

@@ -37,6 +37,22 @@ _ENV_KEYS = {
 }
 _SECRETS = {"api_key", "devto_api_key"}
 
+# What `watcher --help` says of each variable (a test checks every one above is here).
+SETTINGS_HELP = {
+    "WATCHER_DATA_DIR": "data directory (also --data-dir); default ./data",
+    "WATCHER_PROVIDER": "openai (or any OpenAI-compatible server: Ollama, vLLM, llama.cpp), anthropic, or "
+                        "offline (the built-in heuristic); required to scan",
+    "WATCHER_MODEL": "model name; default " + ", ".join(f"{n}: {s.default_model}" for n, s in PROVIDERS.items()
+                                                         if s.needs_key),
+    "WATCHER_BASE_URL": "provider base URL (Ollama: http://localhost:11434/v1)",
+    "WATCHER_API_KEY": "API key; falls back to OPENAI_API_KEY / ANTHROPIC_API_KEY",
+    "WATCHER_TIMEOUT": "seconds one model call may take in all (default 60)",
+    "WATCHER_INCLUDE_OWN_COMMENTS": "also triage your own comments (default false)",
+    "DEVTO_USERNAME": "the dev.to account whose articles to watch",
+    "DEVTO_API_KEY": "optional: watch /articles/me/published with this key",
+    "DEVTO_BASE_URL": "Forem API base (default https://dev.to/api)",
+}
+
 
 @dataclass(frozen=True)
 class Paths:
@@ -148,6 +164,17 @@ class Settings:
         }
 
 
+DEMO_DIR = Path("data") / "demo"
+
+
+def demo_settings(data_dir: Path | str | None = None) -> Settings:
+    """The bundled sample's own setup (SPEC §13.4): the offline classifier, in the data dir given
+    on the command line or ``./data/demo`` — never ``WATCHER_DATA_DIR``, never the data dir or
+    the provider a real account uses, so a sample comment never reaches a paid model."""
+    root = Path(data_dir or DEMO_DIR).expanduser().absolute()
+    return Settings(data_dir=root, provider="offline", model=PROVIDERS["offline"].default_model)
+
+
 def load_settings(
     *,
     data_dir: Path | str | None = None,
@@ -160,7 +187,9 @@ def load_settings(
     """
     env = os.environ if env is None else env
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-    root = Path(data_dir or env.get("WATCHER_DATA_DIR") or "./data").expanduser()
+    # Absolute from here on: every message and `status` names the one directory meant, whatever
+    # directory a later reader of the output is in (SPEC §13.4).
+    root = Path(data_dir or env.get("WATCHER_DATA_DIR") or "./data").expanduser().absolute()
     file_values = _read_config_file(Paths(root).config_file)
 
     values: dict[str, Any] = {}

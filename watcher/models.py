@@ -143,6 +143,8 @@ class SeenComment(_Strict):
     # (inode, mtime_ns, size) of the inbox file this entry was derived from: a cheap stat tells
     # whether the inbox moved on since, without reading every inbox file on every command.
     inbox_stamp: str | None = None
+    # When `watcher inbox --new` first listed it (SPEC §13.4 item 6): listed once, mailed once.
+    listed_at: str | None = None
 
 
 class SeenArticle(_Strict):

@@ -5,6 +5,7 @@ Imported only by the human front end, so ``--json`` runs and the bridge never lo
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -12,19 +13,23 @@ from rich.table import Table
 
 from watcher.pipeline import ItemResult
 
-# markup=False: comment text and model output are untrusted and may contain "[...]".
+
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         # rich would exit 1 here; the front end ends quietly with the command's own exit code.
         raise BrokenPipeError
 
 
-_out = _Console(highlight=False, markup=False)
+# markup=False: comment text and model output are untrusted and may contain "[...]". Output that
+# is not a terminal (a pipe, cron's mail) is not hard-wrapped at 80 columns: lines stay whole.
+_out = _Console(highlight=False, markup=False, soft_wrap=True,
+                width=None if sys.stdout.isatty() else 100_000)
 _err = Console(stderr=True, highlight=False, markup=False)
 
 
 class BatchProgress:
-    """A transient rich progress bar on stderr; with --verbose, one line per item as well."""
+    """A transient rich progress bar on stderr: which comment is with the model and for how long
+    (one call may take a minute); with --verbose, one line per item as well."""
 
     def __init__(self, *, verbose: bool) -> None:
         self.verbose = verbose
@@ -34,15 +39,21 @@ class BatchProgress:
     def start(self, total: int) -> None:
         if not _err.is_terminal:
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self._progress = Progress(TextColumn("checking comments"), BarColumn(), MofNCompleteColumn(),
-                                  console=_err, transient=True)
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), console=_err, transient=True)
         self._progress.start()
-        self._task = self._progress.add_task("batch", total=max(total, 1))
+        self._task = self._progress.add_task("checking comments", total=max(total, 1))
+
+    def calling(self, comment_id: str) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, description=f"asking the model about {comment_id}")
+        if self.verbose:
+            _err.print(f"{comment_id}: calling the model")
 
     def advance(self, item: ItemResult) -> None:
-        if self._progress is not None and item.outcome in ("verdict", "error", "save_failed"):
+        if self._progress is not None and item.outcome in ("verdict", "error", "save_failed", "save_conflict"):
             self._progress.advance(self._task)
         if self.verbose:
             _err.print(f"{item.id}: {item.outcome}" + (f" ({item.kind})" if item.kind else ""))
@@ -52,20 +63,38 @@ class BatchProgress:
             self._progress.stop()
 
 
-def human(command: str, result: Any) -> None:
-    renderer = {"scan": _batch, "recheck": _batch, "status": _status, "inbox": _inbox, "show": _show,
-                "mark": _mark, "signals": _signals, "check": _check, "grant": _grant}[command]
+def human(command: str, result: Any, error: dict[str, str] | None = None) -> None:
+    if command in ("scan", "recheck"):
+        _batch(result, error)
+        return
+    if command == "demo":
+        _demo(result, error)
+        return
+    renderer = {"status": _status, "inbox": _inbox, "show": _show, "mark": _mark, "signals": _signals,
+                "check": _check, "grant": _grant}[command]
     renderer(result)
 
 
-def _batch(doc: dict[str, Any]) -> None:
+def _detail(item: dict[str, Any]) -> str:
+    verdict = item.get("verdict")
+    if verdict:
+        need = "needs a reply" if verdict["needs_reply"] else "no reply needed"
+        return f"{need} · {verdict['category']} · {verdict['priority']}: {verdict['summary']}"
+    kind, message = item.get("kind"), item.get("message")
+    if kind and message:
+        return f"{kind}: {message}"
+    return kind or message or ""
+
+
+def _batch(doc: dict[str, Any], error: dict[str, str] | None = None) -> None:
     if doc["items"]:
-        table = Table("comment", "outcome", "attempts", "detail", title=f"{doc['command']} ({doc['provider']})")
+        table = Table(title=f"{doc['command']} ({doc['provider']} {doc['model']})")
+        for name in ("comment", "outcome", "attempts"):
+            table.add_column(name, no_wrap=True)
+        # The summary is cut to the terminal's width, not wrapped over several lines.
+        table.add_column("detail", no_wrap=True, overflow="ellipsis")
         for item in doc["items"]:
-            detail = item.get("kind") or ""
-            if item.get("message") and item["outcome"] not in ("verdict",):
-                detail = f"{detail}: {item['message']}" if detail else item["message"]
-            table.add_row(item["id"], item["outcome"], str(item.get("attempts", "")), detail[:100])
+            table.add_row(item["id"], item["outcome"], str(item.get("attempts", "")), _detail(item))
         _out.print(table)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(doc["counts"].items())) or "nothing to do"
     verb = "would call" if doc["dry_run"] else "model calls"
@@ -78,8 +107,41 @@ def _batch(doc: dict[str, Any]) -> None:
     if doc["repaired"]:
         line += f" · index repaired: {len(doc['repaired'])}"
     _out.print(line)
-    if doc["command"] == "scan" and not doc["dry_run"]:
-        _out.print("next: `watcher inbox` shows what needs a reply")
+    if not doc["dry_run"]:
+        _out.print(f"next: {_next_step(doc, error)}")
+
+
+def _next_step(doc: dict[str, Any], error: dict[str, str] | None) -> str:
+    """The one next step that fits what happened (the error itself is printed on stderr)."""
+    needs = sum(1 for i in doc["items"] if (i.get("verdict") or {}).get("needs_reply"))
+    if error is not None:
+        kind = error.get("kind", "")
+        if kind in ("provider_setup", "config", "usage"):
+            return "fix the setup named below, then `watcher check` (free) before the next run"
+        if kind in ("provider_unavailable", "cooldown", "rate_limited", "quota_exhausted", "source_unavailable"):
+            return "wait: the next run checks the provider for free before it spends an attempt"
+        if kind == "interrupted":
+            return "run it again when you like; the interrupted attempt stays counted"
+        if kind == "lock_busy":
+            return "another run is working; try again in a minute"
+        return "see the error below; `watcher status` shows the state"
+    if needs:
+        return f"`watcher inbox` shows the {needs} new comment(s) that need a reply"
+    if any(i["outcome"] == "error" for i in doc["items"]):
+        return "`watcher recheck` later retries the failed ones (3 attempts per comment in all)"
+    return "nothing needs you now; `watcher inbox` lists what still waits for a reply"
+
+
+def _demo(doc: dict[str, Any], error: dict[str, str] | None) -> None:
+    calls = sum(run["calls"] for run in doc["scans"])
+    _out.print(f"demo: {calls} bundled sample comments checked with the offline classifier, through the real "
+               f"pipeline, in {doc['data_dir']}")
+    _out.print("")
+    _inbox(doc["inbox"])
+    _out.print("")
+    _out.print(f"This was the sample, offline; remove it with: rm -rf {doc['data_dir']}")
+    _out.print("Your own comments: set DEVTO_USERNAME and WATCHER_PROVIDER (and its key), run `watcher check`, "
+               "then `watcher scan` — `watcher --help` lists every setting.")
 
 
 def _status(doc: dict[str, Any]) -> None:
@@ -101,8 +163,16 @@ def _status(doc: dict[str, Any]) -> None:
 
 
 def _inbox(doc: dict[str, Any]) -> None:
+    waiting = {k: v for k, v in (doc.get("unresolved") or {}).items() if v}
+    if doc.get("new") and not doc["comments"]:
+        return  # cron mails only what is new: nothing new, no output, no mail
     if not doc["comments"]:
         _out.print("Nothing needs a reply." if not doc["all"] else "No comments yet: run `watcher scan`.")
+    if waiting and not doc["all"]:
+        # "Nothing needs a reply" must never hide comments that have no verdict (SPEC §13).
+        states = ", ".join(f"{n} {state}" for state, n in waiting.items())
+        _out.print(f"Not yet checked: {states} — `watcher inbox --all` lists them with the reason.")
+    if not doc["comments"]:
         return
     for row in doc["comments"]:
         v = row["verdict"] or {}

@@ -24,7 +24,8 @@ def load(paths: Paths) -> SeenFile:
 
 
 def entry_from(record: InboxRecord, old: SeenComment | None, stamp: str | None) -> SeenComment:
-    """The index entry the inbox record implies; keeps the old entry's triage and first_seen_at."""
+    """The index entry the inbox record implies; keeps the old entry's triage, first_seen_at and
+    listed_at (what the person decided or was told is not derived from the inbox file)."""
     now = iso()
     return SeenComment(
         article_id=record.comment.article_id,
@@ -34,6 +35,7 @@ def entry_from(record: InboxRecord, old: SeenComment | None, stamp: str | None) 
         first_seen_at=old.first_seen_at if old else now,
         updated_at=now,
         inbox_stamp=stamp,
+        listed_at=old.listed_at if old else None,
     )
 
 
@@ -153,3 +155,18 @@ def patch_triage(paths: Paths, comment_id: str, triage: Triage) -> SeenComment |
         return None
     merged = save(paths, base, mine, {comment_id: triage})
     return merged.comments[comment_id]
+
+
+def claim_listed(paths: Paths, ids: Iterable[str]) -> list[str]:
+    """Mark ``ids`` as listed by ``inbox --new``, under the seen lock; return those no earlier (or
+    concurrent) ``--new`` had listed, so a cron that mails the output mails each comment once."""
+    with seen_lock(paths):
+        theirs = load(paths)
+        now = iso()
+        claimed = [cid for cid in ids if cid in theirs.comments and theirs.comments[cid].listed_at is None]
+        if claimed:
+            comments = dict(theirs.comments)
+            for cid in claimed:
+                comments[cid] = comments[cid].model_copy(update={"listed_at": now})
+            write_model(paths.seen, theirs.model_copy(update={"comments": comments}))
+    return claimed

@@ -41,6 +41,7 @@ class Hooks:
     """
 
     on_planned: Callable[[int], None] | None = None
+    on_call: Callable[[str], None] | None = None  # a comment's model call is about to go out
     on_item: Callable[[ItemResult], None] | None = None
     make_provider: Callable[[Settings], Provider] | None = None
 
@@ -65,6 +66,8 @@ class ItemResult:
     kind: str | None = None
     message: str | None = None
     attempts: int | None = None
+    # For a verdict: needs_reply, category, priority, summary — what the person ran it for.
+    verdict: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}

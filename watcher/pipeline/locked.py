@@ -211,6 +211,8 @@ def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | N
         _state_stop(batch, cid, "reserve_failed", exc)
         return None
     batch.result.calls += 1
+    if run.hooks.on_call is not None:
+        run.hooks.on_call(cid)
     try:
         with batch.in_call():
             answer = provider.complete(reserved.prompt)
@@ -238,10 +240,12 @@ def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | N
         _state_stop(batch, cid, "save_failed", exc)
         return error
     n = len(finished.attempts)
-    if error is None:
+    if answer.verdict is not None:
         batch.emit("verdict.ok", comment=cid)
-        batch.add(ItemResult(cid, "verdict", attempts=n))
+        batch.add(ItemResult(cid, "verdict", attempts=n, verdict=answer.verdict.model_dump(
+            include={"needs_reply", "category", "priority", "summary"})))
         return None
+    assert error is not None
     batch.emit(f"verdict.error.{error.kind}", comment=cid)
     batch.add(ItemResult(cid, "error", kind=error.kind, message=error.message, attempts=n))
     if stop is not None:

@@ -38,13 +38,9 @@ def check_id(comment_id: str) -> None:
 
 
 def fetch(batch: Batch, index: SeenFile, source: str | None) -> FetchResult:
-    """Comments from the source ``--source`` names, or the configured one."""
-    settings = batch.settings
-    if source is None and not (settings.devto_username or settings.devto_api_key):
-        batch.notice("note: DEVTO_USERNAME is not set — scanning the bundled sample comments. "
-                     "Set DEVTO_USERNAME (or pass --source FILE) to watch your own articles.")
-        source = "sample"
-    return resolve_source(source or "devto").fetch(settings, index)
+    """Comments from the source ``--source`` names, else dev.to (the commands layer made sure an
+    account is configured: a missing one is exit 2, never a silent fallback to the sample)."""
+    return resolve_source(source or "devto").fetch(batch.settings, index)
 
 
 def plan_scan(batch: Batch, index: SeenFile, source: str | None) -> Plan:
