@@ -316,8 +316,6 @@ def test_signals_reset_recounts_a_damaged_log_and_the_warning_goes(data_dir: Pat
     assert Counter(signals.read_state(paths).counts) == _log_keys(paths)  # type: ignore[union-attr]
 
 
-@pytest.mark.xfail(strict=True, reason="needs watcher/commands.py status to report signals.log_trouble "
-                                       "(proposed to the lead); remove this marker when it lands")
 def test_status_warns_about_a_replaced_log(data_dir: Path, tmp_path: Path) -> None:
     """status exits 0 and says the log was replaced/truncated and to run `watcher signals --reset`."""
     _scanned(data_dir, tmp_path, ["aa1"])

@@ -201,6 +201,11 @@ def status(ctx: Context) -> dict[str, Any]:
     cooldown = read_cooldown(settings, state)
     breaker = provider_state.breaker_of(settings, state)
     counted = signals.read_state(settings.paths)
+    signal_doc: dict[str, Any] = ({"counts": counted.counts, "invalid": counted.invalid} if counted
+                                  else {"counts": {}, "invalid": 0})
+    trouble = signals.log_trouble(settings.paths, counted)  # no lock, no count: a warning, never exit 5
+    if trouble:
+        signal_doc["warning"] = trouble
     return {
         "comments": len(index.comments),
         "articles": len(index.articles),
@@ -208,7 +213,7 @@ def status(ctx: Context) -> dict[str, Any]:
         "triage": triage,
         "cooldown": {"until": cooldown.until, "reason": cooldown.reason} if cooldown else None,
         "breaker": breaker.model_dump() if breaker else None,
-        "signals": {"counts": counted.counts, "invalid": counted.invalid} if counted else {"counts": {}, "invalid": 0},
+        "signals": signal_doc,
         "settings": settings.public(),
         "paths": {"data_dir": str(settings.data_dir), "inbox": str(settings.paths.inbox),
                   "seen": str(settings.paths.seen), "observations": str(settings.paths.observations)},

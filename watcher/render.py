@@ -160,6 +160,8 @@ def _status(doc: dict[str, Any]) -> None:
                    "no model call until a free probe passes; `watcher check` tests it now")
     counts = doc["signals"]["counts"]
     _out.print("signals:   " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet"))
+    if doc["signals"].get("warning"):
+        _out.print(f"warning:   {doc['signals']['warning']}")
 
 
 def _inbox(doc: dict[str, Any]) -> None:
