@@ -14,6 +14,14 @@ behaviours is consumed one per call (the last one repeats):
 - ``"invalid"``   a 200 whose content is JSON that fails the verdict schema
 - ``"401"``       auth error; ``"echo-key-401"`` also echoes the request's Authorization header
   in the body (a misbehaving proxy), so tests can prove the key never reaches the data dir
+- ``"echo-key-summary"``  a 200 verdict whose summary and reply_hint quote the key (the request's
+  Authorization header without ``Bearer``), as a model that repeats its context might
+- ``"echo-key-escaped"``  the same verdict, the key also in a top-level field, every ``/`` sent as
+  ``\\/`` (the key's, escaped once more, inside the answer text too)
+- ``"echo-key-unicode"``  the same, the key fully ``\\uXXXX``-escaped (hex case alternating)
+  (the three spell the key for keys without ``"`` or ``\\``)
+- ``"echo-key-400"``  a 400 whose error message quotes the key, once ``\\/``-escaped and once
+  ``\\u``-escaped (:func:`key_leaks` tells whether a text still holds the key in any such form)
 - ``"surrogate-400"``  a 400 whose JSON error message escapes a lone surrogate (valid JSON,
   not valid Unicode)
 - ``"404-model"`` a 404 ``model_not_found`` naming the requested model, as OpenAI answers
@@ -136,6 +144,8 @@ class FakeProvider:
                 said += f": {(headers or {}).get('authorization', '')}"
             err = {"error": {"message": said, "type": "invalid_request_error", "code": "invalid_api_key"}}
             return 401, {}, json.dumps(err).encode()
+        if behaviour.startswith("echo-key-"):
+            return _echo_key(behaviour, (headers or {}).get("authorization", "").removeprefix("Bearer "))
         if behaviour == "surrogate-400":
             return 400, {}, b'{"error": {"message": "bad \\ud800 request", "type": "invalid_request_error"}}'
         if behaviour == "529":
@@ -174,6 +184,43 @@ class FakeProvider:
                 return 200, {}, json.dumps({"id": model, "object": "model", "created": 0, "owned_by": "fake"}).encode()
             return 404, {}, _model_not_found(model)
         return 404, {}, b"404 page not found"
+
+
+def _echo_key(behaviour: str, key: str) -> tuple[int, dict[str, str], bytes]:
+    """The echo-key-* answers; the key arrives escaped the way the behaviour names."""
+    if behaviour == "echo-key-400":
+        said = f"Invalid key {key.replace('/', chr(92) + '/')} (also known as {u_escaped(key)})"
+        # Put in after json.dumps, which would escape the backslashes the echo is made of.
+        body = json.dumps({"error": {"message": "@@", "type": "invalid_request_error", "code": None}})
+        return 400, {}, body.replace("@@", said).encode()
+    spell = {"echo-key-summary": str, "echo-key-escaped": lambda k: k.replace("/", "\\/"),
+             "echo-key-unicode": u_escaped}[behaviour]
+    marker = "@@KEY@@"
+    verdict = {**VERDICT, "summary": f"Asks about the key {marker}.", "reply_hint": f"Never share {marker}."}
+    # Spelled inside the answer text, which the body then escapes once more (its backslashes).
+    content = json.dumps(verdict).replace(marker, spell(key))
+    doc = {"id": "chatcmpl-1", "object": "chat.completion", "model": "fake-model", "x_echo": marker,
+           "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+           "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
+    text = json.dumps(doc)
+    if behaviour == "echo-key-escaped":
+        text = text.replace("/", "\\/")  # valid JSON: "/" only occurs inside strings
+    return 200, {}, text.replace(marker, spell(key)).encode()
+
+
+def u_escaped(text: str) -> str:
+    """Every character as ``\\uXXXX``, the hex in lower and upper case by turns."""
+    return "".join((f"\\u{ord(c):04x}" if i % 2 else f"\\u{ord(c):04X}") for i, c in enumerate(text))
+
+
+def key_leaks(text: str, key: str) -> bool:
+    """Whether ``text`` holds ``key`` in any JSON spelling, at any depth of escaping.
+
+    Written apart from the code under test: undo every ``\\u`` escape (however many backslashes
+    lead it), drop every backslash, then look for the key. For keys without a backslash.
+    """
+    plain = re.sub(r"\\+u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)
+    return key in plain.replace("\\", "")
 
 
 def _model_not_found(model: str) -> bytes:

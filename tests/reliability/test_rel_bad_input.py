@@ -2,7 +2,8 @@
 
 Hypothesis drives the real openai provider (over an ``httpx.MockTransport``) and the real export
 reader; what they return must survive the durable write and read back. Then real processes:
-ids that try to leave the data dir, and an API key that must never reach it.
+ids that try to leave the data dir, and an API key that must never reach it, nor any output, in
+any JSON spelling (SPEC §13.5): echoed in a verdict, ``\\/``- or ``\\u``-escaped, in a 4xx message.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _fake_provider import running_fake
+from _fake_provider import key_leaks, running_fake, u_escaped
 from _proc import envelope, run, write_export
 from _rel_harness import LONG, TALLY, inproc
 from _rel_invariants import files_containing
@@ -29,7 +30,9 @@ from watcher.models import COMMENT_ID_RE, ERROR_KINDS, Comment, InboxRecord, Pro
 from watcher.providers.openai import OpenAIProvider
 from watcher.source import read_export
 
-KEY = "sk-RIGMARKER-7f3a9c"  # unique: any file holding it leaked the key
+# Unique: any file holding it (in any spelling, see key_leaks) leaked the key. The "/" is what a
+# server escapes as "\/"; "+" and "=" are in real keys too.
+KEY = "sk-RIG/MARKER+7f3a9c="
 EXAMPLES = 1500 if LONG else 120
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=not LONG,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -83,6 +86,13 @@ def responses(draw: st.DrawFn) -> tuple[int, dict[str, str], bytes]:
         return status, headers, draw(st.binary(max_size=80))
     ascii_only = draw(st.booleans())
     text = json.dumps(draw(_body()), ensure_ascii=ascii_only)
+    # How the server spells the key it echoes: "/" occurs only inside JSON strings, and json.dumps
+    # leaves KEY as it is, so both rewrites keep the body the same JSON.
+    spelling = draw(st.sampled_from(["plain", "slash", "unicode"]))
+    if spelling == "slash":
+        text = text.replace("/", "\\/")
+    elif spelling == "unicode":
+        text = text.replace(KEY, u_escaped(KEY))
     return status, headers, text.encode("utf-8", "surrogatepass")
 
 
@@ -113,8 +123,17 @@ def test_any_model_answer_is_classified_stored_and_read_back(answer: tuple[int, 
         inbox.save(Paths(data), finished)  # must not raise: the answer is kept (SPEC §1.2)
         again = inbox.load(Paths(data), "abc123")
         assert again is not None and len(again.attempts) == 1 and again.attempts[0].outcome is not None
-        assert files_containing(data, KEY.encode()) == []
+        assert files_containing(data, KEY.encode()) == [] and _leaked(data) == []
+        said = [result.raw, result.error.message if result.error else ""]
+        said += [result.verdict.summary, result.verdict.reply_hint] if result.verdict else []
+        assert not any(key_leaks(text or "", KEY) for text in said)
     TALLY.add("bad_inputs")
+
+
+def _leaked(root: Path) -> list[str]:
+    """Files under ``root`` that hold the key in any JSON spelling, at any depth of escaping."""
+    return [str(p.relative_to(root)) for p in sorted(root.rglob("*"))
+            if p.is_file() and key_leaks(p.read_bytes().decode("utf-8", "replace"), KEY)]
 
 
 # ---- Forem payloads ----------------------------------------------------------------------------------
@@ -216,7 +235,9 @@ def test_ids_that_try_to_escape_the_data_dir_are_rejected(entry: str, tmp_path: 
     assert sorted(p.name for p in box.iterdir()) == ["data"]
 
 
-BEHAVIOURS = ["echo-key-401", "malformed", "529", "invalid", "401", "verdict", "429:1"]
+# The 429 last: its cooldown would hold back every scan after it.
+BEHAVIOURS = ["echo-key-401", "malformed", "529", "invalid", "401", "verdict", "echo-key-summary",
+              "echo-key-escaped", "echo-key-unicode", "echo-key-400", "429:1"]
 
 
 def test_api_key_never_reaches_the_data_dir(tmp_path: Path) -> None:
@@ -240,5 +261,36 @@ def test_api_key_never_reaches_the_data_dir(tmp_path: Path) -> None:
         assert set(fake.calls) == set(labels)
     echoed = inbox.load(Paths(data), "k0")
     assert echoed is not None and "[redacted]" in (echoed.attempts[0].raw or "")  # it did come back
-    assert files_containing(data, KEY.encode()) == []
-    assert all(KEY not in json.dumps(o.to_json()) for o in outputs if hasattr(o, "to_json"))
+    assert files_containing(data, KEY.encode()) == [] and _leaked(data) == []
+    assert all(not key_leaks(json.dumps(o.to_json()), KEY) for o in outputs if hasattr(o, "to_json"))
+
+
+ECHOES = ["echo-key-summary", "echo-key-escaped", "echo-key-unicode", "echo-key-400", "echo-key-401"]
+# What a person reads afterwards. Wide, so no table wraps a key across lines and hides it.
+READS = [("cli", ("show", "echo1")), ("cli", ("show", "echo1", "--json")), ("cli", ("inbox", "--all")),
+         ("cli", ("inbox", "--all", "--json")), ("bridge", ("show", "echo1")), ("bridge", ("inbox", "--all"))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("behaviour", ECHOES)
+def test_an_echoed_key_is_in_no_file_and_no_output(behaviour: str, tmp_path: Path) -> None:
+    """A server echoing the key (in a verdict, \\/- or \\u-escaped, in a 4xx message): a real scan
+    through the loopback, then show and inbox; the key is in no file and no output, in any spelling."""
+    data = tmp_path / "data"
+    export = write_export(tmp_path / "export.json", ["echo1"])
+    with running_fake() as fake:
+        env = {**fake.env(), "WATCHER_API_KEY": KEY, "COLUMNS": "500"}
+        fake.script("echo1", behaviour)
+        procs = [run("cli", "scan", "--source", str(export), data_dir=data, env=env)]
+        procs += [run(entry, *args, data_dir=data, env=env) for entry, args in READS]
+        assert fake.calls == ["echo1"]
+    record = inbox.load(Paths(data), "echo1")
+    assert record is not None and "[redacted]" in (record.attempts[0].raw or "")  # it did come back
+    if behaviour not in ("echo-key-400", "echo-key-401"):
+        assert record.verdict is not None and "[redacted]" in record.verdict.summary
+        assert "[redacted]" in procs[1].stdout  # show prints the redacted summary
+    assert files_containing(data, KEY.encode()) == [] and _leaked(data) == []
+    for proc in procs:
+        assert proc.returncode in (0, 2), (proc.args, proc.stderr)
+        assert not key_leaks(proc.stdout + proc.stderr, KEY), proc.args
+    TALLY.add("bad_inputs", len(procs))

@@ -20,6 +20,11 @@ Every HTTP request (call and probe) is one bounded exchange (:mod:`watcher.provi
 1 MiB. A call that made no connection is ``unreachable``; a model the provider does not know is
 ``model_not_found`` (:mod:`watcher.providers.classify`).
 
+What a call or a probe returns leaves the provider through one boundary,
+:class:`watcher.providers.redact.Redaction`: the API key, literal or JSON-escaped (``\\/``,
+``\\uXXXX``), is taken out of the raw body (before its 16 KiB cut), every verdict string and every
+message (SPEC §13.5). The offline provider has no key and nothing to redact.
+
 The HTTP providers (and httpx) are imported only when :func:`make_provider` builds one, so
 commands that never call a model do not pay for them; the offline provider never imports httpx.
 """

@@ -8,6 +8,11 @@ both halves: no loop here, and ``HTTPTransport(retries=0)`` so httpcore does not
 reconnect and resend either. Every request goes through :func:`~watcher.providers._wire.exchange`:
 ``WATCHER_TIMEOUT`` bounds the whole call (connect to last byte) and a body is read at most to
 1 MiB (SPEC §13.1); the probe reads the same way.
+
+Everything a call or a probe returns passes one boundary on the way out, :meth:`complete` and
+:meth:`probe` themselves: :class:`~watcher.providers.redact.Redaction` takes the key out of the
+raw body (before its 16 KiB cut), every verdict string and every message (SPEC §13.5). The server's
+words inside a message are also redacted before they are clipped (:meth:`HttpProvider.said`).
 """
 
 from __future__ import annotations
@@ -28,10 +33,9 @@ from watcher.providers._wire import DeadlinePassed, Received, ResponseTooLarge, 
 from watcher.providers.base import CallResult, ProbeResult
 from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
 from watcher.providers.parse import parse_verdict_text
+from watcher.providers.redact import Redaction
 from watcher.providers.registry import provider_spec
 
-RAW_LIMIT_BYTES = 16 * 1024
-REDACTED = "[redacted]"
 # Enough for the verdict (≤ ~800 characters of JSON) with room for a reasoning model's
 # thinking; a hard ceiling on what one call can cost.
 MAX_OUTPUT_TOKENS = 2048
@@ -71,6 +75,7 @@ class HttpProvider:
     def __init__(self, settings: Settings, *, transport: httpx.BaseTransport | None = None) -> None:
         self.model = settings.model
         self._secret = settings.api_key.get_secret_value() if settings.api_key is not None else ""
+        self._redaction = Redaction(self._secret)
         self._timeout_s = settings.timeout
         self._base_url = settings.base_url.rstrip("/")
         self._url = self._base_url + self.path
@@ -124,7 +129,10 @@ class HttpProvider:
 
     def complete(self, prompt: Prompt) -> CallResult:
         """Exactly one POST, bounded by the total deadline and the body cap; never raises for
-        HTTP, network or parse problems."""
+        HTTP, network or parse problems. The result holds the key nowhere (the boundary)."""
+        return self._redaction.call(self._call(prompt))
+
+    def _call(self, prompt: Prompt) -> CallResult:
         body = self.request_body(prompt)
         started = time.monotonic()
         try:
@@ -132,7 +140,7 @@ class HttpProvider:
         except ResponseTooLarge as exc:
             message = f"{self.name} HTTP {exc.status_code}: {exc} from {self._url}"
             error = AttemptError(kind="network", message=message, http_status=exc.status_code)
-            raw = _truncate(self.redact(exc.head.decode("utf-8", "replace"))) if exc.head else None
+            raw = exc.head.decode("utf-8", "replace") if exc.head else None
             return CallResult(error=error, raw=raw, duration_ms=_elapsed_ms(started))
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             kind, message = self._transport_failure(exc, self._url)
@@ -143,10 +151,11 @@ class HttpProvider:
         self._client.close()
 
     def interpret(self, response: Received, *, duration_ms: int) -> CallResult:
-        """Classify a response that arrived. Raw body, usage and duration are always kept."""
+        """Classify a response that arrived. Raw body, usage and duration are always kept (the
+        whole body: :meth:`complete` redacts it, then cuts it to 16 KiB)."""
         text = response.text
         data = _json_object(text)
-        raw = _truncate(self.redact(text))
+        raw = text
         usage = self.usage_of(data) if data is not None else Usage()
         status = response.status_code
         err_type, err_code, err_message = self.error_fields(data)
@@ -184,8 +193,11 @@ class HttpProvider:
         """Ask the models endpoint whether :attr:`model` exists: one GET, two with the list fallback.
 
         Same client, headers and timeout as :meth:`complete`; reserves nothing, spends no tokens,
-        never raises for HTTP or network problems.
+        never raises for HTTP or network problems. The message holds the key nowhere (the boundary).
         """
+        return self._redaction.probe(self._probe())
+
+    def _probe(self) -> ProbeResult:
         endpoint = provider_spec(self.name).models_endpoint
         if endpoint is None:
             return ProbeResult(ok=True, message=f"{self.name}: no models endpoint to ask")
@@ -229,7 +241,7 @@ class HttpProvider:
             return ProbeResult(ok=False, kind="network", message=message)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             kind, message = self._transport_failure(exc, url)
-            return ProbeResult(ok=False, kind=kind, message=self.redact(message))
+            return ProbeResult(ok=False, kind=kind, message=message)
 
     def _transport_failure(self, exc: Exception, url: str) -> tuple[Transport, str]:
         """The kind and message for a request that got no complete response (call and probe)."""
@@ -262,7 +274,7 @@ class HttpProvider:
         else:
             said = self._fields(response).message
             what = f"{self.name} HTTP {response.status_code}: model {self.model} not found at {response.url}"
-            what += f" (provider said: {_clip(self.redact(said))})" if said else ""
+            what += f" (provider said: {self.said(said)})" if said else ""
         return ProbeResult(ok=False, kind="model_not_found", message=f"{what}; {self._list_models_hint()}")
 
     def _read_answer(self, data: dict[str, Any] | None) -> tuple[Answer, Verdict | AttemptError]:
@@ -276,22 +288,27 @@ class HttpProvider:
     # ---- helpers -------------------------------------------------------------------------------
 
     def redact(self, text: str) -> str:
-        """``text`` without the API key (a misbehaving server or proxy may echo it back)."""
-        return text.replace(self._secret, REDACTED) if self._secret else text
+        """``text`` without the API key, literal or JSON-escaped (a misbehaving server or proxy
+        may echo it back)."""
+        return self._redaction.text(text)
+
+    def said(self, text: str) -> str:
+        """The server's words, fit for a message: valid Unicode, one line, no key, at most 300
+        characters.
+
+        The order matters: replacing a lone surrogate (``"\\ud800"`` escaped in its JSON would make
+        printing the summary fail after the outcome was saved) or folding whitespace can spell
+        the key anew, and clipping before redacting could keep a prefix that no longer matches it.
+        """
+        fixed = text.encode("utf-8", "replace").decode("utf-8")
+        return _clip(self.redact(" ".join(fixed.split())))
 
     def describe(self, kind: ErrorKind, status: int, detail: str | None, retry: float | None) -> str:
-        """A message that says what happened and what the user can do about it.
-
-        ``detail`` (the server's words) is redacted *before* it is clipped: clipping first could
-        leave a prefix of the key that no longer matches it.
-        """
-        # The server's words go into an attempt and onto stdout: a lone surrogate escaped in its
-        # JSON ("\ud800") would make printing the summary fail after the outcome was saved.
-        detail = self.redact(detail).encode("utf-8", "replace").decode("utf-8") if detail else None
+        """A message that says what happened and what the user can do about it."""
         hint = self.hint(kind, retry)
         if kind in ("malformed_json", "invalid_verdict") and detail:
-            return f"{self.name} HTTP {status}: {_clip(detail)}"
-        said = f" (provider said: {_clip(detail)})" if detail else ""
+            return f"{self.name} HTTP {status}: {self.said(detail)}"
+        said = f" (provider said: {self.said(detail)})" if detail else ""
         return f"{self.name} HTTP {status}: {hint}{said}"
 
     def hint(self, kind: ErrorKind, retry: float | None = None) -> str:
@@ -323,7 +340,7 @@ class HttpProvider:
         )
 
     def _no_response(self, kind: Transport, message: str, started: float) -> CallResult:
-        error = AttemptError(kind=kind, message=self.redact(message))
+        error = AttemptError(kind=kind, message=message)
         return CallResult(error=error, duration_ms=_elapsed_ms(started))
 
 
@@ -381,15 +398,8 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _truncate(text: str) -> str:
-    # Redaction happens before this cut, so a key cannot survive as a prefix at the boundary.
-    data = text.encode("utf-8", "surrogatepass")
-    return text if len(data) <= RAW_LIMIT_BYTES else data[:RAW_LIMIT_BYTES].decode("utf-8", "ignore")
-
-
 def _clip(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _SERVER_MESSAGE_LIMIT else flat[: _SERVER_MESSAGE_LIMIT - 1] + "…"
+    return text if len(text) <= _SERVER_MESSAGE_LIMIT else text[: _SERVER_MESSAGE_LIMIT - 1] + "…"
 
 
 def _elapsed_ms(started: float) -> int:

@@ -31,8 +31,10 @@ import httpx
 
 MAX_BODY_BYTES = 1024 * 1024
 TOO_LARGE = "response too large (over 1 MiB)"
-# The head of a too-large body kept for the attempt's raw field (SPEC §6 keeps 16 KiB).
-_HEAD_BYTES = 16 * 1024
+# The head of a too-large body kept for the attempt's raw field. SPEC §6 keeps 16 KiB, cut after
+# the key is redacted: twice that here, so a key (in any escaped form) that starts before the cut
+# is whole in the head and redacted, instead of leaving a prefix at the head's own edge.
+_HEAD_BYTES = 32 * 1024
 # Events after which httpcore hands back the connection's stream; TLS wraps the TCP one.
 _STREAM_EVENTS = frozenset({"connection.connect_tcp.complete", "connection.start_tls.complete"})
 

@@ -1,0 +1,154 @@
+"""The API key never leaves a provider (SPEC §13.5).
+
+    Redaction(secret)                          built once per provider from its key ("" = none)
+    redaction.text(s) -> str                   ``s`` without the key, in any form
+    redaction.call(result) -> CallResult       the boundary of ``complete``: raw body (then the
+                                               16 KiB cut), every verdict string, the error message
+    redaction.probe(result) -> ProbeResult     the boundary of ``probe``: its message
+
+Why a pattern and not ``str.replace``: a server (or a proxy) that echoes the key sends it as
+JSON, where ``sk-ab/cd`` may arrive as ``sk-ab\\/cd``, as ``\\u0073\\u006b…`` (upper or lower
+hex, any mix), or escaped twice when the echo sits inside the model's answer, which is itself
+JSON inside a JSON string. A literal replace on the raw text misses all of those, and the stored
+raw body then shows the key to anyone who reads the inbox. The pattern matches every character
+of the key in each of its JSON spellings, at any depth of escaping, so one pass over the raw text
+also covers every string its decoding yields: a JSON string decodes token by token, so a key in a
+decoded string is a run of such tokens in the raw text. Over-matching (a stray backslash before a
+key character) only redacts a little more.
+
+Nothing here raises; the results are built with the same types the providers return.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from itertools import groupby
+
+from pydantic import ValidationError
+
+from watcher.models import AttemptError, Verdict
+from watcher.providers.base import CallResult, ProbeResult
+
+REDACTED = "[redacted]"
+# SPEC §6 keeps the first 16 KiB of a body. The cut comes after redaction: cutting first could
+# keep a prefix of the key that no longer matches it.
+RAW_LIMIT_BYTES = 16 * 1024
+# Markers tried in turn: one that shares a bracket with the key could, next to the text around
+# it, spell the key again (a key "d]x" in "d]x]x"); see Redaction.text.
+_MARKERS = (REDACTED, "<redacted>", "(redacted)", "{redacted}")
+_SHORT_ESCAPES = {"\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
+
+
+class Redaction:
+    """Removes one secret from text and from everything a provider returns."""
+
+    def __init__(self, secret: str) -> None:
+        self._pattern = _secret_pattern(secret) if secret else None
+        self.marker = _marker(secret, self._pattern) if self._pattern is not None else REDACTED
+
+    def text(self, text: str) -> str:
+        """``text`` with every occurrence of the key (literal or JSON-escaped) replaced."""
+        if self._pattern is None:
+            return text
+        out = self._pattern.sub(self.marker, text)
+        # One pass is enough with a marker (see _marker). Deleting instead can join the text on
+        # either side into a new key, so repeat; each pass shrinks the text, so it ends.
+        while not self.marker and self._pattern.search(out):
+            out = self._pattern.sub("", out)
+        return out
+
+    def call(self, result: CallResult) -> CallResult:
+        """``result`` as it may leave the provider: raw redacted then cut, verdict and message redacted.
+
+        The verdict is validated again. One whose redacted strings no longer fit the schema (the
+        marker is longer than a short key) has them cut back to their original length, which the
+        schema accepted: redaction should not cost the comment an attempt. One that still fails (a
+        summary that was nothing but a key every marker contains, so it was deleted) becomes
+        ``invalid_verdict``.
+        """
+        raw = _first_bytes(self.text(result.raw), RAW_LIMIT_BYTES) if result.raw is not None else None
+        error = self._error(result.error)
+        verdict = result.verdict
+        if verdict is not None:
+            checked = self._verdict(verdict)
+            verdict, error = (checked, None) if isinstance(checked, Verdict) else (None, checked)
+        return dataclasses.replace(result, verdict=verdict, error=error, raw=raw)
+
+    def probe(self, result: ProbeResult) -> ProbeResult:
+        """``result`` with its message redacted."""
+        return dataclasses.replace(result, message=self.text(result.message))
+
+    def _error(self, error: AttemptError | None) -> AttemptError | None:
+        if error is None:
+            return None
+        return error.model_copy(update={"message": self.text(error.message)})
+
+    def _verdict(self, verdict: Verdict) -> Verdict | AttemptError:
+        fields = verdict.model_dump()
+        redacted = {k: self.text(v) if isinstance(v, str) else v for k, v in fields.items()}
+        if redacted == fields:
+            return verdict
+        fitted = {k: _fit(v, fields[k]) if isinstance(v, str) else v for k, v in redacted.items()}
+        for candidate in (redacted, fitted):
+            try:
+                return Verdict.model_validate(candidate)
+            except ValidationError:
+                continue
+        return AttemptError(
+            kind="invalid_verdict",
+            message="model answer fails the verdict schema once the API key is redacted from it",
+        )
+
+
+def _secret_pattern(secret: str) -> re.Pattern[str]:
+    # A match may not start inside a run of backslashes: every key character's pattern begins
+    # with a possessive backslash run, and starting at each backslash of a long run would make a
+    # hostile 1 MiB body of backslashes quadratic.
+    parts = [r"(?<!\\)"]
+    for char, run in groupby(secret):
+        count = len(list(run))
+        if char == "\\":
+            # Literal or escaped ("\\\\") at any depth: at least as many backslashes. ("\u005c"
+            # is not matched: no encoder we know spells a backslash that way.)
+            parts.append(rf"\\{{{count},}}+")
+        else:
+            parts.extend([_char_pattern(char)] * count)
+    return re.compile("".join(parts))
+
+
+def _char_pattern(char: str) -> str:
+    units = char.encode("utf-16-be")  # a character outside the BMP is escaped as a surrogate pair
+    hex_form = "".join(
+        r"\\++u" + _hex(int.from_bytes(units[i : i + 2], "big")) for i in range(0, len(units), 2)
+    )
+    # Any backslashes before the literal character: "\/" and "\"" are its one-level escapes,
+    # "\\\/" the same one level deeper.
+    forms = [r"\\*+" + re.escape(char), hex_form]
+    if char in _SHORT_ESCAPES:
+        forms.append(r"\\++" + _SHORT_ESCAPES[char])
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _hex(unit: int) -> str:
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{unit:04x}")
+
+
+def _marker(secret: str, pattern: re.Pattern[str]) -> str:
+    # A marker whose brackets are not in the key cannot be part of a new match across its edge
+    # (escapes contain no brackets), and one the pattern finds nothing in cannot hold one.
+    for marker in _MARKERS:
+        if marker[0] not in secret and marker[-1] not in secret and not pattern.search(marker):
+            return marker
+    return ""
+
+
+def _fit(text: str, original: str) -> str:
+    """``text`` cut back to the length of ``original`` (which the schema accepted)."""
+    return text if len(text) <= len(original) else text[: max(len(original) - 1, 0)] + "…"
+
+
+def _first_bytes(text: str, limit: int) -> str:
+    """At most ``limit`` bytes of UTF-8, never a split character (lone surrogates kept)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
