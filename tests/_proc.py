@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +15,63 @@ FAULTS = Path(__file__).parent / "_faults"
 ENTRYPOINTS = {"cli": BIN / "watcher", "bridge": BIN / "watcher-bridge"}
 
 
-def env_for(data_dir: Path, extra: dict[str, str] | None = None, fault: str | None = None) -> dict[str, str]:
+# The pipeline-lock wait of lock-busy tests other than the one that proves the real 5 s: long
+# enough that a loaded machine still starts both processes inside it, short enough to be cheap.
+SHORT_LOCK_WAIT_S = 1.0
+
+
+def hook_env(*, fault: str | None = None, notices: Notices | None = None,
+             lock_wait: float | None = None) -> dict[str, str]:
+    """The variables that load tests/_faults/sitecustomize.py into a child and tell it what to do.
+
+    Fault injection lives in the tests (SPEC §12): only a process started with these has it.
+    """
+    env = notices.env() if notices else {}
+    if fault:
+        env["WATCHER_TEST_FAULT"] = fault
+    if lock_wait is not None:
+        env["WATCHER_TEST_LOCK_WAIT"] = str(lock_wait)
+    if env:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAULTS), os.environ.get("PYTHONPATH")]))
+    return env
+
+
+def env_for(data_dir: Path, extra: dict[str, str] | None = None, fault: str | None = None,
+            notices: Notices | None = None, lock_wait: float | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("WATCHER_", "DEVTO_")) and k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
     env["WATCHER_DATA_DIR"] = str(data_dir)
     env["NO_COLOR"] = "1"
     env.update(extra or {})
-    if fault:
-        # Fault injection lives in the tests: a sitecustomize loaded only into this process.
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAULTS), env.get("PYTHONPATH")]))
-        env["WATCHER_TEST_FAULT"] = fault
+    env.update(hook_env(fault=fault, notices=notices, lock_wait=lock_wait))
     return env
+
+
+class Notices:
+    """The file a child's ``notify_at=<point>`` fault appends to: wait for a point, never sleep."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def env(self) -> dict[str, str]:
+        return {"WATCHER_TEST_NOTIFY": str(self.path)}
+
+    def reached(self, point: str) -> bool:
+        try:
+            return point in self.path.read_text().splitlines()
+        except FileNotFoundError:
+            return False
+
+    def wait(self, point: str, proc: subprocess.Popen[str] | None = None, timeout: float = 30.0) -> None:
+        """Return once a child reached ``point``; fail at once if ``proc`` ends before it does."""
+        deadline = time.monotonic() + timeout
+        while not self.reached(point):
+            if proc is not None and proc.poll() is not None:
+                _out, err = proc.communicate()
+                raise AssertionError(f"exited {proc.returncode} before reaching {point}: {err[-500:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no process reached {point} within {timeout} s")
+            time.sleep(0.01)  # polling a file for an event, not waiting for one to happen
 
 
 def command(entry: str, *args: str) -> list[str]:
@@ -32,15 +79,15 @@ def command(entry: str, *args: str) -> list[str]:
 
 
 def run(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None, fault: str | None = None,
-        timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command(entry, *args), env=env_for(data_dir, env, fault), capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        timeout: float = 60, lock_wait: float | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command(entry, *args), env=env_for(data_dir, env, fault, lock_wait=lock_wait),
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
 
 
-def start(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None,
-          fault: str | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(command(entry, *args), env=env_for(data_dir, env, fault), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+def start(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None, fault: str | None = None,
+          notices: Notices | None = None, lock_wait: float | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(command(entry, *args), env=env_for(data_dir, env, fault, notices, lock_wait),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
 
 
 def envelope(proc: subprocess.CompletedProcess[str] | tuple[str, str]) -> dict[str, Any]:

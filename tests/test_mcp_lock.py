@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from _fake_provider import FakeProvider, running_fake
-from _proc import envelope, start, write_export
+from _proc import SHORT_LOCK_WAIT_S, Notices, envelope, hook_env, start, write_export
 from mcp import ClientSession
 from test_mcp_server import doc, record, run_session
 
@@ -49,7 +49,7 @@ async def _finish(proc: subprocess.Popen[str]) -> tuple[str, str]:
 
 def test_cli_recheck_behind_an_mcp_recheck_reports_lock_busy_and_no_second_call(
         data_dir: Path, fake: FakeProvider, export: Path) -> None:
-    """MCP recheck holds the lock mid-call: the CLI recheck exits 4 after ~5 s; one call in all."""
+    """MCP recheck holds the lock mid-call: the CLI recheck exits 4 after its wait; one call in all."""
     outcome: dict[str, Any] = {}
 
     async def scenario(session: ClientSession) -> None:
@@ -61,7 +61,7 @@ def test_cli_recheck_behind_an_mcp_recheck_reports_lock_busy_and_no_second_call(
             tg.start_soon(mcp_recheck)
             await anyio.to_thread.run_sync(fake.wait_in_flight)
             began = time.monotonic()
-            cli = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
+            cli = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env(), lock_wait=SHORT_LOCK_WAIT_S)
             outcome["cli"] = (cli, await _finish(cli), time.monotonic() - began)
             fake.release()
 
@@ -69,8 +69,8 @@ def test_cli_recheck_behind_an_mcp_recheck_reports_lock_busy_and_no_second_call(
     cli, out, waited = outcome["cli"]
     assert cli.returncode == 4, out
     busy = envelope(out)
-    assert busy["error"]["kind"] == "lock_busy" and "waited 5.0 s" in busy["error"]["message"]
-    assert waited >= 4.5  # it waited for the lock, it did not fail fast
+    assert busy["error"]["kind"] == "lock_busy" and f"waited {SHORT_LOCK_WAIT_S} s" in busy["error"]["message"]
+    assert waited >= SHORT_LOCK_WAIT_S  # it waited for the lock, it did not fail fast
     assert outcome["mcp"]["ok"] and outcome["mcp"]["result"]["items"][0]["outcome"] == "verdict"
     assert fake.calls == ["first"]
     attempts = record(data_dir, "first").attempts
@@ -94,12 +94,13 @@ def test_mcp_recheck_behind_a_cli_recheck_is_a_lock_busy_tool_error_and_no_secon
         fake.release()
         outcome["cli"] = (cli, await _finish(cli))
 
-    run_session(data_dir, scenario, env=fake.env())
+    run_session(data_dir, scenario, env={**fake.env(), **hook_env(lock_wait=SHORT_LOCK_WAIT_S)})
     assert outcome["is_error"] is True
     busy = outcome["mcp"]
     assert (busy["ok"], busy["exit_code"], busy["error"]["kind"]) == (False, 4, "lock_busy")
     assert "pipeline lock busy" in busy["error"]["message"]
-    assert outcome["waited"] >= 4.5
+    assert f"waited {SHORT_LOCK_WAIT_S} s" in busy["error"]["message"]
+    assert outcome["waited"] >= SHORT_LOCK_WAIT_S
     cli, out = outcome["cli"]
     assert cli.returncode == 0, out
     assert envelope(out)["result"]["items"][0]["outcome"] == "verdict"
@@ -110,9 +111,10 @@ def test_mcp_recheck_behind_a_cli_recheck_is_a_lock_busy_tool_error_and_no_secon
 
 
 def test_mcp_recheck_queued_behind_a_cli_recheck_runs_after_it_and_makes_no_call(
-        data_dir: Path, fake: FakeProvider, export: Path) -> None:
+        data_dir: Path, fake: FakeProvider, export: Path, tmp_path: Path) -> None:
     """The CLI finishes within 5 s: the MCP recheck then gets the lock, re-reads, and calls nothing."""
     outcome: dict[str, Any] = {}
+    notices = Notices(tmp_path / "notices")
 
     async def scenario(session: ClientSession) -> None:
         await _fail_once(session, fake, export)
@@ -123,14 +125,15 @@ def test_mcp_recheck_queued_behind_a_cli_recheck_runs_after_it_and_makes_no_call
                 outcome["mcp"] = doc(await session.call_tool("recheck", {}))
 
             tg.start_soon(mcp_recheck)
-            await anyio.sleep(1.5)  # the MCP recheck plans (attempt 1 failed) and queues on the lock
+            # the MCP recheck plans (attempt 1 failed) and queues on the lock
+            await anyio.to_thread.run_sync(notices.wait, "lock_queued")
             marked = doc(await session.call_tool("mark", {"id": "first", "triage": "ignored"}))
             assert marked["ok"]  # the server answers, and mark never waits for the pipeline lock
             fake.release()
             outcome["cli"] = (cli, await _finish(cli))
         outcome["status"] = doc(await session.call_tool("status", {}))["result"]
 
-    run_session(data_dir, scenario, env=fake.env())
+    run_session(data_dir, scenario, env={**fake.env(), **hook_env(fault="notify_at=lock_queued", notices=notices)})
     cli, out = outcome["cli"]
     assert cli.returncode == 0 and envelope(out)["result"]["items"][0]["outcome"] == "verdict", out
     assert outcome["mcp"]["ok"], outcome["mcp"]

@@ -10,11 +10,13 @@ import json
 import signal
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, running_fake, wait_for
-from _proc import envelope, run, start, write_export
+from _fake_provider import FakeProvider, running_fake
+from _proc import Notices, envelope, run, start, write_export
 
 from watcher import inbox
 from watcher.config import Paths
@@ -26,6 +28,15 @@ pytestmark = pytest.mark.slow
 def fake() -> Iterator[FakeProvider]:
     with running_fake() as provider:
         yield provider
+
+
+@pytest.fixture
+def notices(tmp_path: Path) -> Notices:
+    """Where a child started with ``notify_at=<point>`` says it got there."""
+    return Notices(tmp_path / "notices")
+
+# A second run that says when it has planned and found the pipeline lock held (it waits in line).
+QUEUED = "notify_at=lock_queued"
 
 
 def _scan(data_dir: Path, fake: FakeProvider, export: Path, *extra: str, entry: str = "cli",
@@ -52,14 +63,14 @@ def _failed_once(data_dir: Path, fake: FakeProvider, tmp_path: Path, label: str 
 
 
 def test_save_failure_after_answer_leaves_attempt_for_waiting_run_to_mark_interrupted(
-        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+        data_dir: Path, fake: FakeProvider, tmp_path: Path, notices: Notices) -> None:
     """Save fails after the model answered: exit 5; the queued recheck records interrupted, no call."""
     _failed_once(data_dir, fake, tmp_path)
     fake.script("first", "hold")
     first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env(), fault="save_outcome")
     fake.wait_in_flight()
-    second = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
-    time.sleep(1.5)  # let the second plan (it sees attempt 1 failed) and queue on the lock
+    second = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env(), fault=QUEUED, notices=notices)
+    notices.wait("lock_queued", second)  # it planned (attempt 2 reserved) and waits on the lock
     fake.release()
     out1 = first.communicate(timeout=30)
     out2 = second.communicate(timeout=30)
@@ -73,14 +84,14 @@ def test_save_failure_after_answer_leaves_attempt_for_waiting_run_to_mark_interr
 
 
 def test_killed_during_call_leaves_attempt_for_waiting_run_to_mark_interrupted(
-        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+        data_dir: Path, fake: FakeProvider, tmp_path: Path, notices: Notices) -> None:
     """SIGKILL while the provider holds the request: the queued recheck records interrupted, no call."""
     _failed_once(data_dir, fake, tmp_path)
     fake.script("first", "hold")
     first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
     fake.wait_in_flight()
-    second = start("bridge", "recheck", data_dir=data_dir, env=fake.env())
-    time.sleep(1.5)
+    second = start("bridge", "recheck", data_dir=data_dir, env=fake.env(), fault=QUEUED, notices=notices)
+    notices.wait("lock_queued", second)
     first.send_signal(signal.SIGKILL)
     first.wait(10)
     out2 = second.communicate(timeout=30)
@@ -119,14 +130,14 @@ def test_always_failing_comment_gets_exactly_three_calls_across_entrypoints(
 
 
 def test_comment_changed_while_waiting_for_lock_is_deferred(
-        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+        data_dir: Path, fake: FakeProvider, tmp_path: Path, notices: Notices) -> None:
     """B plans on attempt 1 failed; A makes attempt 2 meanwhile; B defers instead of calling."""
     _failed_once(data_dir, fake, tmp_path)
     fake.script("first", "hold-malformed")
     a = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
     fake.wait_in_flight()
-    b = start("bridge", "recheck", "first", data_dir=data_dir, env=fake.env())
-    time.sleep(1.5)
+    b = start("bridge", "recheck", "first", data_dir=data_dir, env=fake.env(), fault=QUEUED, notices=notices)
+    notices.wait("lock_queued", b)
     fake.release()
     out_a, out_b = a.communicate(timeout=30), b.communicate(timeout=30)
     assert a.returncode == 0 and b.returncode == 0, (out_a, out_b)
@@ -157,7 +168,7 @@ def test_rate_limit_stops_batch_and_cooldown_blocks_calls_until_it_expires(
     """429 on the 2nd of five: exit 3, two calls, the rest not_started; cooldown holds until expiry."""
     labels = ["c1", "c2", "c3", "c4", "c5"]
     export = write_export(tmp_path / "export.json", labels)
-    fake.script("c2", "429:3", "verdict")
+    fake.script("c2", "429:60", "verdict")
     proc = _scan(data_dir, fake, export)
     assert proc.returncode == 3, proc.stderr
     doc = envelope(proc)
@@ -171,15 +182,28 @@ def test_rate_limit_stops_batch_and_cooldown_blocks_calls_until_it_expires(
     blocked_recheck = run("cli", "recheck", data_dir=data_dir, env=fake.env())
     assert blocked_recheck.returncode == 3
     assert fake.calls == ["c1", "c2"]
-    time.sleep(3.2)
+    _let_the_cooldown_expire(data_dir)
     resumed = _scan(data_dir, fake, export)
     assert resumed.returncode == 0, resumed.stderr
     assert fake.calls == ["c1", "c2", "c3", "c4", "c5"]
 
 
+def _let_the_cooldown_expire(data_dir: Path) -> None:
+    """What the clock would do in 60 s: move ``cooldown_until`` (SPEC §7.2) into the past."""
+    path = data_dir / "provider.json"
+    doc = json.loads(path.read_text())
+    until = datetime.fromisoformat(doc["cooldown_until"])
+    assert until > datetime.now(UTC) + timedelta(seconds=30), doc  # it really was the 60 s cooldown
+    doc["cooldown_until"] = (datetime.now(UTC) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    path.write_text(json.dumps(doc))
+
+
 def test_second_run_fails_with_lock_busy_after_five_seconds_from_both_entrypoints(
         data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
-    """While one run holds the pipeline lock, others exit 4 after about 5 s (CLI and bridge)."""
+    """While one run holds the pipeline lock, others exit 4 after about 5 s (CLI and bridge).
+
+    The one test that waits the real 5 s, for the documented message; the other lock-busy tests
+    lower the wait (``lock_wait=``), which the lock reads at call time."""
     export = write_export(tmp_path / "export.json", ["slow"])
     fake.script("slow", "hold")
     holder = start("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env())
@@ -239,9 +263,11 @@ def test_bridge_envelope_and_exit_code_match_cli_for_every_command(
         ["show", "aa"], ["mark", "aa", "replied"], ["signals"], ["show", "zz"], ["scan", "--limit", "21"],
         ["mark", "aa", "someday"], ["recheck"],
     ]
-    for args in commands:
-        c = run("cli", *args, "--json", data_dir=cli_dir, env=fake.env())
-        b = run("bridge", *args, data_dir=bridge_dir, env=fake.env())
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the two data dirs are apart: run each pair at once
+        pairs = [(pool.submit(run, "cli", *args, "--json", data_dir=cli_dir, env=fake.env()),
+                  run("bridge", *args, data_dir=bridge_dir, env=fake.env())) for args in commands]
+    for args, (c_future, b) in zip(commands, pairs, strict=True):
+        c = c_future.result()
         assert c.returncode == b.returncode, (args, c.stderr, b.stderr)
         ce, be = _normalise(envelope(c), cli_dir), _normalise(envelope(b), bridge_dir)
         assert ce.keys() == be.keys() == {"ok", "command", "exit_code", "result", "error"}

@@ -1,12 +1,21 @@
 """Test-only fault injection, loaded into a watcher subprocess via PYTHONPATH.
 
-``WATCHER_TEST_FAULT`` names the fault; product code has no switches for any of this.
+``WATCHER_TEST_FAULT`` names the faults, comma-separated; product code has no switches for any
+of this (SPEC §12), and none of these variables is read outside this file.
 
 - ``save_outcome``            saving an attempt's outcome fails (SaveFailed, as on a full disk)
 - ``kill_before_seen_save``   SIGKILL instead of saving seen.json
 - ``kill_at=<point>[:<n>]``   SIGKILL the process the ``n``-th time (default 1) it reaches a
   step boundary of SPEC §7/§8; :data:`KILL_POINTS` names them. The wrappers sit on the module
   attributes the pipeline calls through, so the real code runs up to the boundary.
+- ``notify_at=<point>[:<n>]`` the ``n``-th time the process reaches ``point`` (a kill point, or
+  one of :data:`NOTIFY_ONLY_POINTS`), append the point's name as a line to the file
+  ``WATCHER_TEST_NOTIFY`` names, and go on. A test waits for that line instead of sleeping
+  "long enough" for another process to get somewhere (STYLE rule 12).
+
+``WATCHER_TEST_LOCK_WAIT=<seconds>`` sets :data:`watcher.locks.PIPELINE_WAIT_S`, which
+``pipeline_lock`` reads at call time: lock-busy tests other than the one that proves the real
+5 s wait do not have to wait 5 s.
 """
 
 from __future__ import annotations
@@ -14,10 +23,12 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
-FAULT = os.environ.get("WATCHER_TEST_FAULT", "")
+FAULTS = [f.strip() for f in os.environ.get("WATCHER_TEST_FAULT", "").split(",") if f.strip()]
+NOTIFY_FILE = os.environ.get("WATCHER_TEST_NOTIFY", "")
+LOCK_WAIT = os.environ.get("WATCHER_TEST_LOCK_WAIT", "")
 
 KILL_POINTS = (
     "after_plan",  # planned (network done), before asking for the pipeline lock
@@ -37,34 +48,81 @@ KILL_POINTS = (
     "counter_after_state",  # counts + watermark written, the cursor not advanced
     "counter_after_cursor",  # the cursor advanced
 )
+# Points a test can wait for but that are no crash case: killing there is the same as after_plan.
+NOTIFY_ONLY_POINTS = (
+    "lock_queued",  # asked for the pipeline lock and found it held: now waiting in line for it
+)
 
 
 def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _install_kill(spec: str) -> None:
+def _notify(point: str) -> None:
+    if not NOTIFY_FILE:
+        raise SystemExit("sitecustomize: notify_at needs WATCHER_TEST_NOTIFY (the file to append to)")
+    # One short O_APPEND write: a waiting test never reads half a line.
+    fd = os.open(NOTIFY_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{point}\n".encode())
+    finally:
+        os.close(fd)
+
+
+class _Points:
+    """What happens when the process reaches a named point: ``(point, n-th time, action)``."""
+
+    def __init__(self) -> None:
+        self.watches: list[tuple[str, int, str]] = []
+        self.reached: dict[str, int] = {}
+
+    def watch(self, spec: str, action: str) -> None:
+        point, _, nth = spec.partition(":")
+        allowed = KILL_POINTS if action == "kill" else KILL_POINTS + NOTIFY_ONLY_POINTS
+        if point not in allowed:
+            raise SystemExit(f"sitecustomize: unknown {action} point {point!r}")
+        self.watches.append((point, int(nth or 1), action))
+
+    def watched(self, point: str) -> bool:
+        return any(p == point for p, _, _ in self.watches)
+
+    def kills_next(self, point: str) -> bool:
+        """Will the next time at ``point`` be a kill? (a torn append tears only a dying write)"""
+        n = self.reached.get(point, 0) + 1
+        return any((p, nth, a) == (point, n, "kill") for p, nth, a in self.watches)
+
+    def at(self, point: str) -> None:
+        n = self.reached[point] = self.reached.get(point, 0) + 1
+        for p, nth, action in self.watches:
+            if (p, nth) == (point, n) and action == "notify":
+                _notify(point)
+            elif (p, nth) == (point, n):
+                _die()
+
+
+def _install_points(points: _Points) -> None:
     from watcher import durable, inbox, seen, signals
+    from watcher.errors import LockBusy
     from watcher.pipeline import locked, provider_state
     from watcher.providers import _http
 
-    point, _, nth = spec.partition(":")
-    if point not in KILL_POINTS:
-        raise SystemExit(f"sitecustomize: unknown kill point {point!r}")
-    target, seen_count = int(nth or 1), [0]
-
-    def at(name: str) -> None:
-        if name == point:
-            seen_count[0] += 1
-            if seen_count[0] == target:
-                _die()
-
+    at = points.at
     real_lock = locked.pipeline_lock
 
     @contextmanager
     def lock(paths: Any, **kwargs: Any) -> Iterator[None]:
         at("after_plan")
-        with real_lock(paths, **kwargs):
+        with ExitStack() as held:
+            if points.watched("lock_queued"):
+                # One extra zero-wait try, only when a test waits for the queue: if it is busy,
+                # say so, then wait in line exactly as the real call would.
+                try:
+                    held.enter_context(real_lock(paths, timeout=0))
+                except LockBusy:
+                    at("lock_queued")
+                    held.enter_context(real_lock(paths, **kwargs))
+            else:
+                held.enter_context(real_lock(paths, **kwargs))
             at("after_lock")
             yield
 
@@ -100,7 +158,7 @@ def _install_kill(spec: str) -> None:
     real_append = signals._append_bytes
 
     def append_bytes(path: Any, payload: bytes) -> None:
-        if point == "torn_signal_append" and seen_count[0] + 1 == target:
+        if points.kills_next("torn_signal_append"):
             # A writer dying in the middle of its line: half the bytes, no newline.
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             os.write(fd, payload[: max(1, len(payload) // 2)])
@@ -146,27 +204,51 @@ def _install_kill(spec: str) -> None:
     wrap_write(provider_state, lambda path: (None, "after_cooldown_write"))  # only write_cooldown uses it
 
 
-def _install() -> None:
-    from watcher import inbox, seen
+def _install_save_outcome() -> None:
+    from watcher import inbox
     from watcher.errors import SaveFailed
 
-    if FAULT == "save_outcome":
-        real_save = inbox.save
+    real_save = inbox.save
 
-        def save(paths, record):  # type: ignore[no-untyped-def]
-            if record.attempts and record.attempts[-1].outcome is not None:
-                raise SaveFailed(paths.inbox_file(record.comment.id), OSError(28, "No space left on device (injected)"))
-            real_save(paths, record)
+    def save(paths, record):  # type: ignore[no-untyped-def]
+        if record.attempts and record.attempts[-1].outcome is not None:
+            raise SaveFailed(paths.inbox_file(record.comment.id), OSError(28, "No space left on device (injected)"))
+        real_save(paths, record)
 
-        inbox.save = save
-    elif FAULT == "kill_before_seen_save":
-        def save(*args, **kwargs):  # type: ignore[no-untyped-def]
-            os.kill(os.getpid(), signal.SIGKILL)
-
-        seen.save = save
-    elif FAULT.startswith("kill_at="):
-        _install_kill(FAULT.removeprefix("kill_at="))
+    inbox.save = save
 
 
-if FAULT:
+def _install_kill_before_seen_save() -> None:
+    from watcher import seen
+
+    def save(*args, **kwargs):  # type: ignore[no-untyped-def]
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    seen.save = save
+
+
+def _install() -> None:
+    if LOCK_WAIT:
+        from watcher import locks
+
+        locks.PIPELINE_WAIT_S = float(LOCK_WAIT)
+    points = _Points()
+    # The plain faults first: the point wrappers then wrap them, so a point after a failing
+    # save is never reached, as in a real run.
+    for fault in FAULTS:
+        if fault == "save_outcome":
+            _install_save_outcome()
+        elif fault == "kill_before_seen_save":
+            _install_kill_before_seen_save()
+        elif fault.startswith("kill_at="):
+            points.watch(fault.removeprefix("kill_at="), "kill")
+        elif fault.startswith("notify_at="):
+            points.watch(fault.removeprefix("notify_at="), "notify")
+        else:
+            raise SystemExit(f"sitecustomize: unknown fault {fault!r}")
+    if points.watches:
+        _install_points(points)
+
+
+if FAULTS or LOCK_WAIT:
     _install()
