@@ -3,8 +3,9 @@
 Workers run scan, recheck, mark, signals and status in random order from both entrypoints while
 the loopback provider fails at random (malformed, invalid, 529, slow, an occasional 429 with a
 sub-second Retry-After) and a few batches are SIGKILLed mid-run. A monitor samples the data dir
-the whole time (attempts never go down, verdicts never vanish). Bounded in time: about 20 s by
-default, ``WATCHER_RELIABILITY=long`` (or ``WATCHER_SOAK_SECONDS``) for longer.
+the whole time (attempts never go down, verdicts never vanish). Bounded in time: a few seconds
+in the quick lane (and at least :data:`MIN_OPS` operations per worker, so a loaded machine still
+soaks), 5 minutes with ``WATCHER_RELIABILITY=long``, or ``WATCHER_SOAK_SECONDS``.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from _rel_invariants import Expect, attempts_monotonic, check_all, records, snap
 
 pytestmark = pytest.mark.slow
 
-SECONDS = float(os.environ.get("WATCHER_SOAK_SECONDS", "300" if LONG else "20"))
+SECONDS = float(os.environ.get("WATCHER_SOAK_SECONDS", "300" if LONG else "5"))
 WORKERS = 4
+MIN_OPS = 3
 LABELS = [f"s{i:02d}" for i in range(14)]
 CHAOS = {"verdict": 6, "malformed": 2, "invalid": 1, "529": 2, "slow": 2, "429:0.3": 0.3}
 # 0 ran · 3 provider stop (429 / cooldown) · 4 pipeline lock busy (another batch held it > 5 s).
@@ -83,7 +85,8 @@ def _mark(soak: Soak, rng: random.Random, entry: str, mine: list[str]) -> None:
 def _worker(soak: Soak, number: int) -> None:
     rng = random.Random(number * 7919)
     mine = [cid for i, cid in enumerate(LABELS) if i % WORKERS == number]
-    while time.monotonic() < soak.deadline:
+    ops = 0
+    while time.monotonic() < soak.deadline or ops < MIN_OPS:
         entry = rng.choice(["cli", "bridge"])
         roll = rng.random()
         if roll < 0.65:
@@ -97,6 +100,7 @@ def _worker(soak: Soak, number: int) -> None:
                 soak.note(f"{entry} {command} exited {done.returncode}: {done.stderr[-300:]}")
         with soak.lock:
             soak.ops += 1
+        ops += 1
 
 
 def _monitor(soak: Soak, stop: threading.Event) -> None:
@@ -134,10 +138,10 @@ def test_concurrent_runs_from_both_entrypoints_keep_every_promise(tmp_path: Path
             thread.join()
         stop.set()
         monitor.join()
-        recovery = recover_until_quiet(data, fake.env(), soak.export)
+        recovery = recover_until_quiet(data, fake.env(), soak.export, fake=fake)
         found = soak.problems + recovery.problems
         found += check_all(data, fake.calls, expect=Expect(marks=soak.marks))
         calls = len(fake.calls)
     TALLY.add("soak_ops", soak.ops, [f"soak: {p}" for p in found])
-    assert soak.ops >= WORKERS * 3 and calls > 0
+    assert soak.ops >= WORKERS * MIN_OPS and calls > 0  # a worker that died early shows here
     assert found == []
