@@ -18,12 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _fake_provider import FakeProvider
+from _fake_provider import FakeProvider, in_process
 from _proc import write_export
 
 from watcher import commands, inbox
 from watcher.commands import Context, Envelope
-from watcher.config import Paths, load_settings
+from watcher.config import Paths, Settings, load_settings
+from watcher.pipeline import Hooks
+from watcher.providers.base import Provider
+
+# A provider factory (:attr:`watcher.pipeline.Hooks.make_provider`); ``None``: the real one.
+ProviderFactory = Callable[[Settings], Provider] | None
 
 LONG = os.environ.get("WATCHER_RELIABILITY", "").lower() == "long"
 
@@ -99,9 +104,13 @@ def run_pid() -> Iterator[int]:
 # ---- in-process commands --------------------------------------------------------------------------
 
 
-def inproc(data_dir: Path, env: Mapping[str, str], entry: str, command: str, **kw: Any) -> Envelope:
-    """Run one command in this process as front end ``entry`` would; never raises."""
-    ctx = Context(entrypoint=entry, data_dir=data_dir)
+def inproc(data_dir: Path, env: Mapping[str, str], entry: str, command: str, *,
+           provider: ProviderFactory = None, **kw: Any) -> Envelope:
+    """Run one command in this process as front end ``entry`` would; never raises.
+
+    ``provider`` (e.g. :func:`_fake_provider.in_process`) swaps only the wire: everything else
+    of SPEC §7 runs for real, and the fake's call log is the same as over loopback HTTP."""
+    ctx = Context(entrypoint=entry, data_dir=data_dir, hooks=Hooks(make_provider=provider))
     ctx._settings = load_settings(data_dir=data_dir, env={**env, "WATCHER_DATA_DIR": str(data_dir)})
     fns: dict[str, Callable[[Context], Any]] = {
         "scan": lambda c: commands.scan(c, limit=kw.get("limit", 20), source=str(kw["source"])),
@@ -155,12 +164,12 @@ class Baseline:
 def build_baseline(data_dir: Path, fake: FakeProvider, work: Path) -> Baseline:
     """done (verdict, marked replied), flaky/bad (failed once), orph (failed, then orphaned by a
     dead process), bad marked ignored, signals counted. Fake scripts set for what follows."""
-    env = fake.env()
+    env, provider = fake.env(), in_process(fake)
     base = write_export(work / "base.json", BASE_LABELS)
     full = write_export(work / "full.json", BASE_LABELS + NEW_LABELS)
     for label, first in (("done", "verdict"), ("flaky", "malformed"), ("bad", "malformed"), ("orph", "529")):
         fake.script(label, first)
-    env_scan = inproc(data_dir, env, "cli", "scan", source=base)
+    env_scan = inproc(data_dir, env, "cli", "scan", source=base, provider=provider)
     assert env_scan.exit_code == 0, env_scan.to_json()
     paths = Paths(data_dir)
     record = inbox.load(paths, "orph")
@@ -194,14 +203,18 @@ class Recovery:
 
 
 def recover_until_quiet(data_dir: Path, env: Mapping[str, str], export: Path, *, max_rounds: int = 10,
-                        entries: tuple[str, str] = ("bridge", "cli")) -> Recovery:
+                        entries: tuple[str, str] = ("bridge", "cli"), fake: FakeProvider | None = None) -> Recovery:
     """recheck + scan from alternating entrypoints until a round makes no call and finds nothing to
-    close; then a final ``signals``. Recovery runs must succeed (a cooldown is waited out)."""
+    close; then a final ``signals``. Recovery runs must succeed (a cooldown is waited out).
+
+    With ``fake``, the runs reach it in process (no socket): recovery is about state, not wire."""
+    provider = in_process(fake) if fake is not None else None
     done: list[Envelope] = []
     problems: list[str] = []
     for round_no in range(max_rounds):
         entry = entries[round_no % 2]
-        pair = [inproc(data_dir, env, entry, "recheck"), inproc(data_dir, env, entry, "scan", source=export)]
+        pair = [inproc(data_dir, env, entry, "recheck", provider=provider),
+                inproc(data_dir, env, entry, "scan", source=export, provider=provider)]
         done += pair
         codes = [e.exit_code for e in pair]
         if any(c not in (0, 3) for c in codes):
@@ -215,7 +228,7 @@ def recover_until_quiet(data_dir: Path, env: Mapping[str, str], export: Path, *,
             break
     else:
         problems.append(f"not quiet after {max_rounds} recovery rounds")
-    final = inproc(data_dir, env, entries[0], "signals")
+    final = inproc(data_dir, env, entries[0], "signals", provider=provider)
     done.append(final)
     if final.exit_code != 0:
         problems.append(f"final signals exited {final.exit_code}: {final.error}")

@@ -69,7 +69,7 @@ def crash_case(baseline: Baseline, work: Path, point: str, command: str, entry: 
         problems = []
         if proc.returncode != -signal.SIGKILL:
             problems.append(f"kill point not reached (exit {proc.returncode}): {proc.stderr[-500:]}")
-        recovery = recover_until_quiet(data, fake.env(), baseline.full_export)
+        recovery = recover_until_quiet(data, fake.env(), baseline.full_export, fake=fake)
         problems += recovery.problems
         problems += check_all(data, fake.calls, before=before, expect=Expect(marks=baseline.marks))
         states = {cid: state_of(r) for cid, r in records(data).items()}

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fake_provider import FakeProvider, running_fake
+from _fake_provider import FakeProvider, in_process, running_fake
 from _rel_harness import LONG, TALLY, Baseline, inproc, recover_until_quiet
 from _rel_invariants import Expect, check_all, snapshot
 
@@ -70,7 +70,7 @@ def counted_ops(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def cycle(data: Path, fake: FakeProvider, export: Path, fault: Fault) -> tuple[list[str], dict[str, str]]:
     """scan, recheck, mark, signals under ``fault``; returns silent failures and the marks that took."""
-    env = fake.env()
+    env, provider = fake.env(), in_process(fake)
     steps: list[tuple[str, str, dict[str, Any]]] = [
         ("scan", "cli", {"source": export}),
         ("recheck", "bridge", {}),
@@ -84,7 +84,7 @@ def cycle(data: Path, fake: FakeProvider, export: Path, fault: Fault) -> tuple[l
         for command, entry, kw in steps:
             fault.command = command
             hits = len(fault.hit_in)
-            envelope = inproc(data, env, entry, command, **kw)
+            envelope = inproc(data, env, entry, command, provider=provider, **kw)
             if len(fault.hit_in) > hits and envelope.exit_code == 0:
                 silent.append(f"{command} ({entry}) met an injected write failure and exited 0")
             if command == "mark" and envelope.exit_code == 0:
@@ -101,7 +101,7 @@ def failed_write_case(baseline: Baseline, work: Path, at: int, persistent: bool)
         before = snapshot(data, fake.calls)
         fault = Fault(at=at, persistent=persistent)
         silent, marks = cycle(data, fake, baseline.full_export, fault)
-        recovery = recover_until_quiet(data, fake.env(), baseline.full_export)
+        recovery = recover_until_quiet(data, fake.env(), baseline.full_export, fake=fake)
         problems = silent + recovery.problems
         problems += check_all(data, fake.calls, before=before, expect=Expect(marks={**baseline.marks, **marks}))
     mode = "persistent" if persistent else "once"
