@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -226,9 +227,11 @@ def test_ids_that_try_to_escape_the_data_dir_are_rejected(entry: str, tmp_path: 
         doc = envelope(scan)["result"]
         assert [i["id"] for i in doc["items"]] == ["good1"]
         assert len(doc["rejected"]) == len(HOSTILE_IDS)
-        for args in (["show", "../seen"], ["mark", "../../x", "replied"], ["recheck", "a/b"], ["show", ".."],
-                     ["mark", "ABC", "ignored"], ["recheck", "x" * 17]):
-            proc = run(entry, *args, "--json", data_dir=data, env=fake.env())
+        hostile = (["show", "../seen"], ["mark", "../../x", "replied"], ["recheck", "a/b"], ["show", ".."],
+                   ["mark", "ABC", "ignored"], ["recheck", "x" * 17])
+        with ThreadPoolExecutor(max_workers=3) as pool:  # each is refused before it touches anything
+            procs = list(pool.map(lambda args: run(entry, *args, "--json", data_dir=data, env=fake.env()), hostile))
+        for args, proc in zip(hostile, procs, strict=True):
             assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
             TALLY.add("bad_inputs")
     assert sorted(p.name for p in (data / "inbox").iterdir()) == ["good1.json"]
