@@ -186,19 +186,25 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         _frontend(ctx).run("demo", commands.demo, as_json=as_json, batch=True)
 
     @app.command(epilog=_epilog("watcher scan", "watcher scan --limit 20 --json", "watcher scan --dry-run",
-                                "watcher scan --source export.json", codes=BATCH_CODES))
+                                "watcher scan --since 2026-11-01", "watcher scan --source export.json",
+                                codes=BATCH_CODES))
     def scan(ctx: typer.Context, limit: LimitOpt = commands.DEFAULT_LIMIT, dry_run: DryOpt = False,
              source: Annotated[str | None, typer.Option("--source", help="'devto' (the default; needs "
                                                         "DEVTO_USERNAME), a Forem-format export FILE, or 'sample' "
                                                         "(the bundled demo comments, offline, in ./data/demo "
                                                         "unless --data-dir is given).")] = None,
+             since: Annotated[str | None, typer.Option("--since", metavar="DATE", help="Also queue baseline "
+                                                       "comments created on or after DATE (e.g. 2026-11-01): the "
+                                                       "backlog a first scan recorded without checking.")] = None,
+             full: Annotated[bool, typer.Option("--full", help="Re-fetch every article's comments, not only those "
+                                                "whose comment count or last-comment time moved.")] = False,
              as_json: JsonOpt = False) -> None:
         """Fetch new comments and make the first model attempt for each (at most --limit calls).
 
         Needs WATCHER_PROVIDER and DEVTO_USERNAME (or --source FILE). A setup failure stops the
         batch at once and costs at most one attempt per outage."""
-        _frontend(ctx).run("scan", lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source),
-                           as_json=as_json, batch=True)
+        _frontend(ctx).run("scan", lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source,
+                                                           since=since, full=full), as_json=as_json, batch=True)
 
     @app.command(epilog=_epilog("watcher recheck", "watcher recheck 3bkf --json", "watcher recheck --dry-run",
                                 codes=BATCH_CODES))

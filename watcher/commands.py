@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from watcher.errors import (
     error_kind,
     exit_code_for,
 )
-from watcher.models import SeenFile
+from watcher.models import SeenFile, State
 from watcher.pipeline import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -114,15 +115,30 @@ def _signal_failure(ctx: Context, exc: WatcherError) -> None:
 # ---- scan / recheck: arguments in, a Run to the pipeline ------------------------------------------
 
 
-def scan(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, source: str | None = None) -> Partial:
+def scan(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, source: str | None = None,
+         since: str | None = None, full: bool = False) -> Partial:
     check_limit(limit)  # a bad option first: nothing else is looked at
+    since_at = _since(since)
     if source == SAMPLE:
         ctx = _demo(ctx)
     elif source is None and not (ctx.settings.devto_username or ctx.settings.devto_api_key):
         # Cron does not inherit shell exports: scanning the sample instead would exit 0 forever.
         raise ConfigError("no comment source: set DEVTO_USERNAME (or pass --source FILE); "
                           "`watcher demo` shows what watcher does on the bundled sample comments")
-    return pipeline.scan(_run(ctx, "scan", limit=limit, dry_run=dry_run), source=source, notice=ctx.notice)
+    return pipeline.scan(_run(ctx, "scan", limit=limit, dry_run=dry_run), source=source, notice=ctx.notice,
+                         since=since_at, full=full)
+
+
+def _since(text: str | None) -> datetime | None:
+    """``--since 2026-11-01`` (or a full ISO time): baseline comments created then or later are queued."""
+    if text is None:
+        return None
+    from watcher.timeutil import parse_iso
+
+    try:
+        return parse_iso(text.strip())
+    except ValueError:
+        raise UsageError(f"--since takes a date like 2026-11-01 (or 2026-11-01T09:00:00Z), got {text!r}") from None
 
 
 def recheck(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, ids: Sequence[str] = ()) -> Partial:
@@ -190,7 +206,7 @@ def status(ctx: Context) -> dict[str, Any]:
 
     settings = ctx.settings
     index = _index(ctx)
-    states: dict[str, int] = dict.fromkeys(("done", "pending", "failed", "exhausted", "reserved"), 0)
+    states: dict[str, int] = dict.fromkeys(State.__args__, 0)  # type: ignore[attr-defined]
     triage: dict[str, int] = dict.fromkeys(TRIAGE_CHOICES, 0)
     for entry in index.comments.values():
         states[entry.status] += 1
@@ -250,7 +266,7 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> di
         claimed = set(seen.claim_listed(settings.paths, [r["id"] for r in rows]))
         rows = [r for r in rows if r["id"] in claimed]
     rows.sort(key=lambda r: (PRIORITY_ORDER.get((r["verdict"] or {}).get("priority", "low"), 3), r["created_at"]))
-    unresolved = dict.fromkeys(("pending", "failed", "reserved", "exhausted"), 0)
+    unresolved = dict.fromkeys(("pending", "failed", "reserved", "exhausted", "baseline"), 0)
     for entry in index.comments.values():
         if entry.status in unresolved:
             unresolved[entry.status] += 1
@@ -261,6 +277,11 @@ def _hint(comment_id: str, state: str) -> str | None:
     if state == "exhausted":
         return (f"all attempts spent without a verdict — `watcher grant {comment_id}` gives it another try "
                 "(your decision; agents cannot)")
+    if state == "baseline":
+        return ("baseline: older than the first scan's backlog window (WATCHER_BACKLOG_DAYS), so never sent to "
+                "the model — `watcher scan --since DATE` queues the ones created since DATE")
+    if state == "answered":
+        return "you had already replied on dev.to before it was checked: no model call was needed"
     return None
 
 
@@ -276,6 +297,8 @@ def show(ctx: Context, comment_id: str) -> dict[str, Any]:
     doc["cap"] = inbox.cap_of(record)
     doc["hint"] = _hint(comment_id, doc["state"])
     doc["triage"] = entry.triage if entry else "open"
+    doc["triage_by"] = entry.triage_by if entry else None
+    doc["replied_at"] = (entry.replied_at if entry else None) or record.replied_at
     return doc
 
 

@@ -31,6 +31,7 @@ _ENV_KEYS = {
     "WATCHER_API_KEY": "api_key",
     "WATCHER_TIMEOUT": "timeout",
     "WATCHER_INCLUDE_OWN_COMMENTS": "include_own_comments",
+    "WATCHER_BACKLOG_DAYS": "backlog_days",
     "DEVTO_USERNAME": "devto_username",
     "DEVTO_API_KEY": "devto_api_key",
     "DEVTO_BASE_URL": "devto_base_url",
@@ -48,6 +49,8 @@ SETTINGS_HELP = {
     "WATCHER_API_KEY": "API key; falls back to OPENAI_API_KEY / ANTHROPIC_API_KEY",
     "WATCHER_TIMEOUT": "seconds one model call may take in all (default 60)",
     "WATCHER_INCLUDE_OWN_COMMENTS": "also triage your own comments (default false)",
+    "WATCHER_BACKLOG_DAYS": "on an account's first scan, older comments are recorded as baseline and never "
+                            "sent to the model (default 14; `scan --since DATE` queues them)",
     "DEVTO_USERNAME": "the dev.to account whose articles to watch",
     "DEVTO_API_KEY": "optional: watch /articles/me/published with this key",
     "DEVTO_BASE_URL": "Forem API base (default https://dev.to/api)",
@@ -128,6 +131,7 @@ class Settings:
     devto_api_key: SecretStr | None = None
     devto_base_url: str = "https://dev.to/api"
     include_own_comments: bool = False
+    backlog_days: int = 14
     # True when nothing chose a provider and the offline classifier stands in.
     provider_defaulted: bool = False
     sources: dict[str, str] = field(default_factory=dict, compare=False)
@@ -244,6 +248,7 @@ def _build(root: Path, values: dict[str, Any], sources: dict[str, str], env: Map
         devto_base_url=check_http_url(str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"),
                                       "DEVTO_BASE_URL"),
         include_own_comments=_bool(values.get("include_own_comments", False)),
+        backlog_days=_days(values.get("backlog_days", 14)),
         provider_defaulted="provider" not in values,
         sources=sources,
     )
@@ -279,6 +284,16 @@ def _positive_float(value: Any) -> float:
     if not 0 < number <= 3600:
         raise ConfigError(f"timeout must be between 0 and 3600 seconds, got {number} (WATCHER_TIMEOUT)")
     return number
+
+
+def _days(value: Any) -> int:
+    try:
+        days = int(str(value).strip())
+    except ValueError:
+        raise ConfigError(f"WATCHER_BACKLOG_DAYS must be a whole number of days, got {value!r}") from None
+    if not 0 <= days <= 3650:
+        raise ConfigError(f"WATCHER_BACKLOG_DAYS must be between 0 and 3650, got {days}")
+    return days
 
 
 def _bool(value: Any) -> bool:

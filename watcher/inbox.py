@@ -124,7 +124,9 @@ def state_of(record: InboxRecord) -> State:
     if record.verdict is not None:
         return "done"
     if not record.attempts:
-        return "pending"
+        if record.replied_at is not None:
+            return "answered"
+        return "baseline" if record.baseline else "pending"
     if record.attempts[-1].outcome is None:
         return "reserved"
     if len(record.attempts) >= cap_of(record):

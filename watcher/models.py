@@ -42,7 +42,10 @@ ErrorKind = Literal[
     "interrupted",  # the process holding this reservation died before recording an outcome
 ]
 ERROR_KINDS: tuple[str, ...] = ErrorKind.__args__  # type: ignore[attr-defined]
-State = Literal["done", "pending", "failed", "exhausted", "reserved"]
+# baseline: older than the first scan's backlog window, never called unless queued (§13.3);
+# answered: the author replied on dev.to before any attempt, never called (§13.3).
+State = Literal["done", "pending", "failed", "exhausted", "reserved", "baseline", "answered"]
+TriageBy = Literal["person", "devto"]
 
 
 class _Strict(BaseModel):
@@ -131,6 +134,10 @@ class InboxRecord(_Strict):
     attempts: list[Attempt] = Field(default_factory=list)
     verdict: Verdict | None = None
     grants: list[Grant] = Field(default_factory=list)
+    # Never called while it has no attempts (SPEC §13.3): a comment older than the first scan's
+    # backlog window (until `scan --since` queues it), or one the author had already answered.
+    baseline: bool = False
+    replied_at: str | None = None
 
 
 class SeenComment(_Strict):
@@ -145,6 +152,10 @@ class SeenComment(_Strict):
     inbox_stamp: str | None = None
     # When `watcher inbox --new` first listed it (SPEC §13.4 item 6): listed once, mailed once.
     listed_at: str | None = None
+    # Who set the triage: a person's `watcher mark` always wins over dev.to's "the author replied".
+    triage_by: TriageBy | None = None
+    # When the author's first direct reply to it was seen on dev.to (SPEC §13.3).
+    replied_at: str | None = None
 
 
 class SeenArticle(_Strict):

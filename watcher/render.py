@@ -106,6 +106,12 @@ def _batch(doc: dict[str, Any], error: dict[str, str] | None = None) -> None:
         line += f" · remaining: {doc['remaining']} (run again)"
     if doc["repaired"]:
         line += f" · index repaired: {len(doc['repaired'])}"
+    if doc.get("baseline"):
+        line += f" · baseline (older than the backlog window, not checked): {doc['baseline']}"
+    if doc.get("answered"):
+        line += f" · already answered by you: {doc['answered']}"
+    if doc.get("replied"):
+        line += f" · marked replied (you answered on dev.to): {len(doc['replied'])}"
     _out.print(line)
     if not doc["dry_run"]:
         _out.print(f"next: {_next_step(doc, error)}")
@@ -205,6 +211,8 @@ def _show(doc: dict[str, Any]) -> None:
         _out.print(f"verdict: needs_reply={v['needs_reply']} {v['category']} {v['priority']}: {v['summary']}")
         if v["reply_hint"]:
             _out.print(f"reply hint: {v['reply_hint']}")
+    if doc.get("replied_at"):
+        _out.print(f"you replied at {doc['replied_at']} (seen on dev.to)")
     if doc.get("hint"):
         _out.print(doc["hint"])
     for a in doc["attempts"]:

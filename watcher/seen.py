@@ -37,6 +37,8 @@ def entry_from(record: InboxRecord, old: SeenComment | None, stamp: str | None) 
         updated_at=now,
         inbox_stamp=stamp,
         listed_at=old.listed_at if old else None,
+        triage_by=old.triage_by if old else None,
+        replied_at=old.replied_at if old else record.replied_at,
     )
 
 
@@ -123,7 +125,7 @@ def merge(
         comments[cid] = _merge_entry(old, entry, current)
     for cid, triage in (patches or {}).items():
         if cid in comments:
-            comments[cid] = comments[cid].model_copy(update={"triage": triage})
+            comments[cid] = comments[cid].model_copy(update={"triage": triage, "triage_by": "person"})
     articles = dict(theirs.articles)
     for aid, article in mine.articles.items():
         if base.articles.get(aid) != article or aid not in articles:
@@ -206,3 +208,27 @@ def claim_listed(paths: Paths, ids: Iterable[str]) -> list[str]:
                 comments[cid] = comments[cid].model_copy(update={"listed_at": now})
             write_model(paths.seen, theirs.model_copy(update={"comments": comments}))
     return claimed
+
+
+def note_author_replies(paths: Paths, replies: Mapping[str, str]) -> list[str]:
+    """The author answered these comments on dev.to (id -> when): mark them replied, recorded as
+    by ``devto`` — unless a person ever marked them (``watcher mark`` always wins, ``open``
+    included). Under the seen lock; returns the ids newly marked replied."""
+    if not replies:
+        return []
+    with seen_lock(paths):
+        theirs = load(paths)
+        comments = dict(theirs.comments)
+        marked = []
+        for cid, when in replies.items():
+            entry = comments.get(cid)
+            if entry is None or entry.replied_at is not None:
+                continue
+            update: dict[str, object] = {"replied_at": when}
+            if entry.triage_by != "person" and entry.triage == "open":
+                update.update(triage="replied", triage_by="devto")
+                marked.append(cid)
+            comments[cid] = entry.model_copy(update=update)
+        if comments != theirs.comments:
+            write_model(paths.seen, theirs.model_copy(update={"comments": comments}))
+    return marked

@@ -20,6 +20,7 @@ Nothing here climbs back up into :mod:`watcher.commands`: commands turns argumen
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from watcher import inbox, seen
@@ -78,11 +79,17 @@ def check_limit(limit: int) -> int:
     return limit
 
 
-def scan(run: Run, *, source: str | None = None, notice: Callable[[str], None] = lambda _m: None) -> Partial:
-    """Fetch, then make the first attempt for new and pending comments (SPEC §7)."""
+def scan(run: Run, *, source: str | None = None, notice: Callable[[str], None] = lambda _m: None,
+         since: datetime | None = None, full: bool = False) -> Partial:
+    """Fetch, then make the first attempt for new and pending comments (SPEC §7, §13.3)."""
     batch = Batch(run, notice=notice)
     base, index = _index(batch)
-    plan = plan_scan(batch, index, source)  # network happens here, before the lock
+    plan = plan_scan(batch, index, source, since=since, full=full)  # network here, before the lock
+    if plan.interrupted is not None:
+        # dev.to stopped answering midway: what was fetched goes through; the rest keeps its old
+        # change signal, so the next scan fetches it. The run still ends loudly (exit 3).
+        batch.notice(f"warning: {plan.interrupted} — the articles fetched so far are processed")
+        batch.fail(plan.interrupted)
     return _run(batch, plan, base)
 
 

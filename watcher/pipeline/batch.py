@@ -91,6 +91,9 @@ class BatchResult:
     provider: str = ""
     model: str = ""
     would_call: list[str] = field(default_factory=list)
+    baseline: int = 0  # discovered comments recorded as baseline (first scan's backlog)
+    answered: int = 0  # comments the author had answered on dev.to before any attempt
+    replied: list[str] = field(default_factory=list)  # marked replied because the author replied
     signals: dict[str, Any] | None = None  # {new_lines, invalid}, or {warning} if the counter stopped
 
     def to_json(self) -> dict[str, Any]:
@@ -107,6 +110,9 @@ class BatchResult:
             "calls": self.calls,
             "remaining": self.remaining,
             "discovered": self.discovered,
+            "baseline": self.baseline,
+            "answered": self.answered,
+            "replied": self.replied,
             "counts": counts,
             "items": [i.to_json() for i in self.items],
             "rejected": self.rejected,

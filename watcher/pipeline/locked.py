@@ -41,8 +41,9 @@ def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, seen_
         return "deferred"
     if max(len(record.attempts), seen_attempts) >= inbox.cap_of(record):
         return "exhausted"
-    if command == "recheck" and not record.attempts:
-        return "skipped"  # never attempted: the first attempt is scan's
+    if not record.attempts and (command == "recheck" or record.baseline or record.replied_at is not None):
+        # Never attempted: the first attempt is scan's; a baseline or answered comment gets none.
+        return "skipped"
     return "call"
 
 
@@ -52,7 +53,8 @@ def execute(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     with pipeline_lock(paths):
         for directory in (paths.inbox, paths.root, paths.signals_dir):
             sweep_stale_temps(directory)  # left by runs killed mid-write; see durable.py
-        _create_discovered(batch, plan.items)
+        _create_discovered(batch, plan.discovered)
+        _update_uncalled(batch, plan)
         mine, changed = seen.reconcile(paths, base)
         batch.result.repaired = sorted(cid for cid in changed if cid in base.comments)
         for cid in batch.result.repaired:
@@ -64,10 +66,10 @@ def execute(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
                 provider_state.close_breaker(batch.settings)
             _process(batch, plan.items, gate, counted)
         finally:
-            _save_index(batch, base, mine)
+            _save_index(batch, base, mine, plan.replies)
 
 
-def _save_index(batch: Batch, base: SeenFile, mine: SeenFile) -> None:
+def _save_index(batch: Batch, base: SeenFile, mine: SeenFile, replies: Mapping[str, str]) -> None:
     # The index is saved last: if we die before this, the inbox files already hold the truth and
     # the next command repairs the index from them (SPEC §4.2). A failed save fails the run
     # (exit 5) but keeps its summary: the calls were made and the user must see them.
@@ -75,6 +77,8 @@ def _save_index(batch: Batch, base: SeenFile, mine: SeenFile) -> None:
     try:
         mine, _ = seen.reconcile(paths, mine, [i.id for i in batch.result.items])
         seen.save(paths, base, mine)
+        # The author's replies on dev.to close the loop: those comments leave the inbox (§13.3).
+        batch.result.replied = seen.note_author_replies(paths, replies)
     except StateError as exc:
         batch.fail(exc)
 
@@ -100,7 +104,28 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
             if _history_lost(paths, item.id, known.get(item.id)):
                 continue  # _reread reports it as skipped: its inbox file is gone
             prompt = prompts.render(item.comment, parent_text=item.parent_text)
-            inbox.save(paths, inbox.new_record(item.comment, prompt))
+            record = inbox.new_record(item.comment, prompt)
+            if item.baseline or item.replied_at:
+                record = record.model_copy(update={"baseline": item.baseline, "replied_at": item.replied_at})
+            inbox.save(paths, record)
+    batch.result.baseline = sum(1 for item in plan if item.baseline and not item.replied_at)
+    batch.result.answered = sum(1 for item in plan if item.replied_at)
+
+
+def _update_uncalled(batch: Batch, plan: Plan) -> None:
+    """Under the lock, for comments that have had no attempt: the author answered them meanwhile
+    (never to be called), or `scan --since` queued a baseline one. Re-read first: a comment that
+    got an attempt since planning is left as it is."""
+    paths = batch.settings.paths
+    changes: dict[str, dict[str, object]] = {cid: {"replied_at": when} for cid, when in plan.answered.items()}
+    for cid in plan.requeued:
+        changes.setdefault(cid, {})["baseline"] = False
+    for cid, update in changes.items():
+        record = inbox.load(paths, cid)
+        if record is None or record.attempts or record.verdict is not None:
+            continue
+        inbox.save(paths, record.model_copy(update=update))
+    batch.result.answered += len(plan.answered)
 
 
 def _history_lost(paths: Paths, cid: str, entry: SeenComment | None) -> bool:
@@ -175,6 +200,12 @@ def _no_call(batch: Batch, record: InboxRecord, action: Decision) -> None:
     if action == "skipped" and record.verdict is not None:
         outcome: Outcome = "repaired" if cid in batch.result.repaired else "skipped"
         batch.add(ItemResult(cid, outcome, message="verdict already saved", attempts=n))
+    elif action == "skipped" and record.replied_at is not None:
+        batch.add(ItemResult(cid, "skipped", message=f"you replied on dev.to at {record.replied_at}: no call needed",
+                             attempts=n))
+    elif action == "skipped" and record.baseline:
+        batch.add(ItemResult(cid, "skipped", message="baseline (older than the first scan's backlog window): "
+                             "`watcher scan --since DATE` queues it", attempts=n))
     elif action == "skipped":  # recheck asked for a comment that has never been tried
         batch.add(ItemResult(cid, "skipped", message="never attempted: `watcher scan` makes the first attempt",
                              attempts=n))

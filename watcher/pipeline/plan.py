@@ -6,15 +6,17 @@ state as read now; the locked part compares it again and defers what changed mea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from watcher import inbox
-from watcher.errors import UsageError
+from watcher.errors import UsageError, WatcherError
 from watcher.inbox import Fingerprint
 from watcher.models import Comment, SeenFile
 from watcher.pipeline.batch import Batch
-from watcher.source import FetchResult, SourceArticle, resolve_source
+from watcher.source import FetchResult, Source, SourceArticle, resolve_source
+from watcher.timeutil import parse_iso, utcnow
 
 
 @dataclass(frozen=True)
@@ -23,13 +25,26 @@ class Planned:
     fingerprint: Fingerprint
     comment: Comment | None = None  # set for comments this run discovered
     parent_text: str | None = None
+    baseline: bool = False  # a discovered comment older than the first scan's backlog window
+    replied_at: str | None = None  # a discovered comment the author had already answered
 
 
 @dataclass(frozen=True)
 class Plan:
-    items: list[Planned]
+    items: list[Planned]  # the comments this run may call for, in order
     # Articles whose comment list this run fetched: their change signal is recorded under the lock.
     articles: Sequence[SourceArticle] = ()
+    # Every comment this run discovered, callable or not: inbox files are made for all of them.
+    discovered: Sequence[Planned] = ()
+    # Known comments with no attempt yet that the author answered meanwhile (id -> when): they
+    # become "answered" under the lock and are never called.
+    answered: Mapping[str, str] = field(default_factory=dict)
+    # Every author reply the source saw (id -> when): seen.json marks those comments replied.
+    replies: Mapping[str, str] = field(default_factory=dict)
+    # Baseline comments `scan --since` queues: their baseline flag is cleared under the lock.
+    requeued: frozenset[str] = frozenset()
+    # A source failure midway (dev.to 429, outage): what was fetched is processed, then exit 3.
+    interrupted: WatcherError | None = None
 
 
 def check_id(comment_id: str) -> None:
@@ -37,36 +52,77 @@ def check_id(comment_id: str) -> None:
         raise UsageError(f"{comment_id!r} is not a comment id (expected 1–16 lower-case letters or digits)")
 
 
-def fetch(batch: Batch, index: SeenFile, source: str | None) -> FetchResult:
-    """Comments from the source ``--source`` names, else dev.to (the commands layer made sure an
-    account is configured: a missing one is exit 2, never a silent fallback to the sample)."""
-    return resolve_source(source or "devto").fetch(batch.settings, index)
+def _fetch(batch: Batch, source: Source, index: SeenFile, *, full: bool) -> FetchResult:
+    """Comments from ``source`` (the commands layer made sure an account is configured for dev.to:
+    a missing one is exit 2, never a silent fallback to the sample)."""
+    if full:
+        return source.fetch(batch.settings, index, full=True)  # type: ignore[call-arg]
+    return source.fetch(batch.settings, index)
 
 
-def plan_scan(batch: Batch, index: SeenFile, source: str | None) -> Plan:
-    """New comments (no inbox file yet), pending ones (no attempt) and orphaned reservations, oldest first."""
-    fetched = fetch(batch, index, source)
+def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datetime | None = None,
+              full: bool = False) -> Plan:
+    """New comments (no inbox file yet), pending ones (no attempt) and orphaned reservations,
+    oldest first. On an account's first scan, comments older than the backlog window are recorded
+    as baseline, not called (``since`` moves the window); answered ones are never called."""
+    chosen = resolve_source(source or "devto")
+    fetched = _fetch(batch, chosen, index, full=full)
     for rejection in fetched.rejected:
         batch.result.rejected.append({"item": rejection.item, "message": rejection.message})
         batch.notice(f"rejected {rejection.item or 'item'}: {rejection.message}")
         batch.emit("input.rejected")
     paths = batch.settings.paths
+    replies = dict(getattr(fetched, "author_replies", {}) or {})
+    cutoff = since
+    if cutoff is None and chosen.name == "devto" and not index.comments and not index.articles:
+        # The first scan of an account: a 500-comment history must not cost 500 calls, nor delay
+        # today's comments by a hundred cron runs (SPEC §13.3). An export file (or the sample)
+        # is a deliberate import: every comment in it is meant to be checked.
+        cutoff = utcnow() - timedelta(days=batch.settings.backlog_days)
+    discovered: list[Planned] = []
     planned: dict[str, tuple[str, Planned]] = {}
     for comment in fetched.comments:
-        if not paths.inbox_file(comment.id).exists():
-            parent = fetched.parent_texts.get(comment.parent_id) if comment.parent_id else None
-            planned[comment.id] = (comment.created_at, Planned(comment.id, inbox.EMPTY, comment, parent))
-    batch.result.discovered = len(planned)
+        if paths.inbox_file(comment.id).exists():
+            continue
+        parent = fetched.parent_texts.get(comment.parent_id) if comment.parent_id else None
+        old = cutoff is not None and _created(comment.created_at) < cutoff
+        item = Planned(comment.id, inbox.EMPTY, comment, parent, baseline=old, replied_at=replies.get(comment.id))
+        discovered.append(item)
+        if not item.baseline and item.replied_at is None:
+            planned[comment.id] = (comment.created_at, item)
+    batch.result.discovered = len(discovered)
+    answered: dict[str, str] = {}
+    requeued: set[str] = set()
     for cid, entry in index.comments.items():
+        if cid in planned or entry.status not in ("pending", "reserved", "baseline"):
+            continue
         # Pending ones get their first attempt; reserved ones are orphans of a dead run, which
         # scan closes as interrupted like recheck does (no call for them this run).
-        if entry.status in ("pending", "reserved") and cid not in planned:
-            record = inbox.load(paths, cid)
-            if record is not None and inbox.state_of(record) in ("pending", "reserved"):
-                planned[cid] = (record.comment.created_at, Planned(cid, inbox.fingerprint(record)))
+        record = inbox.load(paths, cid)
+        if record is None:
+            continue
+        state = inbox.state_of(record)
+        if state in ("pending", "baseline") and cid in replies:
+            answered[cid] = replies[cid]
+            continue
+        if state == "baseline":
+            if since is None or _created(record.comment.created_at) < since:
+                continue
+            requeued.add(cid)
+        elif state not in ("pending", "reserved"):
+            continue
+        planned[cid] = (record.comment.created_at, Planned(cid, inbox.fingerprint(record)))
     items = [p for _, p in sorted(planned.values(), key=lambda pair: (pair[0], pair[1].id))]
     articles = [a for a in fetched.articles if a.id in fetched.fetched_article_ids]
-    return Plan(items, articles)
+    return Plan(items, articles, discovered, answered, replies, frozenset(requeued),
+                getattr(fetched, "interrupted", None))
+
+
+def _created(text: str) -> datetime:
+    try:
+        return parse_iso(text)
+    except ValueError:
+        return utcnow()  # unreadable: treat as new, so it is checked rather than silently skipped
 
 
 def plan_recheck(batch: Batch, index: SeenFile, ids: Sequence[str]) -> Plan:

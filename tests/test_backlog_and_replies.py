@@ -1,0 +1,147 @@
+"""SPEC §13.3, the pipeline's side: a first scan's backlog is baseline (never called until
+`--since` queues it), and comments the author already answered on dev.to are never called."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from _fake_provider import FakeProvider, in_process
+from typer.testing import CliRunner
+
+from watcher import commands, inbox, seen
+from watcher.cli import build_app
+from watcher.commands import Context
+from watcher.config import Paths, Settings, load_settings
+from watcher.models import SeenFile
+from watcher.pipeline import Hooks
+from watcher.source import FetchResult, read_export
+from watcher.timeutil import iso, utcnow
+
+FAKE_ENV = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake.invalid/v1",
+            "WATCHER_API_KEY": "sk-test-fake", "WATCHER_MODEL": "fake-model"}
+
+
+@dataclass(frozen=True)
+class Account:
+    """dev.to as far as the pipeline can tell (the source named "devto"), served from an export
+    file: the backlog rule is for an account's first scan, not for a deliberate import."""
+
+    path: Path
+    name: str = "devto"
+
+    def fetch(self, settings: Settings, index: SeenFile, *, full: bool = False) -> FetchResult:
+        return read_export(self.path, settings)
+
+
+@pytest.fixture(autouse=True)
+def account_sources(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from watcher.source import _registry
+
+    for name in ("e", "a", "b"):
+        monkeypatch.setitem(_registry.SOURCES, f"account-{name}",
+                            lambda name=name: Account(tmp_path / f"{name}.json"))  # type: ignore[misc]
+
+
+def _ctx(data_dir: Path, fake: FakeProvider) -> Context:
+    ctx = Context(entrypoint="cli", data_dir=data_dir, hooks=Hooks(make_provider=in_process(fake)))
+    ctx._settings = load_settings(data_dir=data_dir, env=FAKE_ENV)
+    return ctx
+
+
+def _export(path: Path, ages_days: dict[str, float], *, replies: dict[str, str] | None = None) -> Path:
+    """One article; each comment ``TAG:<id>`` created ``ages_days`` ago; ``replies``: comment id ->
+    the id of a direct reply by the author (maya_writes)."""
+    now = utcnow()
+    comments = []
+    for cid, age in ages_days.items():
+        children = []
+        if replies and cid in replies:
+            children.append({"type_of": "comment", "id_code": replies[cid], "created_at": iso(now - timedelta(hours=1)),
+                             "body_html": "<p>Thanks, fixed!</p>", "user": {"name": "Maya", "username": "maya_writes"},
+                             "children": []})
+        comments.append({"type_of": "comment", "id_code": cid, "created_at": iso(now - timedelta(days=age)),
+                         "body_html": f"<p>TAG:{cid} How do I configure this, and does it work on Windows?</p>",
+                         "user": {"name": "Reader", "username": f"reader_{cid}"}, "children": children})
+    doc = {"username": "maya_writes", "articles": [{"id": 7, "title": "Caching", "url": "https://dev.to/maya_writes/c",
+                                                    "comments_count": len(comments), "comments": comments}]}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_first_scan_records_the_backlog_as_baseline_and_calls_only_recent_comments(
+        data_dir: Path, tmp_path: Path) -> None:
+    """Older than WATCHER_BACKLOG_DAYS (14) on the first scan: recorded, counted, listed, never called."""
+    fake = FakeProvider()
+    _export(tmp_path / "e.json", {"old1": 40, "old2": 20, "new1": 2})
+    out = commands.scan(_ctx(data_dir, fake), source="account-e")
+    assert out.error is None and fake.calls == ["new1"]
+    assert out.result["baseline"] == 2 and out.result["discovered"] == 3
+    paths = Paths(data_dir)
+    assert {cid: inbox.state_of(inbox.load(paths, cid)) for cid in ("old1", "old2", "new1")} == {  # type: ignore[arg-type]
+        "old1": "baseline", "old2": "baseline", "new1": "done"}
+    commands.scan(_ctx(data_dir, fake), source="account-e")
+    commands.recheck(_ctx(data_dir, fake))
+    assert fake.calls == ["new1"]  # baseline is never called by a later scan or recheck
+    runner = CliRunner()
+    status = json.loads(runner.invoke(build_app("cli"), ["status", "--json"]).stdout)["result"]
+    assert status["states"]["baseline"] == 2
+    rows = json.loads(runner.invoke(build_app("cli"), ["inbox", "--all", "--json"]).stdout)["result"]["comments"]
+    assert {r["id"]: r["state"] for r in rows}["old1"] == "baseline"
+    assert "--since" in {r["id"]: r["hint"] for r in rows}["old1"]
+
+
+def test_scan_since_queues_the_baseline_created_since_that_date(data_dir: Path, tmp_path: Path) -> None:
+    """`scan --since DATE` queues baseline comments created on or after DATE, and only those."""
+    fake = FakeProvider()
+    _export(tmp_path / "e.json", {"old1": 40, "old2": 20, "new1": 2})
+    commands.scan(_ctx(data_dir, fake), source="account-e")
+    since = (utcnow() - timedelta(days=30)).date().isoformat()
+    out = commands.scan(_ctx(data_dir, fake), source="account-e", since=since)
+    assert out.error is None and fake.calls == ["new1", "old2"]
+    record = inbox.load(Paths(data_dir), "old1")
+    assert record is not None and inbox.state_of(record) == "baseline"
+
+
+def test_a_later_scan_checks_an_old_comment_it_had_not_seen(data_dir: Path, tmp_path: Path) -> None:
+    """The backlog window is for an account's first scan only: after that a comment discovered late
+    (an old thread re-fetched) is checked like any other."""
+    fake = FakeProvider()
+    _export(tmp_path / "a.json", {"new1": 1})
+    _export(tmp_path / "b.json", {"new1": 1, "late": 60})
+    commands.scan(_ctx(data_dir, fake), source="account-a")
+    commands.scan(_ctx(data_dir, fake), source="account-b")
+    assert fake.calls == ["new1", "late"]
+
+
+def test_an_export_file_is_a_deliberate_import_without_a_backlog_window(data_dir: Path, tmp_path: Path) -> None:
+    """--source FILE checks every comment in it, however old (the backlog rule is for accounts)."""
+    fake = FakeProvider()
+    commands.scan(_ctx(data_dir, fake), source=str(_export(tmp_path / "x.json", {"old1": 90, "new1": 1})))
+    assert fake.calls == ["old1", "new1"]
+
+
+def test_since_is_checked(data_dir: Path) -> None:
+    """--since must be a date."""
+    result = CliRunner().invoke(build_app("cli"), ["scan", "--source", "x.json", "--since", "last week"],
+                                env={"WATCHER_PROVIDER": "offline"})
+    assert result.exit_code == 2 and "--since takes a date" in result.stderr
+
+
+def test_a_persons_mark_always_wins_over_devto(data_dir: Path, tmp_path: Path) -> None:
+    """note_author_replies marks an open comment replied (by devto) but never one a person marked,
+    `mark open` included."""
+    fake = FakeProvider()
+    commands.scan(_ctx(data_dir, fake), source=str(_export(tmp_path / "e.json", {"a1": 1, "a2": 1})))
+    paths = Paths(data_dir)
+    seen.patch_triage(paths, "a2", "open")  # the person reopened it on purpose
+    marked = seen.note_author_replies(paths, {"a1": iso(), "a2": iso()})
+    index = seen.load(paths)
+    assert marked == ["a1"]
+    assert (index.comments["a1"].triage, index.comments["a1"].triage_by) == ("replied", "devto")
+    assert (index.comments["a2"].triage, index.comments["a2"].triage_by) == ("open", "person")
+    assert index.comments["a2"].replied_at is not None
