@@ -176,3 +176,18 @@ def test_a_closed_stdout_ends_quietly(data_dir: Path, args: tuple[str, ...]) -> 
     proc.wait(30)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+def test_a_symlinked_observation_log_is_never_written_through(data_dir: Path, tmp_path: Path) -> None:
+    """observations.jsonl planted as a symlink to a file outside the data dir: nothing is ever
+    appended there; the run says which path is wrong (exit 5) instead."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("untouched\n")
+    (data_dir / "observations.jsonl").symlink_to(outside)
+    fake = FakeProvider()
+    out = execute("scan", _ctx(data_dir, fake), lambda c: commands.scan(
+        c, source=str(write_export(tmp_path / "e.json", ["l1"]))))
+    assert outside.read_text() == "untouched\n"
+    assert out.exit_code == 5 and "observations.jsonl" in out.error["message"]
+    record = _record(data_dir, "l1")
+    assert record.verdict is not None  # the batch itself went through; only the signal was refused

@@ -27,6 +27,7 @@ and ``recheck`` warn, and ``status`` asks :func:`log_trouble` (SPEC §13.5).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -40,7 +41,7 @@ from typing import Any
 
 from watcher import durable
 from watcher.config import Paths
-from watcher.errors import LogReplaced, SaveFailed, StateError
+from watcher.errors import LogReplaced, SaveFailed, StateError, UnsafePath
 from watcher.locks import signals_lock
 from watcher.models import LogIdentity, SignalCursor, SignalState
 from watcher.timeutil import iso
@@ -101,9 +102,19 @@ def _encode(event: Mapping[str, Any], ts: str) -> bytes:
 
 def _append_bytes(path: Path, payload: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    # O_NOFOLLOW: a symlink planted at observations.jsonl made every run append to the file it
+    # pointed at, outside the data dir; O_NONBLOCK: a FIFO there must not hang the run (§13.5).
     try:
-        size = os.fstat(fd).st_size
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            raise UnsafePath(path, "a symbolic link, FIFO or directory, not the observation log") from exc
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafePath(path, "not a regular file (a FIFO or device), not the observation log")
+        size = info.st_size
         # A writer that died mid-write (or a disk that filled up) may have left a line without
         # its newline. Gluing our first line onto it would spoil ours too; start a fresh line so
         # the fragment is counted as one invalid line and ours stays valid.
