@@ -89,13 +89,20 @@ def _detail(item: dict[str, Any]) -> str:
 def _batch(doc: dict[str, Any], error: dict[str, str] | None = None) -> None:
     if doc["items"]:
         table = Table(title=f"{doc['command']} ({doc['provider']} {doc['model']})")
-        for name in ("comment", "outcome", "attempts"):
-            table.add_column(name, no_wrap=True)
-        # The summary is cut to the terminal's width, not wrapped over several lines.
-        table.add_column("detail", no_wrap=True, overflow="ellipsis")
+        used = 4 * 3 + 1  # borders and padding of four columns
+        for name, key in (("comment", "id"), ("outcome", "outcome"), ("attempts", "attempts")):
+            # These never shrink: the detail column gives way on a narrow terminal.
+            width = max([len(name), *(len(str(item.get(key, ""))) for item in doc["items"])])
+            table.add_column(name, no_wrap=True, min_width=width)
+            used += width
+        table.add_column("detail", no_wrap=True)
+        room = max(20, _out.width - used)
         for item in doc["items"]:
-            table.add_row(item["id"], item["outcome"], str(item.get("attempts", "")), _detail(item))
-        _out.print(table)
+            # One line per comment: the summary is cut to the terminal's width, not wrapped.
+            detail = _detail(item)
+            detail = detail if len(detail) <= room else detail[: room - 1] + "…"
+            table.add_row(item["id"], item["outcome"], str(item.get("attempts", "")), detail)
+        _out.print(table, soft_wrap=False)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(doc["counts"].items())) or "nothing to do"
     verb = "would call" if doc["dry_run"] else "model calls"
     calls = len(doc.get("would_call", [])) if doc["dry_run"] else doc["calls"]
