@@ -1,0 +1,74 @@
+"""Races that need a lock bypass (issue 14): a deleted pipeline.lock mid-call, and two data dirs
+sharing one inbox/ through a symlink. Real processes, scripted so each interleaving happens for
+sure; afterwards every promise is checked from disk and the call log. The runs count as soak
+operations in the rig's closing line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _fake_provider import running_fake
+from _proc import envelope, run, start, write_export
+from _rel_harness import TALLY
+from _rel_invariants import Expect, check_all
+
+pytestmark = pytest.mark.slow
+
+
+def _recheck_until_quiet(dirs: list[Path], env: dict[str, str]) -> int:
+    runs = 0
+    for _ in range(4):
+        for data in dirs:
+            done = run("cli", "recheck", "--json", data_dir=data, env=env)
+            runs += 1
+            assert done.returncode in (0, 3), done.stderr
+    return runs
+
+
+def test_a_deleted_lock_file_mid_call_never_buys_a_fourth_call(tmp_path: Path) -> None:
+    """A slow recheck holds the lock; the user deletes locks/pipeline.lock; rechecks run meanwhile.
+    The slow run's outcome write is a compare-and-swap: save_conflict, nothing written, 3 calls."""
+    data = tmp_path / "rig"
+    export = write_export(tmp_path / "export.json", ["race"])
+    with running_fake() as fake:
+        fake.script("race", "malformed", "hold-malformed", "malformed")
+        env = fake.env()
+        assert run("cli", "scan", "--source", str(export), data_dir=data, env=env).returncode == 0
+        slow = start("bridge", "recheck", data_dir=data, env=env)
+        fake.wait_in_flight()
+        (data / "locks" / "pipeline.lock").unlink()
+        runs = 2 + _recheck_until_quiet([data], env)
+        fake.release()
+        out = slow.communicate(timeout=30)
+        assert slow.returncode == 5 and envelope(out)["error"]["kind"] == "save_conflict", out
+        runs += _recheck_until_quiet([data], env)
+        found = check_all(data, fake.calls, expect=Expect())
+        calls = list(fake.calls)
+    TALLY.add("soak_ops", runs, [f"lock deleted mid-call: {v}" for v in found])
+    assert calls == ["race"] * 3 and found == []
+
+
+def test_two_data_dirs_sharing_one_inbox_never_buy_a_fourth_call(tmp_path: Path) -> None:
+    """B/inbox is a symlink to A/inbox (two configs, one folder): their pipeline locks do not
+    exclude each other, yet a held call in A, a recheck in B meanwhile and A's stale write-back
+    cost the comment 3 calls in all — never more."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    export = write_export(tmp_path / "export.json", ["shared"])
+    with running_fake() as fake:
+        fake.script("shared", "malformed", "hold-malformed", "malformed")
+        env = fake.env()
+        assert run("cli", "scan", "--source", str(export), data_dir=a, env=env).returncode == 0
+        b.mkdir()
+        (b / "inbox").symlink_to(a / "inbox")
+        held = start("cli", "recheck", "--json", data_dir=a, env=env)
+        fake.wait_in_flight()
+        runs = 2 + _recheck_until_quiet([b], env)  # B closes A's "orphan", then makes attempt 3
+        fake.release()
+        out = held.communicate(timeout=30)
+        assert held.returncode == 5 and envelope(out)["error"]["kind"] == "save_conflict", out
+        runs += _recheck_until_quiet([a, b], env)
+        found = check_all(a, fake.calls, expect=Expect())
+        calls = list(fake.calls)
+    TALLY.add("soak_ops", runs, [f"shared inbox: {v}" for v in found])
+    assert calls == ["shared"] * 3 and found == []
