@@ -21,6 +21,8 @@ took 2.1 GB RSS). Exactly one request per call: nothing here loops or resends.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import socket
 import threading
 import time
@@ -122,17 +124,22 @@ class _Watchdog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
-        self._timer: threading.Timer | None = None
+        self._armed = False
         self.fired = False
 
     def arm(self, seconds: float) -> None:
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
+        self._armed = True
+        _CLOCK.add(time.monotonic() + seconds, self)
 
     def disarm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        with self._lock:
+            self._armed = False  # a deadline that comes due later finds nothing to cut
+
+    def due(self) -> None:
+        with self._lock:
+            if not self._armed:
+                return
+        self._fire()
 
     def trace(self, event: str, info: dict[str, Any]) -> None:
         """httpcore's ``trace`` extension: remember each connection's socket as it is made."""
@@ -154,6 +161,36 @@ class _Watchdog:
             sockets = list(self._sockets)
         for sock in sockets:
             _shut(sock)
+
+
+class _DeadlineClock:
+    """One daemon thread for every exchange's deadline. A ``threading.Timer`` per call cost a
+    thread start per model call — about a third of a loopback call's overhead (bench/ figure 1)."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, _Watchdog]] = []
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._count = itertools.count()
+
+    def add(self, when: float, watchdog: _Watchdog) -> None:
+        with self._wake:
+            heapq.heappush(self._due, (when, next(self._count), watchdog))
+            if self._thread is None or not self._thread.is_alive():  # new, or the fork of a parent
+                self._thread = threading.Thread(target=self._run, name="watcher-deadlines", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._due or self._due[0][0] > time.monotonic():
+                    self._wake.wait(None if not self._due else self._due[0][0] - time.monotonic())
+                _, _, watchdog = heapq.heappop(self._due)
+            watchdog.due()
+
+
+_CLOCK = _DeadlineClock()
 
 
 def _shut(sock: socket.socket) -> None:
