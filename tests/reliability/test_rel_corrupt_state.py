@@ -5,11 +5,21 @@ command needed the file, it exits 5 with a message naming it and the damaged byt
 ``quarantine/`` exactly; if it did not, the file is left untouched (never overwritten). Either
 way the runs that follow recover: they exit 0 and every promise still holds (a comment whose
 inbox file was lost is never given a fresh budget).
+
+Planted files count too (SPEC §13.5, issue 14): a symlink (a loop, or a link to a file outside
+the data dir), a FIFO or an empty directory at a state path is quarantined itself — never read
+through, never opened blocking, its target untouched — and an inbox file whose content is
+another comment (restored under the wrong name, a hard link) is corrupt. A directory holding
+files is the one thing left in place: exit 5 naming it, until the person moves it away.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
+import shutil
+import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -128,5 +138,118 @@ def test_corrupt_state_file_is_quarantined_loudly_and_next_runs_recover(place: s
     cases = [c for c in _cases() if c[0] == place]
     for i, (p, kind, command) in enumerate(cases):
         found += corrupt_case(baseline, tmp_path / str(i), p, kind, command)
+    TALLY.add("bad_inputs", len(cases), found)
+    assert found == []
+
+
+# ---- planted files: special files and names that lie (SPEC §13.5) --------------------------------
+
+
+def _link_outside(path: Path, good: bytes, work: Path) -> None:
+    outside = work / "outside" / path.name
+    outside.parent.mkdir(parents=True, exist_ok=True)
+    outside.write_bytes(good)
+    os.symlink(outside, path)
+
+
+def _dir_with_files(path: Path, good: bytes, work: Path) -> None:
+    (path / "mine").mkdir(parents=True)
+    (path / "mine" / "notes.txt").write_bytes(good)
+
+
+def _other_inbox_file(path: Path) -> Path:
+    return next(p for p in sorted(path.parent.glob("*.json")) if p != path)
+
+
+def _wrong_name(path: Path, good: bytes, work: Path) -> None:
+    path.write_bytes(_other_inbox_file(path).read_bytes())
+
+
+def _hard_link(path: Path, good: bytes, work: Path) -> None:
+    os.link(_other_inbox_file(path), path)
+
+
+Plant = Callable[[Path, bytes, Path], None]
+SPECIAL: dict[str, Plant] = {
+    "symlink-loop": lambda path, good, work: os.symlink(path.name, path),
+    "symlink-outside": _link_outside,
+    "fifo": lambda path, good, work: os.mkfifo(path),
+    "empty-dir": lambda path, good, work: path.mkdir(),
+    "dir-with-files": _dir_with_files,
+}
+NAME_LIES: dict[str, Plant] = {"wrong-name": _wrong_name, "hard-link": _hard_link}  # inbox places only
+LEFT_IN_PLACE = {"dir-with-files"}
+
+
+def _planted_cases() -> list[tuple[str, str, str]]:
+    kinds = {p: [*SPECIAL, *(NAME_LIES if PLACES[p][0].startswith("inbox/") else ())] for p in PLACES}
+    if LONG:
+        return sorted((p, k, c) for p in PLACES for k in kinds[p] for c in COMMANDS)
+    rotate = itertools.cycle(COMMANDS)
+    return sorted((p, k, next(rotate)) for p in PLACES for k in kinds[p])
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    st = os.lstat(path)
+    return st.st_ino, stat.S_IFMT(st.st_mode)
+
+
+def planted_case(baseline: Baseline, work: Path, place: str, kind: str, command: str) -> list[str]:
+    rel, label = PLACES[place]
+    plant = {**SPECIAL, **NAME_LIES}[kind]
+    problems: list[str] = []
+    with running_fake() as fake:
+        data = baseline.clone(work / "data", fake)
+        env = fake.env()
+        path = data / rel
+        good = _prepare(data, rel, env)
+        before = snapshot(data, fake.calls)
+        path.unlink()
+        plant(path, good, work)
+        planted = _identity(path)
+        outside = {p: p.read_bytes() for p in (work / "outside").glob("*")} if (work / "outside").is_dir() else {}
+        first = inproc(data, env, "cli", command, **_kwargs(command, baseline))
+        if first.exit_code != 5:
+            if not os.path.lexists(path) or _identity(path) != planted:
+                problems.append(f"{command} exited {first.exit_code} and moved the planted {kind} without a word")
+            first = inproc(data, env, "bridge", "scan", source=baseline.full_export)
+        problems += _loud_planted(first, data, rel, label, kind, planted)
+        if kind in LEFT_IN_PLACE and path.is_dir():
+            shutil.move(path, work / "moved-aside")  # what the message tells the person to do
+        if any(p.read_bytes() != b for p, b in outside.items()):
+            problems.append("a file outside the data dir was written through the planted link")
+        recovery = recover_until_quiet(data, env, baseline.full_export)
+        problems += recovery.problems
+        # Quarantined or moved aside by hand, the comment's file is gone: it must get no new budget.
+        lost = rel.removeprefix("inbox/").removesuffix(".json") if rel.startswith("inbox/") else None
+        problems += _still_kept(data, fake.calls, before, baseline, lost=lost, seen_lost=place == "seen")
+    return [f"{place} × {kind} × {command}: {p}" for p in problems]
+
+
+def _loud_planted(envelope, data: Path, rel: str, label: str, kind: str,  # type: ignore[no-untyped-def]
+                  planted: tuple[int, int]) -> list[str]:
+    if envelope.exit_code != 5:
+        return [f"{envelope.command} exited {envelope.exit_code}, expected 5 for a planted {kind} at {rel}"]
+    message = (envelope.error or {}).get("message", "")
+    if str(data / rel) not in message:
+        return [f"message does not name the planted path: {message!r}"]
+    if kind in LEFT_IN_PLACE:
+        kept = (data / rel / "mine" / "notes.txt").exists()
+        return [] if kept and "left it in place" in message else [f"{kind} not left in place as said: {message!r}"]
+    if "quarantine" not in message:
+        return [f"message does not say where it went: {message!r}"]
+    if planted not in [_identity(p) for p in quarantined_names(data / "quarantine", label)]:
+        return [f"the planted {kind} itself is not in quarantine/ (moved something else, or a copy)"]
+    return []
+
+
+@pytest.mark.parametrize("place", list(PLACES))
+def test_a_planted_file_is_moved_aside_itself_or_named_and_next_runs_recover(place: str, baseline: Baseline,
+                                                                             tmp_path: Path) -> None:
+    """Links, FIFOs, directories and lying names at this path: exit 5, never followed, recovery."""
+    found: list[str] = []
+    cases = [c for c in _planted_cases() if c[0] == place]
+    for i, (p, kind, command) in enumerate(cases):
+        found += planted_case(baseline, tmp_path / str(i), p, kind, command)
     TALLY.add("bad_inputs", len(cases), found)
     assert found == []
