@@ -6,6 +6,12 @@ shell command cannot reach a real provider). Every tool hands the same core func
 uses to :func:`watcher.commands.execute` and returns its envelope; nothing here decides anything
 about attempts, locks or state.
 
+What the server adds for agents (SPEC §10, "MCP, for agents"), all of it adaptation: progress
+notifications from the pipeline's hooks (:class:`_Progress`), a typed ``result`` in each output
+schema (:mod:`bridge.results`), messages reworded for MCP (:mod:`bridge.wording`), the resources
+``watcher://inbox`` and ``watcher://comment/{id}``, and the ``reply-session`` prompt
+(:mod:`bridge.mcp_text`, with every word an agent reads).
+
 The MCP SDK is an optional extra (``pip install 'devto-watcher[mcp]'``). This module is imported
 only by ``watcher-bridge mcp``; ``watcher`` and the plain bridge never load the SDK.
 """
@@ -13,22 +19,28 @@ only by ``watcher-bridge mcp``; ``watcher`` and the plain bridge never load the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import inspect
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
+import watcher
+from bridge import mcp_text, results
+from bridge.wording import for_agents
 from watcher import commands
 from watcher.commands import Context, Envelope
-from watcher.errors import EXIT_USAGE, exit_code_legend
-from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT
+from watcher.errors import EXIT_USAGE
+from watcher.models import COMMENT_ID_SHAPE
+from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT, Hooks, ItemResult
 
 MIN_SDK = (2, 3)
 INSTALL_HINT = ("watcher-bridge mcp needs the MCP Python SDK (mcp >= {need}), an optional extra:\n"
@@ -37,62 +49,32 @@ INSTALL_HINT = ("watcher-bridge mcp needs the MCP Python SDK (mcp >= {need}), an
 
 try:
     import anyio
+    import anyio.from_thread
+    import anyio.to_thread
+    from mcp.server.mcpserver import Context as ToolContext
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+    from mcp.server.mcpserver.exceptions import (
+        ResourceError,
+        ResourceNotFoundError,
+        ToolError,
+        UnexpectedToolError,
+    )
+    from mcp.server.mcpserver.utilities.context_injection import find_context_parameter
+    from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 except ImportError as exc:  # the extra is missing, or an mcp 1.x without MCPServer
     _SDK_MISSING: ImportError | None = exc
 else:
     _SDK_MISSING = None
 
 log = logging.getLogger("bridge.mcp")
-
-# What an agent should do with each non-zero exit code (the meanings come from watcher.errors).
-AGENT_ADVICE = {
-    2: "fix the argument or the setup the message names; never retry the same call as it is.",
-    3: "wait: the provider or dev.to stopped the batch (the message says until when); do not retry at once.",
-    4: "another run holds the pipeline lock; try again later, do not loop.",
-    5: "a state file is corrupt or could not be saved; tell the user, who must look at the named path.",
-}
-
-INSTRUCTIONS = """devto-watcher triages the comments on a dev.to author's articles with a language model,
-under a hard budget of 3 model attempts per comment (the first included), ever.
-
-Start with `status` (free). `scan` fetches new comments and makes their first attempt; `recheck`
-retries failed ones; both spend model attempts and share one pipeline lock with every other
-watcher run on this data directory (the CLI included). `inbox` lists what needs a reply, `show`
-one comment in full, `mark` records that the author replied or chose to ignore it.
-
-Every tool returns the envelope {{ok, command, exit_code, result, error: {{kind, message}} | null}}.
-exit_code: {legend}.
-{advice}
-A non-zero exit_code comes back as a tool error that still carries the envelope.""".format(
-    legend=exit_code_legend(), advice="\n".join(f"On {code}: {what}" for code, what in AGENT_ADVICE.items()))
-
-
-# ---- the envelope as the tools' output schema -----------------------------------------------------
-
-
-class EnvelopeError(BaseModel):
-    kind: str = Field(description="Stable error kind, e.g. usage, config, lock_busy, rate_limited.")
-    message: str = Field(description="What went wrong and what to do next.")
-
-
-class EnvelopeOut(BaseModel):
-    """SPEC §10: the same JSON document ``watcher-bridge <command>`` prints."""
-
-    ok: bool = Field(description="True when the command ran (exit_code 0).")
-    command: str
-    exit_code: int = Field(description=exit_code_legend())
-    result: Any = Field(default=None, description="The command's result (a batch keeps its summary even "
-                                                  "when it stopped).")
-    error: EnvelopeError | None = None
-
+INSTRUCTIONS = mcp_text.INSTRUCTIONS
+AGENT_ADVICE = mcp_text.AGENT_ADVICE
+ID_PATTERN = f"^{COMMENT_ID_SHAPE}$"
 
 # ---- parameters -------------------------------------------------------------------------------------
 # Value checks (limit range, triage choice, id shape) are advertised in the schema but enforced by
-# the same core functions as the CLI, so a bad value comes back as the CLI's usage envelope
-# (exit_code 2, the CLI's message) rather than as a second, differently worded validator's error.
+# the same core functions as the CLI, so a bad value comes back as the core's usage envelope
+# (exit_code 2, reworded for MCP by bridge.wording) rather than as a second validator's error.
 
 Limit = Annotated[int, Field(
     description=f"Most model calls this run (1–{MAX_LIMIT}). Each call spends one of a comment's 3 attempts.",
@@ -100,61 +82,22 @@ Limit = Annotated[int, Field(
 DryRun = Annotated[bool, Field(
     description="Only plan: list what would be called. Takes no lock, writes nothing, calls no model.")]
 Source = Annotated[str | None, Field(
-    description="'devto' (needs DEVTO_USERNAME), or the path of a Forem-format export file on this machine. "
-                "Omitted: dev.to when DEVTO_USERNAME is set, else the bundled sample comments.")]
-Ids = Annotated[list[str] | None, Field(
+    description="'devto' (needs DEVTO_USERNAME or DEVTO_API_KEY in the server's environment), or the path of a "
+                "Forem-format export file on this machine. Omitted: dev.to; without a dev.to account that is "
+                "exit_code 2.")]
+IdItem = Annotated[str, Field(json_schema_extra={"pattern": ID_PATTERN})]
+Ids = Annotated[list[IdItem] | None, Field(
     description="Only these comment ids. Omitted: every failed or interrupted comment, oldest first.")]
 CommentId = Annotated[str, Field(
-    description="Comment id (the dev.to id_code), as listed by inbox.",
-    json_schema_extra={"pattern": "^[a-z0-9]{1,16}$"})]
+    description="Comment id (the dev.to id_code), as listed by inbox.", json_schema_extra={"pattern": ID_PATTERN})]
 Triage = Annotated[str, Field(
-    description="replied: you answered it · ignored: it needs no answer · open: back on the to-do list.",
+    description="replied: the author posted a reply · ignored: it needs no answer · open: back on the to-do list.",
     json_schema_extra={"enum": list(commands.TRIAGE_CHOICES)})]
 ShowAll = Annotated[bool, Field(description="List every known comment with its state, not only those "
                                             "needing a reply.")]
+WithPrompt = Annotated[bool, Field(description="Include the cached prompt sent to the model (about 2 KB).")]
 Reset = Annotated[bool, Field(description="Recount the whole observation log from the start on purpose "
                                           "(only after the log was replaced or truncated).")]
-
-SCAN = f"""Fetch new comments from dev.to (or an export file) and make the FIRST model attempt for each
-comment never attempted before — at most `limit` model calls this run (default {DEFAULT_LIMIT}, max
-{MAX_LIMIT}); comments beyond the limit are left pending for the next scan (`remaining`). Spends model
-attempts (3 per comment in total, ever; scan makes only the first). Never retries failures: that is
-`recheck`. Waits at most 5 s for the pipeline lock; if another scan/recheck holds it, returns exit_code
-4 (try later, do not loop). A setup failure (unreachable server, rejected key, unknown model, refused
-request) or a rate limit stops the batch at once: exit_code 2 means the user must fix the setup (never
-retry as is), 3 means wait (the message says until when; a broken provider is then probed for free
-before any attempt is spent). Use dry_run to see what would be called without spending anything."""
-
-RECHECK = f"""Retry comments whose verdict failed (malformed answer, overload, timeout, …) with their cached
-prompt. Spends model attempts: at most `limit` calls this run (default {DEFAULT_LIMIT}, max {MAX_LIMIT}),
-one per comment per run, and never more than 3 attempts per comment in total, the scan's first attempt
-included — an exhausted comment is never called again. Does not fetch new comments (that is `scan`).
-Waits at most 5 s for the pipeline lock (exit_code 4 if busy; try later). A setup failure or a rate
-limit stops the batch: exit_code 2 = the user must fix the setup, 3 = wait. Never call recheck in a
-loop: a comment that failed three times is exhausted and only the user can grant it more attempts
-(`watcher grant`, not available to agents). Use dry_run to see what would be called."""
-
-STATUS = """Free: no model call, no network, no lock wait. Counts comments by state (done, pending,
-failed, exhausted, reserved) and triage, shows any provider cooldown, observation signal counts, the
-configured provider and model, and the data paths. Call this first."""
-
-INBOX = """Free: the comments that need a reply (their verdict says so and they are not marked replied or
-ignored), highest priority first, with the verdict's summary and reply hint. all=true lists every known
-comment with its state instead."""
-
-SHOW = """Free: one comment in full — its text, verdict, triage and every model attempt (outcome, error,
-raw answer)."""
-
-MARK = """Set a comment's triage: replied, ignored, or open again. No model call. Takes only the short
-seen.json lock, never the pipeline lock, so it answers at once even while a scan or recheck runs, and
-that batch will not overwrite the mark."""
-
-CHECK = """Free: checks the setup without spending an attempt or a token — config, API key present, the
-provider's models endpoint (does the model exist?), the dev.to user, the data dir. Each failed check
-says its fix. exit_code 0 only if all pass. Use it after a scan or recheck stopped with exit_code 2 or 3."""
-
-SIGNALS = """Count the new lines of the observation log (each exactly once, across crashes) and return
-the totals per key. No model call."""
 
 
 # ---- running one command ------------------------------------------------------------------------------
@@ -173,60 +116,146 @@ def _tool_result(envelope: Envelope) -> CallToolResult:
                           is_error=not envelope.ok)
 
 
+Report = Callable[[float, float | None, str | None], Coroutine[Any, Any, None]]
+
+
+class _Progress:
+    """A batch's progress, sent to the client from the worker thread the batch runs in.
+
+    ``total`` is the calls planned (at most the limit); ``progress`` counts the items that made
+    a call, so it never passes ``total`` — items that needed no call (a saved verdict, a comment
+    left reserved by a dead run) report nothing, since progress must only increase.
+    """
+
+    def __init__(self, report: Report) -> None:
+        self._report = report
+        self._total: int | None = None
+        self._done = 0
+        self._calling: set[str] = set()
+
+    def hooks(self) -> Hooks:
+        return Hooks(on_planned=self._planned, on_call=self._calling.add, on_item=self._item)
+
+    def _planned(self, total: int) -> None:
+        self._total = total
+        self._send(f"{total} model call{'s' if total != 1 else ''} planned")
+
+    def _item(self, item: ItemResult) -> None:
+        if item.id not in self._calling:
+            return
+        self._calling.discard(item.id)
+        self._done += 1
+        self._send(f"{item.id}: {item.outcome}" + (f" ({item.kind})" if item.kind else ""))
+
+    def _send(self, message: str) -> None:
+        # A courtesy, never a reason to stop: a client gone or a server shutting down must not
+        # break a batch between an attempt's save and the next item (hooks run inside it).
+        with contextlib.suppress(Exception):
+            anyio.from_thread.run(self._report, self._done, self._total, message)
+
+
 class _Runner:
-    """Runs one command per tool call, in a worker thread, with a fresh :class:`Context`."""
+    """Runs one command per call, in a worker thread, with a fresh :class:`Context`."""
 
     def __init__(self, data_dir: Path | None) -> None:
         self.data_dir = data_dir
 
-    async def __call__(self, command: str, fn: Callable[[Context], Any]) -> CallToolResult:
+    async def __call__(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None) -> Envelope:
         # A fresh Context per call: settings (provider, keys, data dir) are re-read every time, as
         # a new CLI process would. The batch blocks on the lock and on model calls for minutes, so
         # it runs in a worker thread and the server keeps answering (mark, status) meanwhile. The
         # thread is not abandoned on cancellation: a batch always finishes and releases its lock.
-        ctx = Context(entrypoint="bridge", data_dir=self.data_dir, notice=_notice)
+        hooks = _Progress(report).hooks() if report is not None else Hooks()
+        ctx = Context(entrypoint="bridge", data_dir=self.data_dir, notice=_notice, hooks=hooks)
         envelope = await anyio.to_thread.run_sync(functools.partial(commands.execute, command, ctx, fn))
-        if not envelope.ok:
-            log.info("%s exited %s: %s", command, envelope.exit_code, (envelope.error or {}).get("message"))
+        if envelope.error is not None:
+            envelope.error = {**envelope.error, "message": for_agents(envelope.error["message"])}
+        return envelope
+
+    async def tool(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None,
+                   ) -> CallToolResult:
+        envelope = await self(command, fn, report=report)
+        if command in results.RESULTS and envelope.ok and (problem := results.drift(command, envelope.to_json())):
+            # The client validates against the advertised schema; say on our side which key drifted.
+            log.warning("%s result does not fit its advertised output schema: %s", command, problem)
         return _tool_result(envelope)
 
 
-def _argument_error(tool: str, message: str) -> CallToolResult:
+def _usage(tool: str, message: str) -> CallToolResult:
     """A bad argument answers like the CLI's bad option: a usage envelope, exit_code 2."""
     return _tool_result(Envelope(False, tool, EXIT_USAGE, None, {"kind": "usage", "message": message}))
+
+
+def _progress_of(ctx: ToolContext) -> Report | None:
+    """How to report progress for this call, or None when the client asked for none."""
+    meta = ctx.request_context.meta
+    return ctx.report_progress if meta and meta.get("progress_token") is not None else None
+
+
+SECRET_WORDS = ("key", "token", "secret", "password", "auth")
+
+
+def _loggable(arguments: dict[str, Any]) -> str:
+    """The arguments for a log line: no tool takes a secret, but a stray one is never logged."""
+    shown = {name: "***" if any(w in name.lower() for w in SECRET_WORDS) else
+             (value[:200] if isinstance(value, str) else value) for name, value in arguments.items()}
+    return json.dumps(shown, ensure_ascii=False, default=str)
 
 
 if _SDK_MISSING is None:
 
     class WatcherServer(MCPServer):
-        """MCPServer whose argument errors are usage envelopes, like every other failure.
+        """MCPServer whose every answer is an envelope, with typed results, logged per request.
 
-        The SDK rejects a wrongly typed argument with bare text; and it silently drops an unknown
-        one, so a misspelt ``dryrun`` would spend real attempts. Both become a usage envelope.
+        The SDK rejects a wrongly typed argument or an unknown tool with bare text, and it silently
+        drops an unknown argument, so a misspelt ``dryrun`` would spend real attempts. All three
+        become a usage envelope.
         """
 
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
+        def __init__(self, run: _Runner, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
+            self.run_command = run
             self.parameters: dict[str, frozenset[str]] = {}
 
-        def add_watcher_tool(self, fn: Callable[..., Any], *, description: str, annotations: ToolAnnotations) -> None:
-            self.parameters[fn.__name__] = frozenset(inspect.signature(fn).parameters)
-            self.add_tool(fn, name=fn.__name__, description=description, annotations=annotations)
+        def add_watcher_tool(self, fn: Callable[..., Any], *, annotations: ToolAnnotations) -> None:
+            context = find_context_parameter(fn)
+            self.parameters[fn.__name__] = frozenset(p for p in inspect.signature(fn).parameters if p != context)
+            self.add_tool(fn, name=fn.__name__, description=mcp_text.DESCRIPTIONS[fn.__name__],
+                          annotations=annotations)
+
+        async def list_tools(self) -> list[Tool]:
+            # The tools return CallToolResult (the envelope, also on errors), so the SDK derives no
+            # output schema; each tool's is the envelope with its result typed (bridge/results.py).
+            return [t.model_copy(update={"output_schema": results.output_schema(t.name)})
+                    if t.name in results.RESULTS else t for t in await super().list_tools()]
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            began = time.monotonic()
+            answer = await self._call(name, arguments, context)
+            if isinstance(answer, CallToolResult) and isinstance(answer.structured_content, dict):
+                log.info("%s %s -> exit_code %s in %.2f s", name, _loggable(arguments),
+                         answer.structured_content.get("exit_code"), time.monotonic() - began)
+            return answer
+
+        async def _call(self, name: str, arguments: dict[str, Any], context: Any) -> Any:
             known = self.parameters.get(name)
-            unknown = sorted(set(arguments) - known) if known is not None else []
+            if name == "grant":
+                # The core refuses it for the bridge (SPEC §13.2); its own words say why.
+                return await self.run_command.tool("grant", lambda c: commands.grant(c, str(arguments.get("id", ""))))
+            if known is None:
+                return _usage(name, f"there is no tool {name!r}; the tools are {', '.join(sorted(self.parameters))}")
+            unknown = sorted(set(arguments) - known)
             if unknown:
-                return _argument_error(name, f"{name} has no argument {', '.join(unknown)} "
-                                             f"(it takes: {', '.join(sorted(known or ())) or 'none'})")
+                return _usage(name, f"{name} has no argument {', '.join(unknown)} "
+                                    f"(it takes: {', '.join(sorted(known)) or 'none'})")
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as exc:
-                if known is None or not isinstance(exc.__cause__, ValidationError):
+                if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                     raise
                 problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
                                      for e in exc.__cause__.errors())
-                return _argument_error(name, f"bad arguments for {name}: {problems}")
+                return _usage(name, f"bad arguments for {name}: {problems}")
 
 
 @asynccontextmanager
@@ -245,48 +274,88 @@ async def _stdout_kept_for_protocol(_server: Any) -> AsyncIterator[dict[str, Any
         sys.stdout = saved
 
 
+def _without_prompt(fn: Callable[[Context], dict[str, Any]]) -> Callable[[Context], dict[str, Any]]:
+    """``show`` without the cached prompt (about 2 KB an agent rarely needs)."""
+    def shown(ctx: Context) -> dict[str, Any]:
+        return {k: v for k, v in fn(ctx).items() if k != "prompt"}
+    return shown
+
+
 def build_server(*, data_dir: Path | None = None, verbose: bool = False) -> WatcherServer:
-    """The MCP server with the eight watcher tools (no grant: SPEC §13.2). Requires the SDK (see :func:`serve`)."""
-    server = WatcherServer("devto-watcher", instructions=INSTRUCTIONS, log_level="INFO" if verbose else "WARNING",
-                           lifespan=_stdout_kept_for_protocol)
+    """The MCP server: eight tools (no grant: SPEC §13.2), two resources, one prompt. Requires the SDK."""
     run = _Runner(data_dir)
+    server = WatcherServer(run, "devto-watcher", version=watcher.__version__, instructions=INSTRUCTIONS,
+                           log_level="INFO" if verbose else "WARNING", lifespan=_stdout_kept_for_protocol)
     spends = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                              open_world_hint=True)
-    free = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    local = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+    local = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    probes = ToolAnnotations(read_only_hint=True, open_world_hint=True)  # check asks the provider and dev.to
+    marks = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                             open_world_hint=False)
 
-    async def scan(limit: Limit = DEFAULT_LIMIT, dry_run: DryRun = False,
-                   source: Source = None) -> Annotated[CallToolResult, EnvelopeOut]:
-        return await run("scan", lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source))
+    async def scan(ctx: ToolContext, limit: Limit = DEFAULT_LIMIT, dry_run: DryRun = False,
+                   source: Source = None) -> CallToolResult:
+        return await run.tool("scan", lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source),
+                              report=_progress_of(ctx))
 
-    async def recheck(limit: Limit = DEFAULT_LIMIT, dry_run: DryRun = False,
-                      ids: Ids = None) -> Annotated[CallToolResult, EnvelopeOut]:
-        return await run("recheck", lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or ()))
+    async def recheck(ctx: ToolContext, limit: Limit = DEFAULT_LIMIT, dry_run: DryRun = False,
+                      ids: Ids = None) -> CallToolResult:
+        return await run.tool("recheck", lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or ()),
+                              report=_progress_of(ctx))
 
-    async def status() -> Annotated[CallToolResult, EnvelopeOut]:
-        return await run("status", commands.status)
+    async def status() -> CallToolResult:
+        return await run.tool("status", commands.status)
 
-    async def inbox(all: ShowAll = False) -> Annotated[CallToolResult, EnvelopeOut]:  # named like the CLI's --all
-        return await run("inbox", lambda c: commands.inbox_view(c, show_all=all))
+    async def inbox(all: ShowAll = False) -> CallToolResult:  # named like the CLI's --all
+        return await run.tool("inbox", lambda c: commands.inbox_view(c, show_all=all))
 
-    async def show(id: CommentId) -> Annotated[CallToolResult, EnvelopeOut]:
-        return await run("show", lambda c: commands.show(c, id))
+    async def show(id: CommentId, prompt: WithPrompt = False) -> CallToolResult:
+        shown = functools.partial(commands.show, comment_id=id)
+        return await run.tool("show", shown if prompt else _without_prompt(shown))
 
-    async def mark(id: CommentId, triage: Triage) -> Annotated[CallToolResult, EnvelopeOut]:
-        return await run("mark", lambda c: commands.mark(c, id, triage))
+    async def mark(id: CommentId, triage: Triage) -> CallToolResult:
+        return await run.tool("mark", lambda c: commands.mark(c, id, triage))
 
-    async def check() -> Annotated[CallToolResult, EnvelopeOut]:
-        return await run("check", commands.check)
+    async def check() -> CallToolResult:
+        return await run.tool("check", commands.check)
 
-    async def signals(reset: Reset = False) -> Annotated[CallToolResult, EnvelopeOut]:
-        return await run("signals", lambda c: commands.signals_cmd(c, reset=reset))
+    async def signals(reset: Reset = False) -> CallToolResult:
+        return await run.tool("signals", lambda c: commands.signals_cmd(c, reset=reset))
 
-    for fn, description, hints in ((scan, SCAN, spends), (recheck, RECHECK, spends), (status, STATUS, free),
-                                   (inbox, INBOX, free), (show, SHOW, free), (check, CHECK, free), (mark, MARK, local),
-                                   (signals, SIGNALS, local)):
-        server.add_watcher_tool(fn, description=description, annotations=hints)
+    for fn, hints in ((scan, spends), (recheck, spends), (status, local), (inbox, local), (show, local),
+                      (check, probes), (mark, marks), (signals, marks)):
+        server.add_watcher_tool(fn, annotations=hints)
+    _add_resources(server, run)
+    server.prompt(name="reply-session", title="Draft replies to comments",
+                  description=mcp_text.REPLY_SESSION_DESCRIPTION)(_reply_session)
     return server
+
+
+def _reply_session(id: Annotated[str | None, Field(description="Start with this comment.")] = None) -> str:
+    return mcp_text.reply_session(id)
+
+
+def _add_resources(server: WatcherServer, run: _Runner) -> None:
+    async def read(command: str, fn: Callable[[Context], Any]) -> str:
+        began = time.monotonic()
+        envelope = await run(command, fn)
+        log.info("resource %s -> exit_code %s in %.2f s", command, envelope.exit_code, time.monotonic() - began)
+        if envelope.exit_code == EXIT_USAGE:  # a bad or unknown id: the client's INVALID_PARAMS
+            raise ResourceNotFoundError(f"{(envelope.error or {}).get('message')}")
+        if not envelope.ok:
+            raise ResourceError(f"exit_code {envelope.exit_code} ({(envelope.error or {}).get('kind')}): "
+                                f"{(envelope.error or {}).get('message')}")
+        return json.dumps(envelope.result, ensure_ascii=False, indent=1)
+
+    @server.resource("watcher://inbox", name="inbox", title="What needs a reply", mime_type="application/json",
+                     description=mcp_text.INBOX_RESOURCE)
+    async def inbox() -> str:
+        return await read("inbox", commands.inbox_view)
+
+    @server.resource("watcher://comment/{id}", name="comment", title="One comment in full",
+                     mime_type="application/json", description=mcp_text.COMMENT_RESOURCE)
+    async def comment(id: str) -> str:
+        return await read("show", _without_prompt(functools.partial(commands.show, comment_id=id)))
 
 
 # ---- entry point -------------------------------------------------------------------------------------

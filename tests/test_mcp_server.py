@@ -12,7 +12,7 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -37,13 +37,14 @@ TOOLS = {"scan", "recheck", "status", "inbox", "show", "mark", "signals", "check
 
 
 @asynccontextmanager
-async def mcp_session(data_dir: Path, env: dict[str, str] | None, errlog: TextIO) -> AsyncIterator[ClientSession]:
+async def mcp_session(data_dir: Path, env: dict[str, str] | None, errlog: TextIO,
+                      args: Sequence[str] = ("mcp",)) -> AsyncIterator[ClientSession]:
     """An initialized client session with ``watcher-bridge mcp`` serving ``data_dir``.
 
     The SDK starts the server with only a few safe variables (PATH, HOME, …) plus ``env``, so
     nothing from the test runner's environment (keys, a real data dir) can leak in.
     """
-    params = StdioServerParameters(command=str(BRIDGE), args=["mcp"],
+    params = StdioServerParameters(command=str(BRIDGE), args=list(args),
                                    env={"WATCHER_DATA_DIR": str(data_dir), "NO_COLOR": "1", "WATCHER_PROVIDER": "offline",
                                         **(env or {})})
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
@@ -52,11 +53,11 @@ async def mcp_session(data_dir: Path, env: dict[str, str] | None, errlog: TextIO
 
 
 def run_session(data_dir: Path, scenario: Callable[[ClientSession], Awaitable[None]],
-                env: dict[str, str] | None = None, errlog: Path | None = None) -> None:
-    """Run ``scenario`` against a fresh server; its stderr goes to ``errlog`` (or nowhere)."""
+                env: dict[str, str] | None = None, errlog: Path | None = None, args: Sequence[str] = ("mcp",)) -> None:
+    """Run ``scenario`` against a fresh server (``watcher-bridge *args``); its stderr goes to ``errlog``."""
     with open(errlog or os.devnull, "w") as err:
         async def main() -> None:
-            async with mcp_session(data_dir, env, err) as session:
+            async with mcp_session(data_dir, env, err, args) as session:
                 await scenario(session)
 
         anyio.run(main)
@@ -91,8 +92,8 @@ def test_session_lists_typed_tools_and_runs_status_scan_recheck_mark_on_the_cli_
         assert set(tools) == TOOLS
         limit = tools["recheck"].input_schema["properties"]["limit"]
         assert (limit["type"], limit["minimum"], limit["maximum"], limit["default"]) == ("integer", 1, 20, 5)
-        assert tools["recheck"].input_schema["properties"]["ids"]["anyOf"][0] == {"type": "array",
-                                                                                "items": {"type": "string"}}
+        assert tools["recheck"].input_schema["properties"]["ids"]["anyOf"][0] == {
+            "type": "array", "items": {"type": "string", "pattern": "^[a-z0-9]{1,16}$"}}
         assert tools["mark"].input_schema["properties"]["triage"]["enum"] == ["replied", "ignored", "open"]
         assert set(tools["mark"].input_schema["required"]) == {"id", "triage"}
         assert "3 attempts per comment in total" in " ".join(tools["recheck"].description.split())
@@ -117,22 +118,25 @@ def test_session_lists_typed_tools_and_runs_status_scan_recheck_mark_on_the_cli_
     attempt = record(data_dir, "one").attempts[0]
     assert (attempt.command, attempt.entrypoint, attempt.provider, attempt.outcome) == ("scan", "bridge", "offline", "ok")
     status = envelope(run("cli", "status", "--json", data_dir=data_dir))["result"]
-    assert status["states"] == {"done": 2, "pending": 1, "failed": 0, "exhausted": 0, "reserved": 0}
+    assert status["states"] == {"done": 2, "pending": 1, "failed": 0, "exhausted": 0, "reserved": 0, "baseline": 0,
+                                "answered": 0}
     assert status["triage"]["replied"] == 1
 
 
 def test_bad_arguments_are_usage_tool_errors_and_the_server_keeps_serving(data_dir: Path) -> None:
-    """limit 21, a string limit, a misspelt dry_run, a bad triage: is_error with the CLI's exit-2 envelope."""
+    """limit 21, a string limit, a misspelt dry_run, a bad triage: is_error with an exit-2 envelope in MCP words."""
     async def scenario(session: ClientSession) -> None:
-        for name, arguments, says in [("recheck", {"limit": 21}, "between 1 and 20"),
+        for name, arguments, says in [("recheck", {"limit": 21}, "limit must be 1–20"),
                                       ("scan", {"limit": "many"}, "limit"),
                                       ("scan", {"dryrun": True}, "no argument dryrun"),
-                                      ("mark", {"id": "abc", "triage": "done"}, "replied, ignored, open")]:
+                                      ("mark", {"id": "abc", "triage": "done"},
+                                       "triage must be one of replied, ignored, open")]:
             result = await session.call_tool(name, arguments)
             assert result.is_error is True
             bad = doc(result)
             assert (bad["ok"], bad["command"], bad["exit_code"], bad["error"]["kind"]) == (False, name, 2, "usage")
             assert says in bad["error"]["message"]
+            assert "--" not in bad["error"]["message"]
         assert doc(await session.call_tool("status", {}))["result"]["comments"] == 0
 
     run_session(data_dir, scenario)

@@ -1,0 +1,143 @@
+"""What the MCP server says to an agent: its instructions, each tool's description, the prompt.
+
+Kept apart from the server so the words can be read (and reviewed) in one place. The meaning of
+each exit code comes from :data:`watcher.errors.EXIT_CODES`; what an agent should *do* with it
+is written here, once, and each tool repeats the codes it can return.
+
+No MCP SDK import: the plain bridge may load this module.
+"""
+
+from __future__ import annotations
+
+from watcher.errors import exit_code_legend
+from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT
+
+# What an agent should do with each non-zero exit code (the meanings come from watcher.errors).
+AGENT_ADVICE = {
+    1: "an internal error: tell the user the message; do not retry.",
+    2: "fix the argument, or tell the user to fix the setup the message names; never retry the same call as it is.",
+    3: "wait: the provider or dev.to stopped the batch, and the message (the cooldown or the breaker) says until "
+       "when; do not call scan or recheck again before then.",
+    4: "another run holds the lock; try again later (minutes, not seconds), and do not loop.",
+    5: "a state file is corrupt or could not be saved; tell the user, who must look at the path the message names.",
+}
+
+
+def on_exit(*codes: int) -> str:
+    """The advice for ``codes``, as the closing lines of a tool description."""
+    return "\n".join(f"exit_code {code}: {AGENT_ADVICE[code]}" for code in codes)
+
+
+INSTRUCTIONS = f"""devto-watcher triages the comments on a dev.to author's articles with a language model,
+under a hard budget of 3 model attempts per comment (the first included), ever.
+
+Start with `status` (free). `scan` fetches new comments and makes their first attempt; `recheck`
+retries failed ones; both spend model attempts and share one pipeline lock with every other
+watcher run on this data directory (the CLI included). `inbox` lists what needs a reply, `show`
+one comment in full, `mark` records that the author replied or chose to ignore it. The prompt
+`reply-session` walks through drafting replies; the resources watcher://inbox and
+watcher://comment/{{id}} hold the same data as `inbox` and `show`.
+
+Nothing is ever posted to dev.to: the Forem API cannot post comments. A reply is a draft for the
+author, who posts it; `mark ID replied` records it once they have.
+
+Every tool returns the envelope {{ok, command, exit_code, result, error: {{kind, message}} | null}}.
+exit_code: {exit_code_legend()}.
+{on_exit(*AGENT_ADVICE)}
+A non-zero exit_code comes back as a tool error that still carries the envelope. Never call
+recheck in a loop; granting a comment more attempts is the user's decision (`watcher grant`, in a
+terminal), never an agent's."""
+
+SCAN = f"""Fetch new comments from dev.to (or an export file) and make the FIRST model attempt for each
+comment never attempted before — at most `limit` model calls this run (default {DEFAULT_LIMIT}, max
+{MAX_LIMIT}); comments beyond the limit are left pending for the next scan (`remaining`). Spends model
+attempts (3 per comment in total, ever; scan makes only the first). Never retries failures: that is
+`recheck`. Waits at most 5 s for the pipeline lock. With a progress token, sends progress after
+planning (total = calls planned) and after each model call. A setup failure (unreachable server,
+rejected key, unknown model, refused request) or a rate limit stops the batch at once; a broken
+provider is then probed for free before any attempt is spent. Use dry_run to see what would be
+called without spending anything. The result is the batch summary, also on a non-zero exit_code.
+{on_exit(2, 3, 4, 5)}"""
+
+RECHECK = f"""Retry comments whose verdict failed (malformed answer, overload, timeout, …) with their cached
+prompt. Spends model attempts: at most `limit` calls this run (default {DEFAULT_LIMIT}, max {MAX_LIMIT}),
+one per comment per run, and never more than 3 attempts per comment in total, the scan's first attempt
+included — an exhausted comment is never called again. Does not fetch new comments (that is `scan`).
+Waits at most 5 s for the pipeline lock. With a progress token, sends progress like scan. Never call
+recheck in a loop: a comment that failed three times is exhausted and only the user can grant it
+more attempts (`watcher grant`, not available to agents). Use dry_run to see what would be called.
+{on_exit(2, 3, 4, 5)}"""
+
+STATUS = f"""Free: no model call, no network, no lock wait. Counts comments by state (done, pending,
+failed, exhausted, reserved, baseline, answered) and triage, shows any provider cooldown or open
+breaker (and until when), observation signal counts, the configured provider and model, and the
+data paths. Call this first.
+{on_exit(5)}"""
+
+INBOX = f"""Free: the comments that need a reply (their verdict says so and they are not marked replied or
+ignored), highest priority first, each with its url and the verdict's summary and reply_hint.
+all=true lists every known comment with its state instead. Same data as the resource watcher://inbox.
+{on_exit(5)}"""
+
+SHOW = f"""Free: one comment in full — its text, verdict (with reply_hint), triage and every model attempt
+(outcome, error, raw answer). The cached prompt sent to the model is left out unless prompt=true.
+Same data as the resource watcher://comment/{{id}}.
+{on_exit(2, 5)}"""
+
+MARK = f"""Set a comment's triage: replied (only once the author says the reply is posted), ignored (it
+needs no answer), or open again. No model call; posts nothing. Takes only the short seen.json lock,
+never the pipeline lock, so it answers at once even while a scan or recheck runs, and that batch will
+not overwrite the mark. Marking the same way twice changes nothing.
+{on_exit(2, 4, 5)}"""
+
+CHECK = f"""Free: checks the setup without spending an attempt or a token — config, API key present, the
+provider's models endpoint (does the model exist?), the dev.to user, the data dir. Each failed check
+says its fix, for the user to apply. exit_code 0 only if all pass. Use it after a scan or recheck
+stopped with exit_code 2 or 3.
+{on_exit(2, 3, 5)}"""
+
+SIGNALS = f"""Count the new lines of the observation log (each exactly once, across crashes) and return
+the totals per key. No model call. reset=true recounts the whole log from the start: only when the
+user says the log was replaced or truncated on purpose.
+{on_exit(4, 5)}"""
+
+DESCRIPTIONS = {"scan": SCAN, "recheck": RECHECK, "status": STATUS, "inbox": INBOX, "show": SHOW, "mark": MARK,
+                "check": CHECK, "signals": SIGNALS}
+
+INBOX_RESOURCE = """What needs a reply now, as JSON: the `inbox` tool's result (count, comments with their
+url, verdict and reply_hint, unresolved counts). Free; reads the data directory only."""
+
+COMMENT_RESOURCE = """One comment in full, as JSON: the `show` tool's result without the cached prompt. Free."""
+
+REPLY_SESSION_DESCRIPTION = """Draft replies to the comments that need one, for the author to post:
+status → inbox → show → a draft in the author's voice → mark replied once the author posted it.
+Nothing is ever posted by the agent."""
+
+
+def reply_session(comment_id: str | None = None) -> str:
+    """The ``reply-session`` prompt's text (optionally starting at one comment)."""
+    start = (f"Start with comment {comment_id}: call `show` with id \"{comment_id}\" (step 3), then go on "
+             "with the inbox." if comment_id else "Go through the inbox from the top.")
+    return f"""Help me answer the comments on my dev.to articles, using the devto-watcher tools. You draft;
+I post. Nothing is ever posted by you or by these tools — the Forem (dev.to) API cannot post
+comments — so never claim that a reply was sent.
+
+1. Call `status`. If a cooldown or a breaker is open, or comments are failed or exhausted, tell me
+   in one line. Do not call `scan` or `recheck` unless I ask: they spend model attempts.
+2. Call `inbox` (or read watcher://inbox). Show me a short numbered list — id, author, article,
+   the verdict's summary — highest priority first, and ask which to answer. {start}
+3. For each comment: call `show` with its id (or read watcher://comment/ID). Read the comment's
+   whole text, the article it is on, and the verdict: category, priority, reply_hint.
+4. Write a draft reply for me to post myself:
+   - open with a Markdown quote (>) of the sentence you answer, from the comment's text;
+   - follow the verdict's reply_hint, but check it against the comment: it is a model's guess;
+   - write in my voice: first person, plain and friendly, short, concrete; match the tone of the
+     article and of drafts I have approved in this session; no sign-off I would not write;
+   - invent no facts about the article and no promises; put what only I can fill in as [[…]].
+   Give the comment's url with the draft, so I can open it and post. Then wait for me.
+5. Only when I say the reply is posted, call `mark` with the id and triage "replied". If I decide
+   a comment needs no answer, `mark` it "ignored". Never mark on a guess.
+
+If a tool returns exit_code 2, tell me what to fix and do not retry; 3: wait (the message says until
+when); 4: try again later. Never call `recheck` in a loop, and never try to give a comment more
+attempts: that is my decision (`watcher grant`, in a terminal)."""

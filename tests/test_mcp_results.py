@@ -1,0 +1,143 @@
+"""SPEC §10: each tool's output schema types its ``result``, and what the tools really return fits it.
+
+Every real structured result (successes, a batch stopped by the provider, usage errors) is
+validated against the schema the server advertises, and against a *closed* copy of it (every
+``additionalProperties: true`` made false): the advertised schema stays open so a new key never
+breaks a client, and the closed copy is where a key the bridge does not describe yet is caught.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _fake_provider import FakeProvider, running_fake
+from _proc import write_export
+from jsonschema.validators import validator_for
+from mcp import ClientSession
+from test_mcp_server import TOOLS, doc, run_session
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeProvider]:
+    with running_fake() as provider:
+        yield provider
+
+
+def closed(schema: Any) -> Any:
+    """``schema`` with every open object closed: no key outside its ``properties``."""
+    schema = copy.deepcopy(schema)
+
+    def close(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("additionalProperties") is True:
+                node["additionalProperties"] = False
+            for value in node.values():
+                close(value)
+        elif isinstance(node, list):
+            for value in node:
+                close(value)
+
+    close(schema)
+    return schema
+
+
+class Checked:
+    """Calls tools and validates each structured result against its tool's advertised schema."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+        self.schemas: dict[str, dict[str, Any]] = {}
+        self.seen: dict[str, list[dict[str, Any]]] = {}
+
+    async def load(self) -> None:
+        for tool in (await self.session.list_tools()).tools:
+            assert tool.output_schema is not None, tool.name
+            self.schemas[tool.name] = tool.output_schema
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        envelope = doc(await self.session.call_tool(name, arguments))
+        for schema in (self.schemas[name], closed(self.schemas[name])):
+            validator = validator_for(schema)(schema)
+            errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(envelope)]
+            assert not errors, (name, arguments, errors[:5])
+        self.seen.setdefault(name, []).append(envelope)
+        return envelope
+
+
+def test_every_output_schema_types_its_result(data_dir: Path) -> None:
+    """No tool's result is `{}`: each is an object schema with required keys, or null."""
+    async def scenario(session: ClientSession) -> None:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == TOOLS
+        for name, tool in tools.items():
+            schema = tool.output_schema or {}
+            assert set(schema["required"]) == {"ok", "command", "exit_code", "result", "error"}, name
+            result = schema["properties"]["result"]
+            typed = [a for a in result["anyOf"] if a != {"type": "null"}]
+            ref = typed[0]["$ref"].rsplit("/", 1)[1]
+            assert schema["$defs"][ref]["required"], name
+            assert schema["$defs"][ref]["properties"], name
+
+    run_session(data_dir, scenario)
+
+
+def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: Path) -> None:
+    """scan (real and dry), recheck, status, inbox (both), show (both), mark, signals, check and
+    usage errors: each real envelope validates against its schema, open and closed."""
+    export = write_export(tmp_path / "export.json", ["one", "two", "three"])
+
+    async def scenario(session: ClientSession) -> None:
+        checked = Checked(session)
+        await checked.load()
+        await checked.call("scan", {"dry_run": True, "source": str(export)})
+        scan = await checked.call("scan", {"limit": 2, "source": str(export)})
+        assert scan["result"]["items"][0]["verdict"]["summary"]
+        await checked.call("recheck", {})
+        await checked.call("recheck", {"dry_run": True, "ids": ["one"]})
+        await checked.call("status", {})
+        await checked.call("inbox", {})
+        await checked.call("inbox", {"all": True})
+        await checked.call("show", {"id": "one"})
+        await checked.call("show", {"id": "one", "prompt": True})
+        await checked.call("mark", {"id": "one", "triage": "replied"})
+        await checked.call("signals", {})
+        check = await checked.call("check", {})
+        assert check["result"]["checks"]
+        for name, arguments in [("scan", {"limit": 0}), ("show", {"id": "nosuch"}), ("mark", {"id": "A!"}),
+                                ("recheck", {"ids": ["nosuch"]})]:
+            bad = await checked.call(name, arguments)
+            assert (bad["exit_code"], bad["result"]) == (2, None)
+        assert set(checked.seen) == TOOLS
+
+    run_session(data_dir, scenario)
+
+
+@pytest.mark.parametrize(("answer", "exit_code", "stopped", "shown"), [
+    ("429:600", 3, "rate_limited", "cooldown"),
+    ("401", 2, "auth", "breaker"),
+])
+def test_a_stopped_batch_and_the_status_after_it_fit_their_schemas(
+        data_dir: Path, tmp_path: Path, fake: FakeProvider, answer: str, exit_code: int, stopped: str,
+        shown: str) -> None:
+    """A 429 (cooldown) or a 401 (breaker) stops the scan: the summary it keeps, the status that
+    shows the cooldown or the breaker, and the recheck refused by it all fit their schemas."""
+    fake.script("one", answer)
+    export = write_export(tmp_path / "export.json", ["one", "two"])
+
+    async def scenario(session: ClientSession) -> None:
+        checked = Checked(session)
+        await checked.load()
+        scan = await checked.call("scan", {"source": str(export)})
+        assert (scan["exit_code"], scan["result"]["stopped"]) == (exit_code, stopped)
+        assert [i["outcome"] for i in scan["result"]["items"]] == ["error", "not_started"]
+        status = (await checked.call("status", {}))["result"]
+        assert status[shown] is not None
+        await checked.call("recheck", {})
+
+    run_session(data_dir, scenario, env=fake.env())

@@ -1,0 +1,96 @@
+"""SPEC §10: MCP error messages name MCP arguments and tools, not CLI flags (bridge/wording.py).
+
+The messages are the core's real ones, produced by the core functions the MCP tools call; the
+bridge rewords them at its boundary. Commands only the person runs (`watcher grant`, `watcher
+demo`, `watcher scan --since`) stay as they are.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _proc import write_export
+
+from bridge.wording import cli_words_left, for_agents
+from watcher import commands, signals
+from watcher.commands import Context
+from watcher.config import Paths
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def error_of(fn: Callable[[Context], Any]) -> str:
+    envelope = commands.execute("test", Context(entrypoint="bridge"), fn)
+    assert envelope.error is not None, envelope
+    return envelope.error["message"]
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WATCHER_PROVIDER", "offline")
+
+
+def test_limit_out_of_range_names_the_limit_argument(offline: None) -> None:
+    """`--limit must be between 1 and 20 …` becomes `limit must be 1–20 …, got 21`."""
+    message = for_agents(error_of(lambda c: commands.recheck(c, limit=21)))
+    assert message.startswith("limit must be 1–20") and message.endswith("got 21")
+
+
+def test_a_bad_triage_names_the_triage_argument() -> None:
+    """`mark takes one of …` becomes `triage must be one of replied, ignored, open, got 'done'`."""
+    assert for_agents(error_of(lambda c: commands.mark(c, "abc", "done"))) == (
+        "triage must be one of replied, ignored, open, got 'done'")
+
+
+def test_every_core_message_an_agent_can_meet_is_left_without_cli_words(
+        offline: None, tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Usage and setup errors from scan, recheck, show, mark and signals: no `--flag`, no `watcher <tool>`."""
+    messages = [
+        error_of(lambda c: commands.scan(c, limit=0)),
+        error_of(lambda c: commands.recheck(c, ids=["nosuch"])),
+        error_of(lambda c: commands.show(c, "nosuch")),
+        error_of(lambda c: commands.show(c, "A!")),
+        error_of(lambda c: commands.mark(c, "nosuch", "replied")),
+        error_of(lambda c: commands.mark(c, "abc", "done")),
+        error_of(lambda c: commands.scan(c)),  # no dev.to account, no source
+    ]
+    monkeypatch.delenv("WATCHER_PROVIDER")
+    messages.append(error_of(lambda c: commands.scan(c, source=str(write_export(tmp_path / "e.json", ["a"])))))
+    paths = Paths(data_dir)
+    signals.emit(paths, "test.one", run="r", entrypoint="cli")
+    signals.run_counter(paths)
+    paths.observations.write_text("something else entirely\n")  # the log was replaced
+    messages.append(error_of(lambda c: commands.signals_cmd(c)))
+
+    for message in messages:
+        assert cli_words_left(for_agents(message)) == [], message
+    reworded = [for_agents(m) for m in messages]
+    assert "the inbox tool with all=true" in reworded[2]
+    assert "the check tool tests the setup" in reworded[7]
+    assert "the signals tool with reset=true" in reworded[8]
+
+
+def string_literals(path: Path) -> list[str]:
+    """The strings in ``path``'s code (f-string parts included), without docstrings."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_every_watcher_command_the_core_names_is_reworded_or_the_persons_own() -> None:
+    """Each `watcher …` phrase in the core's messages is an MCP tool after rewording, or a command
+    only the person runs (grant, demo, scan --since)."""
+    skip = {"cli.py", "render.py"}  # the terminal's own words
+    phrases = {m for path in (ROOT / "watcher").rglob("*.py") if path.name not in skip
+               for text in string_literals(path) for m in re.findall(r"`watcher [^`\n]+`", text)}
+    assert phrases  # the scan found the core's phrases
+    for phrase in sorted(phrases):
+        assert cli_words_left(for_agents(phrase)) == [], phrase
