@@ -52,10 +52,12 @@ class Redaction:
         if self._pattern is None:
             return text
         out = self._pattern.sub(self.marker, text)
-        # One pass is enough with a marker (see _marker). Deleting instead can join the text on
-        # either side into a new key, so repeat; each pass shrinks the text, so it ends.
-        while not self.marker and self._pattern.search(out):
-            out = self._pattern.sub("", out)
+        # Repeat while anything matches. With a marker: a key ending in a backslash hides the next
+        # copy right behind it ("0\\0\\": a match may not start after a backslash), and replacing the
+        # first one uncovers it. Deleting instead can join the text on either side into a new key.
+        # Each pass removes at least one match and the marker never matches (see _marker): it ends.
+        while self._pattern.search(out):
+            out = self._pattern.sub(self.marker, out)
         return out
 
     def call(self, result: CallResult) -> CallResult:
