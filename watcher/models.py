@@ -163,6 +163,8 @@ class SeenArticle(_Strict):
     comments_count: int = Field(ge=0)
     checked_at: str
     url: str | None = None
+    # Forem's per-article change signal beside the count (SPEC §13.3); None where the listing has none.
+    last_comment_at: str | None = None
 
 
 class SeenFile(_Strict):

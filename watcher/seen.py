@@ -176,9 +176,11 @@ def _untouched(base: SeenFile, mine: SeenFile) -> bool:
     return all(old.get(cid) is entry for cid, entry in mine.comments.items())
 
 
-def record_article(seen: SeenFile, article_id: int, *, title: str, url: str | None, comments_count: int) -> SeenFile:
+def record_article(seen: SeenFile, article_id: int, *, title: str, url: str | None, comments_count: int,
+                   last_comment_at: str | None = None) -> SeenFile:
     articles = dict(seen.articles)
-    articles[str(article_id)] = SeenArticle(title=title, url=url, comments_count=comments_count, checked_at=iso())
+    articles[str(article_id)] = SeenArticle(title=title, url=url, comments_count=comments_count,
+                                            last_comment_at=last_comment_at, checked_at=iso())
     return seen.model_copy(update={"articles": articles})
 
 
