@@ -40,3 +40,33 @@ def data_dir(isolated_env: Path) -> Path:
 def paths(data_dir: Path) -> Paths:
     """``Paths`` of the fresh data dir."""
     return Paths(data_dir)
+
+
+# ---- the reliability rig's closing line, also under pytest-xdist ---------------------------------
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    from _tally import TALLY
+
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller prints the sum
+        workeroutput["reliability_tally"] = TALLY.to_dict()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    from _tally import TALLY
+
+    counted = getattr(node, "workeroutput", {}).get("reliability_tally")
+    if counted:
+        TALLY.merge(counted)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from _tally import TALLY
+
+    if TALLY.touched():
+        terminalreporter.write_sep("-", "reliability rig")
+        terminalreporter.write_line(TALLY.line())
+        for violation in TALLY.violations[:20]:
+            terminalreporter.write_line(f"  violation: {violation}")

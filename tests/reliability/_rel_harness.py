@@ -14,12 +14,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from _fake_provider import FakeProvider, in_process
 from _proc import write_export
+from _tally import TALLY  # noqa: F401 - the rig imports it from here
 
 from watcher import commands, inbox
 from watcher.commands import Context, Envelope
@@ -36,35 +37,6 @@ LONG = os.environ.get("WATCHER_RELIABILITY", "").lower() == "long"
 BASE_LABELS = ["orph", "flaky", "bad", "done"]
 NEW_LABELS = ["newa", "newb", "newc"]
 BASE_MARKS = {"done": "replied", "bad": "ignored"}
-
-
-# ---- the tally printed at the end of the pytest run -----------------------------------------------
-
-
-@dataclass
-class Tally:
-    crash_points: int = 0
-    failed_writes: int = 0
-    soak_ops: int = 0
-    bad_inputs: int = 0
-    violations: list[str] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def add(self, what: str, n: int = 1, violations: list[str] | None = None) -> None:
-        with self._lock:
-            setattr(self, what, getattr(self, what) + n)
-            self.violations += violations or []
-
-    def line(self) -> str:
-        return (f"reliability: {self.crash_points:,} crash points, {self.failed_writes:,} failed-write cases, "
-                f"{self.soak_ops:,} soak operations, {self.bad_inputs:,} bad-input cases, "
-                f"{len(self.violations)} violations")
-
-    def touched(self) -> bool:
-        return bool(self.crash_points or self.failed_writes or self.soak_ops or self.bad_inputs)
-
-
-TALLY = Tally()
 
 
 # ---- synthetic pids for in-process runs -----------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from _fake_provider import running_fake
-from _rel_harness import TALLY, Baseline, build_baseline, reserve_with_run_pid
+from _rel_harness import Baseline, build_baseline, reserve_with_run_pid
 
 from watcher import inbox
 from watcher.providers import _http
@@ -55,11 +55,3 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
     with pytest.MonkeyPatch.context() as mp, running_fake() as fake:
         mp.setattr(inbox, "reserve", reserve_with_run_pid(inbox.reserve))
         return build_baseline(data, fake, work)
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if TALLY.touched():
-        terminalreporter.write_sep("-", "reliability rig")
-        terminalreporter.write_line(TALLY.line())
-        for violation in TALLY.violations[:20]:
-            terminalreporter.write_line(f"  violation: {violation}")
