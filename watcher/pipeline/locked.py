@@ -241,6 +241,7 @@ def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | N
         # Not reserved on disk means not paid for: no call.
         _state_stop(batch, cid, "reserve_failed", exc)
         return None
+    written = inbox.stamp(paths.inbox_file(cid))  # the version this run wrote, for the compare below
     batch.result.calls += 1
     if run.hooks.on_call is not None:
         run.hooks.on_call(cid)
@@ -255,7 +256,7 @@ def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | N
     if error is not None and stops(error, streak + (error.kind in TRANSIENT_KINDS)):
         stop = stop_for(batch, error)  # cooldown / breaker on disk before the outcome
     try:
-        current = _compare(batch, reserved)
+        current = _compare(batch, reserved, written)
         finished = inbox.finish(current, verdict=answer.verdict, error=error, raw=answer.raw,
                                 usage=answer.usage, duration_ms=answer.duration_ms)
         inbox.save(paths, finished)
@@ -284,9 +285,14 @@ def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | N
     return error
 
 
-def _compare(batch: Batch, reserved: InboxRecord) -> InboxRecord:
-    """The file as it is now, if the attempt this run reserved is still its open last attempt."""
+def _compare(batch: Batch, reserved: InboxRecord, written: str | None) -> InboxRecord:
+    """The file as it is now, if the attempt this run reserved is still its open last attempt.
+
+    Every durable write replaces the file with a new inode, so a file whose (inode, mtime, size)
+    is still what this run wrote is this run's reservation: one lstat instead of a read."""
     cid, paths = reserved.comment.id, batch.settings.paths
+    if written is not None and inbox.stamp(paths.inbox_file(cid)) == written:
+        return reserved
     current = inbox.load(paths, cid)
     mine = reserved.attempts[-1]
     if current is None or not inbox.still_reserved(current, mine):

@@ -55,9 +55,7 @@ def check_id(comment_id: str) -> None:
 def _fetch(batch: Batch, source: Source, index: SeenFile, *, full: bool) -> FetchResult:
     """Comments from ``source`` (the commands layer made sure an account is configured for dev.to:
     a missing one is exit 2, never a silent fallback to the sample)."""
-    if full:
-        return source.fetch(batch.settings, index, full=True)  # type: ignore[call-arg]
-    return source.fetch(batch.settings, index)
+    return source.fetch(batch.settings, index, full=full)
 
 
 def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datetime | None = None,
