@@ -244,3 +244,47 @@ def test_an_endless_body_without_content_length_does_not_balloon_memory(tmp_path
     assert report["kind"] == "network" and "response too large" in report["message"]
     assert report["grew_kib"] < 32 * 1024, report
 
+
+
+def test_the_deadline_cuts_a_reused_keep_alive_connection(tmp_path: Path) -> None:
+    """A batch's calls share one kept-alive connection (no handshake per call), and the total
+    deadline still ends a call whose reused connection trickles its headers — a connection that
+    reported no new socket for that call, so only the client's socket registry can cut it."""
+    from _fake_provider import FakeProvider as Fake
+
+    status, _, payload = Fake().handle({"messages": [{"content": "TAG:first"}]})
+    accepted: list[int] = []
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        accepted.append(1)
+        with conn:
+            conn.recv(65536)  # the first request: answered whole, connection kept
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                         + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+            conn.recv(65536)  # the second, on the same connection: headers a byte at a time
+            try:
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}":
+                    conn.sendall(bytes([byte]))
+                    time.sleep(0.5)
+            except OSError:
+                pass  # the client cut it
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    provider = make_provider(_settings(tmp_path, f"http://127.0.0.1:{listener.getsockname()[1]}/v1", timeout=2.0))
+    try:
+        first = provider.complete(_prompt())
+        started = time.monotonic()
+        second = provider.complete(_prompt())
+        elapsed = time.monotonic() - started
+    finally:
+        provider.close()
+        listener.close()
+    assert status == 200 and first.verdict is not None
+    assert second.error is not None and second.error.kind == "timeout", second.error
+    assert elapsed < 3.0
+    assert accepted == [1]  # one connection served both calls

@@ -29,7 +29,7 @@ import httpx
 
 from watcher.config import Settings
 from watcher.models import AttemptError, ErrorKind, Prompt, Usage, Verdict
-from watcher.providers._wire import DeadlinePassed, Received, ResponseTooLarge, exchange, limits
+from watcher.providers._wire import DeadlinePassed, Received, ResponseTooLarge, Sockets, exchange, limits
 from watcher.providers.base import CallResult, ProbeResult
 from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
 from watcher.providers.parse import parse_verdict_text
@@ -79,6 +79,7 @@ class HttpProvider:
         self._timeout_s = settings.timeout
         self._base_url = settings.base_url.rstrip("/")
         self._url = self._base_url + self.path
+        self._sockets = Sockets()  # the client's sockets, for the deadline to cut
         self._client = httpx.Client(
             base_url=self._base_url,
             headers={
@@ -136,7 +137,8 @@ class HttpProvider:
         body = self.request_body(prompt)
         started = time.monotonic()
         try:
-            response = exchange(self._client, "POST", self.path, json=body, timeout_s=self._timeout_s)
+            response = exchange(self._client, "POST", self.path, json=body, timeout_s=self._timeout_s,
+                                sockets=self._sockets)
         except ResponseTooLarge as exc:
             message = f"{self.name} HTTP {exc.status_code}: {exc} from {self._url}"
             error = AttemptError(kind="network", message=message, http_status=exc.status_code)
@@ -235,7 +237,7 @@ class HttpProvider:
     def _probe_get(self, path: str) -> Received | ProbeResult:
         url = self._base_url + path
         try:
-            return exchange(self._client, "GET", path, timeout_s=self._timeout_s)
+            return exchange(self._client, "GET", path, timeout_s=self._timeout_s, sockets=self._sockets)
         except ResponseTooLarge as exc:
             message = f"{self.name} HTTP {exc.status_code}: {exc} from {url}"
             return ProbeResult(ok=False, kind="network", message=message)

@@ -69,16 +69,41 @@ class Received:
 
 
 def limits() -> httpx.Limits:
-    """No keep-alive: every exchange opens its own connection, so the deadline can always cut it."""
-    return httpx.Limits(max_keepalive_connections=0)
+    """One kept-alive connection: a batch's calls reuse it (no TCP/TLS handshake per call), and
+    :class:`Sockets` remembers its socket so the deadline can still cut it."""
+    return httpx.Limits(max_connections=1, max_keepalive_connections=1)
+
+
+class Sockets:
+    """Every socket one client opened (httpcore's ``trace`` extension reports each as it is made).
+
+    A kept-alive connection reports no new socket when it is reused, so the deadline cuts all of
+    the client's open sockets: a client makes one request at a time, and cutting an idle pooled
+    socket only makes httpcore open a fresh one next time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: list[socket.socket] = []
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open = [s for s in self._open if s.fileno() != -1]
+            self._open.append(sock)
+
+    def all(self) -> list[socket.socket]:
+        with self._lock:
+            return [s for s in self._open if s.fileno() != -1]
 
 
 def exchange(
-    client: httpx.Client, method: str, path: str, *, timeout_s: float, json: Any = None
+    client: httpx.Client, method: str, path: str, *, timeout_s: float, json: Any = None,
+    sockets: Sockets | None = None,
 ) -> Received:
-    """One request, its response read to the end within ``timeout_s`` (connect to last byte)."""
+    """One request, its response read to the end within ``timeout_s`` (connect to last byte).
+
+    ``sockets``: the client's registry (see :class:`Sockets`); a fresh one when not given."""
     deadline = time.monotonic() + timeout_s
-    watchdog = _Watchdog()
+    watchdog = _Watchdog(sockets or Sockets())
     request = client.build_request(method, path, json=json, extensions={"trace": watchdog.trace})
     watchdog.arm(timeout_s)
     try:
@@ -121,9 +146,9 @@ def _read_capped(response: httpx.Response, deadline: float, request: httpx.Reque
 class _Watchdog:
     """Shuts the exchange's sockets down when the deadline passes, waking any blocked read."""
 
-    def __init__(self) -> None:
+    def __init__(self, sockets: Sockets) -> None:
         self._lock = threading.Lock()
-        self._sockets: list[socket.socket] = []
+        self._sockets = sockets
         self._armed = False
         self.fired = False
 
@@ -149,8 +174,8 @@ class _Watchdog:
         sock = stream.get_extra_info("socket") if stream is not None else None
         if not isinstance(sock, socket.socket):
             return
+        self._sockets.add(sock)
         with self._lock:
-            self._sockets.append(sock)
             late = self.fired
         if late:  # the deadline passed while connecting: cut this one too
             _shut(sock)
@@ -158,8 +183,7 @@ class _Watchdog:
     def _fire(self) -> None:
         with self._lock:
             self.fired = True
-            sockets = list(self._sockets)
-        for sock in sockets:
+        for sock in self._sockets.all():
             _shut(sock)
 
 
