@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -81,10 +82,10 @@ def _fetch(tmp_path: Path, seen: SeenFile | None = None, clock: FakeClock | None
 @respx.mock(base_url=BASE, assert_all_called=False)
 def test_every_request_sends_forem_accept_and_a_real_user_agent(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
     """Both endpoints get the v1 Accept header and a devto-watcher User-Agent, and no api-key."""
-    respx_mock.get("/articles").mock(return_value=httpx.Response(200, json=[_article(1)]))
+    respx_mock.get("/articles").mock(side_effect=_paged([_article(1)]))
     respx_mock.get("/comments").mock(return_value=httpx.Response(200, json=[_comment("c1")]))
     _fetch(tmp_path)
-    assert len(respx_mock.calls) == 2
+    assert len(respx_mock.calls) == 3  # listing page 1, the empty page 2, one thread
     for request, _ in respx_mock.calls:
         assert request.headers["accept"] == "application/vnd.forem.api-v1+json"
         assert request.headers["user-agent"].startswith("devto-watcher/0.1.0 (+https://")
@@ -92,14 +93,23 @@ def test_every_request_sends_forem_accept_and_a_real_user_agent(respx_mock: resp
 
 
 @respx.mock(base_url=BASE, assert_all_called=False)
-def test_username_listing_reads_pages_until_a_short_page(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
-    """7 articles at 3 per page: pages 1, 2, 3 are read, page 4 is never asked for."""
+def test_username_listing_reads_past_a_short_page_until_an_empty_one(respx_mock: respx.MockRouter,
+                                                                    tmp_path: Path) -> None:
+    """7 articles at 3 per page: the short page 3 is not the end (a Forem may cap pages lower than
+    asked); the empty page 4 is."""
     route = respx_mock.get("/articles").mock(side_effect=_paged([_article(i, 0) for i in range(1, 8)]))
     result = _fetch(tmp_path, per_page=3)
     assert [a.id for a in result.articles] == list(range(1, 8))
     assert [dict(c.request.url.params) for c in route.calls] == [
-        {"username": "maya", "page": str(p), "per_page": "3"} for p in (1, 2, 3)
+        {"username": "maya", "page": str(p), "per_page": "3"} for p in (1, 2, 3, 4)
     ]
+
+
+def test_the_listing_asks_for_forems_maximum_page_size(tmp_path: Path) -> None:
+    """per_page=1000 by default: a 300-article account is one page and the empty second."""
+    import watcher.source._devto as devto
+
+    assert devto.PER_PAGE == 1000
 
 
 @respx.mock(base_url=BASE, assert_all_called=False)
@@ -112,14 +122,16 @@ def test_listing_stops_at_an_empty_page(respx_mock: respx.MockRouter, tmp_path: 
 
 @respx.mock(base_url=BASE, assert_all_called=False)
 def test_api_key_lists_me_published_with_the_api_key_header(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
-    """With DEVTO_API_KEY the private endpoint is used, the key sent only as a header."""
-    mine = respx_mock.get("/articles/me/published").mock(return_value=httpx.Response(200, json=[_article(1, 0)]))
-    public = respx_mock.get("/articles")
+    """With DEVTO_API_KEY the private endpoint is used, the key sent only as a header; the public
+    listing of the username it shows is read too, for the change signal it lacks."""
+    mine = respx_mock.get("/articles/me/published").mock(side_effect=_paged([_article(1, 0)]))
+    public = respx_mock.get("/articles").mock(side_effect=_paged([{**_article(1, 0), "last_comment_at": None}]))
     _fetch(tmp_path, devto_username=None, devto_api_key=SecretStr(KEY))
-    assert mine.call_count == 1 and public.call_count == 0
+    assert mine.call_count == 2 and public.call_count == 2
     request = mine.calls[0].request
     assert request.headers["api-key"] == KEY
     assert KEY not in str(request.url)
+    assert public.calls[0].request.url.params["username"] == "maya"
 
 
 @respx.mock(base_url=BASE, assert_all_called=False)
@@ -167,7 +179,8 @@ def test_unknown_articles_are_fetched_and_empty_ones_need_no_request(respx_mock:
 
 @respx.mock(base_url=BASE, assert_all_called=False)
 def test_requests_are_paced_to_at_most_three_per_second(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
-    """With an instant server, no four request starts fall within one second (fake clock, no real sleep)."""
+    """With an instant server, request starts are at least 0.4 s apart, so no fixed one-second
+    window holds a fourth (fake clock, no real sleep)."""
     clock = FakeClock()
     starts: list[float] = []
 
@@ -180,9 +193,10 @@ def test_requests_are_paced_to_at_most_three_per_second(respx_mock: respx.MockRo
     respx_mock.get("/articles").mock(side_effect=record(httpx.Response(200, json=[_article(i) for i in range(1, 11)])))
     respx_mock.get("/comments").mock(side_effect=record(httpx.Response(200, json=[])))
     _fetch(tmp_path, clock=clock)
-    assert len(starts) == 11
+    assert len(starts) == 12  # page 1, page 2 (all repeats), 10 threads
+    assert all(later - earlier >= 0.4 - 1e-9 for earlier, later in itertools.pairwise(starts))
     assert all(later - earlier >= 1.0 for earlier, later in zip(starts, starts[3:], strict=False))
-    assert clock.sleeps and all(0 < s < 0.35 for s in clock.sleeps)
+    assert clock.sleeps and all(0 < s <= 0.4 for s in clock.sleeps)
 
 
 @respx.mock(base_url=BASE, assert_all_called=False)
@@ -211,10 +225,11 @@ def test_short_retry_after_is_honoured_once_then_the_request_retried(respx_mock:
     """A 429 with Retry-After 2 sleeps 2 s (injected) and repeats the same request once."""
     clock = FakeClock()
     route = respx_mock.get("/articles").mock(side_effect=[
-        httpx.Response(429, headers={"Retry-After": "2"}), httpx.Response(200, json=[_article(1, 0)])])
+        httpx.Response(429, headers={"Retry-After": "2"}), httpx.Response(200, json=[_article(1, 0)]),
+        httpx.Response(200, json=[])])
     result = _fetch(tmp_path, clock=clock)
     assert [a.id for a in result.articles] == [1]
-    assert route.call_count == 2 and route.calls[0].request.url == route.calls[1].request.url
+    assert route.call_count == 3 and route.calls[0].request.url == route.calls[1].request.url
     assert 2.0 in clock.sleeps
 
 
@@ -240,16 +255,22 @@ def test_an_absurd_retry_after_stops_with_exit_3_not_a_crash(respx_mock: respx.M
 
 
 @respx.mock(base_url=BASE, assert_all_called=False)
-def test_a_second_429_in_one_fetch_stops_it(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
-    """Only one short wait per fetch: a later 429 stops even with a short Retry-After."""
+def test_retry_after_waits_add_up_to_at_most_10_s_per_fetch(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
+    """Waits of 4 s and 4 s are honoured; a third asking 4 s more than the 2 s left stops the
+    fetch midway: interrupted, the first thread kept."""
     clock = FakeClock()
     respx_mock.get("/articles").mock(side_effect=[
-        httpx.Response(429, headers={"Retry-After": "1"}), httpx.Response(200, json=[_article(1), _article(2)])])
+        httpx.Response(429, headers={"Retry-After": "4"}), httpx.Response(200, json=[_article(1), _article(2)]),
+        httpx.Response(200, json=[])])
     comments = respx_mock.get("/comments").mock(side_effect=[
-        httpx.Response(200, json=[]), httpx.Response(429, headers={"Retry-After": "1"})])
-    with pytest.raises(SourceUnavailable, match="again after one short wait"):
-        _fetch(tmp_path, clock=clock)
-    assert comments.call_count == 2
+        httpx.Response(429, headers={"Retry-After": "4"}), httpx.Response(200, json=[_comment("a1")]),
+        httpx.Response(429, headers={"Retry-After": "4"})])
+    result = _fetch(tmp_path, clock=clock)
+    assert comments.call_count == 3 and [c.id for c in result.comments] == ["a1"]
+    assert result.fetched_article_ids == {1}
+    assert isinstance(result.interrupted, SourceUnavailable) and exit_code_for(result.interrupted) == 3
+    assert "2 s left" in str(result.interrupted) and "1 of 2 changed articles" in str(result.interrupted)
+    assert sum(s for s in clock.sleeps if s > 0.4) == 8.0
 
 
 @respx.mock(base_url=BASE, assert_all_called=False)
@@ -284,12 +305,17 @@ def test_5xx_with_a_non_json_body_is_source_unavailable(respx_mock: respx.MockRo
 
 
 @respx.mock(base_url=BASE, assert_all_called=False)
-def test_5xx_on_a_comments_request_stops_the_whole_fetch(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
-    """A fetch is all or nothing at the source level: a 5xx midway raises, nothing half-returned."""
-    respx_mock.get("/articles").mock(return_value=httpx.Response(200, json=[_article(1), _article(2)]))
-    respx_mock.get("/comments").mock(side_effect=[httpx.Response(200, json=[]), httpx.Response(503, text="down")])
-    with pytest.raises(SourceUnavailable, match="HTTP 503"):
-        _fetch(tmp_path)
+def test_5xx_on_a_comments_request_keeps_what_was_fetched(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
+    """A 5xx midway stops the fetch without losing the threads before it: those are returned as
+    fetched, the rest are not (they keep their old signal), and ``interrupted`` says why."""
+    respx_mock.get("/articles").mock(side_effect=_paged([_article(1), _article(2), _article(3)]))
+    comments = respx_mock.get("/comments").mock(side_effect=[
+        httpx.Response(200, json=[_comment("a1")]), httpx.Response(503, text="down")])
+    result = _fetch(tmp_path)
+    assert comments.call_count == 2  # article 3 is not asked for once dev.to is down
+    assert result.fetched_article_ids == {1} and [c.id for c in result.comments] == ["a1"]
+    assert isinstance(result.interrupted, SourceUnavailable) and "HTTP 503" in str(result.interrupted)
+    assert [a.id for a in result.articles] == [1, 2, 3]
 
 
 @pytest.mark.parametrize("exc", [httpx.ConnectError("connection refused"), httpx.ReadTimeout("timed out")])

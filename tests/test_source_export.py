@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,31 @@ def test_bundled_sample_has_nested_replies_deleted_hidden_and_own_comments(tmp_p
     assert all(COMMENT_ID_RE.match(c.id) for c in result.comments)
 
 
+def test_bundled_sample_has_real_shapes(tmp_path: Path) -> None:
+    """Forem's shapes: base-26 id_codes (0-9, a-p), last_comment_at on every article, no comment url;
+    3 articles, 29 comments, 23 of them someone else's and visible."""
+    data = json.loads(bundled_sample().read_text(encoding="utf-8"))
+
+    def walk(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [n for node in nodes for n in (node, *walk(node["children"]))]
+
+    nodes = [n for article in data["articles"] for n in walk(article["comments"])]
+    assert len(data["articles"]) == 3 and len(nodes) == 29
+    assert all(re.fullmatch(r"[0-9a-p]+", n["id_code"]) for n in nodes)
+    assert all("url" not in n for n in nodes)
+    result = read_export(bundled_sample(), _settings(tmp_path))
+    assert all(a.last_comment_at is not None for a in result.articles) and len(result.comments) == 23
+
+
+def test_bundled_sample_reports_the_authors_replies(tmp_path: Path) -> None:
+    """maya_writes answered four comments directly; each is reported with her reply's time."""
+    result = read_export(bundled_sample(), _settings(tmp_path))
+    assert result.author_replies == {
+        "4cd1": "2026-05-11T13:15:48Z", "3bkf": "2026-05-02T12:20:13Z",
+        "3bn2": "2026-05-02T16:41:09Z", "2ab4k": "2026-04-21T10:02:51Z",
+    }
+
+
 def test_bundled_sample_keeps_own_replies_when_configured(tmp_path: Path) -> None:
     """include_own_comments brings the author's replies back."""
     result = read_export(bundled_sample(), _settings(tmp_path, include_own_comments=True))
@@ -131,6 +157,18 @@ def test_own_comments_are_skipped_but_kept_as_parent_text(tmp_path: Path) -> Non
     result = read_export(_export(tmp_path, thread), _settings(tmp_path))
     assert [(c.id, c.parent_id) for c in result.comments] == [("q1", None), ("q2", "own1")]
     assert result.parent_texts["own1"] == "Thanks!"
+
+
+def test_author_replies_count_direct_replies_only_the_earliest(tmp_path: Path) -> None:
+    """The author's reply answers its parent, not the comments above it; two replies: the first."""
+    thread = [_comment("q1", children=[
+        _comment("own1", username="maya", created_at="2026-05-15T10:00:00Z", children=[
+            _comment("q2", children=[_comment("own3", username="MAYA", created_at="2026-05-16T10:00:00Z")])]),
+        _comment("own2", username="maya", created_at="2026-05-15T09:00:00+00:00"),
+    ]), _comment("q3")]
+    result = read_export(_export(tmp_path, thread), _settings(tmp_path))
+    assert result.author_replies == {"q1": "2026-05-15T09:00:00+00:00", "q2": "2026-05-16T10:00:00Z"}
+    assert [c.id for c in result.comments] == ["q1", "q2", "q3"]
 
 
 def test_own_comments_fall_back_to_the_configured_username(tmp_path: Path) -> None:

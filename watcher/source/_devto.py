@@ -1,73 +1,83 @@
-"""The dev.to (Forem) API client: polite, incremental, and read-only (SPEC §5).
+"""The dev.to (Forem) source: list the articles, re-fetch the threads whose signal moved (SPEC §13.3).
 
-Politeness: every request carries ``Accept: application/vnd.forem.api-v1+json`` and a real
-``User-Agent`` (dev.to answers 403 without one), request starts are paced to at most 3 per
-second (dev.to's documented read limit), and a 429 is honoured once per fetch when its
-``Retry-After`` is at most 10 s. Anything else that means "dev.to cannot answer now" (network
-error, 5xx, a second 429, a longer wait) raises :class:`SourceUnavailable` (exit 3). The source
-never writes a file, so a fetch that stops has changed nothing.
+Change signal per article: ``comments_count`` **and** ``last_comment_at``. The count alone misses
+comments: it is a counter-culture column, so a new comment and a childless deletion between two
+scans cancel out, while Forem touches ``last_comment_at`` on every comment create, edit and
+delete. ``/articles/me/published`` (with DEVTO_API_KEY) does not send ``last_comment_at``, so the
+public listing is read too; where a Forem sends none, the count is the signal.
+
+A failure while listing raises (nothing fetched, nothing to keep). A failure while fetching
+threads stops the fetch but keeps what it got: :attr:`FetchResult.interrupted` says why, and the
+articles not fetched keep their old signal, so the next scan fetches them. The source never
+writes a file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
-from watcher import __version__
 from watcher.config import Settings
 from watcher.errors import ConfigError, SourceUnavailable
 from watcher.models import SeenFile
 from watcher.providers.classify import retry_after_seconds
-from watcher.source._parse import Collector, parse_article
+from watcher.source._forem import ForemClient
+from watcher.source._parse import Collector, api_site, parse_article
 from watcher.source._types import FetchResult, Rejection, SourceArticle
-from watcher.timeutil import iso, utcnow
 
 if TYPE_CHECKING:
     import httpx
 
-ACCEPT = "application/vnd.forem.api-v1+json"
-USER_AGENT = f"devto-watcher/{__version__} (+https://github.com/devto-watcher/devto-watcher)"
-PER_PAGE = 100
-# Slightly above 1/3 s, so that no window of one second ever holds a fourth request start.
-MIN_INTERVAL_S = 0.34
-MAX_RETRY_AFTER_S = 10.0
+__all__ = ["check_user", "fetch_devto", "retry_after_seconds"]
+
+# Forem's own maximum. Pages are read until an *empty* one: an instance may cap a page below
+# what was asked, so a short page is not the end.
+PER_PAGE = 1000
 # A server that ignores `page` would otherwise be paged forever.
 MAX_PAGES = 1000
-TIMEOUT_S = 30.0
+
+Listed = list[tuple[SourceArticle, str | None]]
 
 
 def fetch_devto(
     settings: Settings,
     seen: SeenFile,
     *,
+    full: bool = False,
     transport: httpx.BaseTransport | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     per_page: int = PER_PAGE,
 ) -> FetchResult:
-    """List the author's articles and fetch the comments of those whose count changed.
+    """List the author's articles and fetch the threads whose change signal moved (all with ``full``).
 
-    Raises :class:`ConfigError` (no account configured, API key refused) and
-    :class:`SourceUnavailable` (network error, 5xx, unusable article listing, 429 beyond the
-    one short wait). Bad comment payloads are returned as rejections, not raised.
+    Raises :class:`ConfigError` (no account configured, no such user, API key refused) and
+    :class:`SourceUnavailable` (the listing failed: network, 5xx, 403, 429 past the wait budget,
+    unusable body). A failure after the listing is returned as ``interrupted`` instead; bad
+    comment payloads are rejections.
     """
     if not settings.devto_username and settings.devto_api_key is None:
         raise ConfigError(
             "no dev.to account configured: set DEVTO_USERNAME (or DEVTO_API_KEY), "
             "or use --source FILE to read a Forem-format export"
         )
-    collector = Collector(include_own=settings.include_own_comments)
-    with _ForemClient(settings, transport=transport, clock=clock, sleep=sleep) as client:
-        for article, author in _list_articles(client, settings, collector, per_page=per_page):
-            collector.articles.append(article)
-            if not _changed(article, seen):
-                continue
+    collector = Collector(include_own=settings.include_own_comments, site=api_site(settings.devto_base_url))
+    with ForemClient(settings, transport=transport, clock=clock, sleep=sleep) as client:
+        listed = _list_articles(client, settings, collector, per_page=per_page)
+        collector.articles.extend(article for article, _ in listed)
+        due = [(a, author) for a, author in listed if full or _changed(a, seen)]
+        for done, (article, author) in enumerate(due):
             if article.comments_count == 0:
                 collector.fetched.add(article.id)  # nothing to fetch: its comment list is known empty
                 continue
-            _fetch_thread(client, article, author or settings.devto_username, collector)
+            if collector.interrupted is not None:
+                continue
+            try:
+                _fetch_thread(client, article, author or settings.devto_username, collector)
+            except SourceUnavailable as exc:
+                collector.interrupted = _interrupted(exc, done=done, due=len(due))
     return collector.result()
 
 
@@ -86,30 +96,57 @@ def check_user(
     name = settings.devto_username
     if not name:
         raise ConfigError("DEVTO_USERNAME is not set: set it to the dev.to account whose articles to watch")
-    with _ForemClient(settings, transport=transport, clock=clock, sleep=sleep) as client:
-        response = client.get("/users/by_username", {"url": name})
-    if response.status_code == 404:
+    with ForemClient(settings, transport=transport, clock=clock, sleep=sleep) as client:
+        _check_user(client, settings, name)
+
+
+def _check_user(client: ForemClient, settings: Settings, name: str) -> None:
+    if client.get("/users/by_username", {"url": name}).status_code == 404:
         raise ConfigError(f"no dev.to user {name} at {settings.devto_base_url} — check DEVTO_USERNAME")
 
 
 def _changed(article: SourceArticle, seen: SeenFile) -> bool:
+    """Whether the thread may hold something the last fetch did not see."""
     known = seen.articles.get(str(article.id))
-    return known is None or known.comments_count != article.comments_count
+    if known is None or known.comments_count != article.comments_count:
+        return True
+    # A signal recorded before last_comment_at was tracked (None) differs from a listed one: that
+    # article is fetched once more, because a cancelled-out comment may already be waiting in it.
+    return article.last_comment_at is not None and article.last_comment_at != known.last_comment_at
 
 
-def _list_articles(
-    client: _ForemClient, settings: Settings, collector: Collector, *, per_page: int
-) -> list[tuple[SourceArticle, str | None]]:
-    path = "/articles/me/published" if settings.devto_api_key is not None else "/articles"
+def _list_articles(client: ForemClient, settings: Settings, collector: Collector, *, per_page: int) -> Listed:
+    """The author's articles, each with ``last_comment_at`` where the public listing has it."""
+    name = settings.devto_username or ""  # fetch_devto made sure one of the two is set
+    if settings.devto_api_key is None:
+        listed = _read_pages(client, settings, "/articles", {"username": name}, collector, per_page=per_page)
+        if not listed:
+            _check_user(client, settings, name)  # nothing listed: a typo must not look like "nothing new"
+        return listed
+    mine = _read_pages(client, settings, "/articles/me/published", {}, collector, per_page=per_page)
+    owner = next((author for _, author in mine if author), None)
+    name = owner or name
+    if not mine or not name:
+        return mine
+    # Rejections of the public copy of the same articles would be reported twice: dropped.
+    public = _read_pages(client, settings, "/articles", {"username": name}, Collector(include_own=False),
+                         per_page=per_page)
+    if not public and owner is None:
+        _check_user(client, settings, name)
+    signal = {article.id: article.last_comment_at for article, _ in public}
+    return [(dataclasses.replace(a, last_comment_at=signal.get(a.id)), author) for a, author in mine]
+
+
+def _read_pages(client: ForemClient, settings: Settings, path: str, query: dict[str, Any], collector: Collector,
+                *, per_page: int) -> Listed:
     listed: dict[int, tuple[SourceArticle, str | None]] = {}
     for page in range(1, MAX_PAGES + 1):
-        params: dict[str, Any] = {"page": page, "per_page": per_page}
-        if settings.devto_api_key is None:
-            params = {"username": settings.devto_username, **params}
-        response = client.get(path, params)
+        response = client.get(path, {**query, "page": page, "per_page": per_page})
         if response.status_code == 404:
             raise ConfigError(f"dev.to has no {path} at {settings.devto_base_url} (HTTP 404): check DEVTO_BASE_URL")
         items = _json_list(response, what=f"GET {path} page {page}")
+        if not items:
+            break
         repeats = 0
         for i, raw in enumerate(items):
             parsed = parse_article(raw, where=f"article #{i + 1} of page {page}")
@@ -120,8 +157,8 @@ def _list_articles(
                 repeats += 1
             else:
                 listed[parsed[0].id] = parsed
-        if len(items) < per_page or repeats == len(items):
-            break
+        if repeats == len(items):
+            break  # a page of nothing but repeats: this server ignores `page`
     return list(listed.values())
 
 
@@ -138,7 +175,7 @@ def _json_list(response: httpx.Response, *, what: str) -> list[Any]:
     return data
 
 
-def _fetch_thread(client: _ForemClient, article: SourceArticle, author: str | None, collector: Collector) -> None:
+def _fetch_thread(client: ForemClient, article: SourceArticle, author: str | None, collector: Collector) -> None:
     where = f"article {article.id}"
     response = client.get("/comments", {"a_id": article.id})
     if response.status_code == 404:
@@ -155,104 +192,10 @@ def _fetch_thread(client: _ForemClient, article: SourceArticle, author: str | No
         collector.fetched.add(article.id)
 
 
-class _ForemClient:
-    """httpx client with pacing and the one-shot 429 wait; raises our errors, never httpx's."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        transport: httpx.BaseTransport | None,
-        clock: Callable[[], float],
-        sleep: Callable[[float], None],
-    ) -> None:
-        import httpx  # lazily: `import watcher` must stay cheap for commands that never fetch
-
-        headers = {"Accept": ACCEPT, "User-Agent": USER_AGENT}
-        if settings.devto_api_key is not None:
-            headers["api-key"] = settings.devto_api_key.get_secret_value()
-        # No redirects: httpx drops Authorization on a cross-host redirect, but not our api-key.
-        try:
-            self._http = httpx.Client(
-                base_url=settings.devto_base_url,
-                headers=headers,
-                timeout=TIMEOUT_S,
-                transport=transport,
-                follow_redirects=False,
-            )
-        except httpx.InvalidURL as exc:  # e.g. "http://[::1" or a non-numeric port
-            raise ConfigError(
-                f"DEVTO_BASE_URL {settings.devto_base_url!r} is not a usable URL ({exc}); "
-                "use e.g. https://dev.to/api"
-            ) from None
-        self._httpx = httpx
-        self._has_key = settings.devto_api_key is not None
-        self._clock = clock
-        self._sleep = sleep
-        self._last_start: float | None = None
-        self._waited_once = False
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._http.close()
-
-    def get(self, path: str, params: dict[str, Any]) -> httpx.Response:
-        """One GET; 2xx and 404 come back, everything else raises."""
-        response = self._send(path, params)
-        if response.status_code == 429:
-            delay = retry_after_seconds(response.headers.get("retry-after"))
-            if self._waited_once or delay is None or delay > MAX_RETRY_AFTER_S:
-                raise SourceUnavailable(_rate_limit_message(delay, again=self._waited_once))
-            self._waited_once = True
-            self._sleep(delay)
-            response = self._send(path, params)
-            if response.status_code == 429:
-                later = retry_after_seconds(response.headers.get("retry-after"))
-                raise SourceUnavailable(_rate_limit_message(later, again=True))
-        self._check(response, path)
-        return response
-
-    def _send(self, path: str, params: dict[str, Any]) -> httpx.Response:
-        self._pace()
-        try:
-            return self._http.get(path, params=params)
-        except self._httpx.HTTPError as exc:
-            raise SourceUnavailable(
-                f"cannot reach dev.to at {self._http.base_url}: {type(exc).__name__}: {exc or 'no detail'}; "
-                "nothing was changed — check the connection (or DEVTO_BASE_URL) and try again"
-            ) from exc
-
-    def _pace(self) -> None:
-        if self._last_start is not None:
-            delay = self._last_start + MIN_INTERVAL_S - self._clock()
-            if delay > 0:
-                self._sleep(delay)
-        self._last_start = self._clock()
-
-    def _check(self, response: httpx.Response, path: str) -> None:
-        status = response.status_code
-        if 200 <= status < 300 or status == 404:
-            return
-        if status in (401, 403) and self._has_key:
-            raise ConfigError(
-                f"dev.to refused DEVTO_API_KEY (HTTP {status}) for GET {path}: check the key at "
-                "https://dev.to/settings/extensions, or unset it and set DEVTO_USERNAME"
-            )
-        if status >= 500:
-            raise SourceUnavailable(
-                f"dev.to is unavailable (HTTP {status} for GET {path}); nothing was changed — try again later"
-            )
-        raise SourceUnavailable(
-            f"dev.to answered HTTP {status} for GET {path}; nothing was changed — "
-            "check DEVTO_USERNAME / DEVTO_BASE_URL and try again later"
-        )
-
-
-def _rate_limit_message(delay: float | None, *, again: bool) -> str:
-    head = "dev.to rate limit (HTTP 429)" + (" again after one short wait" if again else "")
-    if delay is None:
-        return f"{head}; nothing was changed — wait a minute and try again"
-    until = iso(utcnow() + timedelta(seconds=delay))
-    return f"{head}: dev.to asks to wait {delay:.0f} s; nothing was changed — try again after {until}"
+def _interrupted(exc: SourceUnavailable, *, done: int, due: int) -> SourceUnavailable:
+    stopped = SourceUnavailable(
+        f"{exc} (stopped after {done} of {due} changed articles; the fetched ones are processed, "
+        "the rest are fetched by the next scan)"
+    )
+    stopped.__cause__ = exc
+    return stopped

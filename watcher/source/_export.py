@@ -1,8 +1,10 @@
 """``--source FILE``: the same comments from a Forem-format export, and the bundled demo sample.
 
 Export shape (SPEC §5): ``{"username": "<author>"?, "articles": [{"id", "title", "url",
-"comments_count", "comments": [<the nested list /comments?a_id returns>]}]}``. The optional
-``username`` names the articles' author so their own replies can be skipped.
+"comments_count", "last_comment_at"?, "comments": [<the nested list /comments?a_id returns>]}]}``.
+The optional ``username`` names the articles' author: their own comments are skipped, and their
+direct replies are reported in ``author_replies`` as on dev.to. Comment permalinks point at the
+host of each article's ``url`` (an export may come from any Forem).
 """
 
 from __future__ import annotations

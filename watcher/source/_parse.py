@@ -9,11 +9,13 @@ downstream could join it to a path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeGuard
 from urllib.parse import quote, urlsplit
 
 from pydantic import ValidationError
 
+from watcher.errors import SourceUnavailable
 from watcher.models import COMMENT_ID_RE, COMMENT_ID_SHAPE, Comment
 from watcher.source._html import html_to_text
 from watcher.source._types import FetchResult, Rejection, SourceArticle
@@ -54,9 +56,16 @@ def parse_article(raw: Any, *, where: str) -> tuple[SourceArticle, str | None] |
     author = user.get("username") if isinstance(user, dict) else None
     # Read back from the payload (Any) rather than from `count` (Any | None): each was checked above.
     article = SourceArticle(
-        id=raw["id"], title=raw["title"], url=raw["url"], comments_count=raw["comments_count"]
+        id=raw["id"], title=raw["title"], url=raw["url"], comments_count=raw["comments_count"],
+        last_comment_at=_timestamp_or_none(raw.get("last_comment_at")),
     )
     return article, author if isinstance(author, str) and author else None
+
+
+def _timestamp_or_none(value: Any) -> str | None:
+    """A usable ``last_comment_at``, else None: an article without one (another Forem, a bad value)
+    falls back to ``comments_count`` as its change signal instead of being rejected."""
+    return value if isinstance(value, str) and _created_at_problem(value) is None else None
 
 
 @dataclass
@@ -64,11 +73,15 @@ class Collector:
     """Accumulates one fetch's comments; ``result()`` freezes it into a :class:`FetchResult`."""
 
     include_own: bool
+    # Where comment permalinks point (``https://dev.to``); None: the host of each article's url.
+    site: str | None = None
     articles: list[SourceArticle] = field(default_factory=list)
     fetched: set[int] = field(default_factory=set)
     comments: list[Comment] = field(default_factory=list)
     parent_texts: dict[str, str] = field(default_factory=dict)
     rejected: list[Rejection] = field(default_factory=list)
+    author_replies: dict[str, str] = field(default_factory=dict)
+    interrupted: SourceUnavailable | None = None
     _ids: set[str] = field(default_factory=set)
 
     def result(self) -> FetchResult:
@@ -78,6 +91,8 @@ class Collector:
             comments=list(self.comments),
             parent_texts=dict(self.parent_texts),
             rejected=list(self.rejected),
+            author_replies=dict(self.author_replies),
+            interrupted=self.interrupted,
         )
 
     def add_thread(self, nodes: Any, *, article: SourceArticle, author: str | None) -> bool:
@@ -100,6 +115,8 @@ class Collector:
                 where = own_id or f"article {article.id}, comment #{position}"
                 self.rejected.append(Rejection(f"{where}: children must be a list; its replies were skipped", where))
                 continue
+            if own_id is not None and author:
+                self._note_author_reply(own_id, children, author)
             # Replies of a rejected comment are still good comments; they lose only their parent link.
             for i, child in reversed(list(enumerate(children))):
                 stack.append((child, own_id, f"{position}.{i + 1}"))
@@ -157,11 +174,30 @@ class Collector:
             return Comment(
                 id=id_code, article_id=article.id, article_title=article.title, article_url=article.url,
                 parent_id=parent_id, author=username, created_at=node["created_at"], text=text,
-                url=url or comment_url(article.url, username, id_code),
+                url=url or comment_url(self.site or site_of(article.url), username, id_code),
             )
         except ValidationError as exc:  # defensive: every field was checked above
             self._reject(f"comment {id_code}: {exc.errors()[0]['msg']}; skipped", id_code, keep_id=True)
             return None
+
+    def _note_author_reply(self, comment_id: str, children: list[Any], author: str) -> None:
+        """Record when the author first answered ``comment_id`` directly (a child, not a deeper
+        descendant: a reply further down answers someone else in the thread)."""
+        earliest: tuple[datetime, str] | None = None
+        for child in children:
+            if not isinstance(child, dict):
+                continue
+            username = _username(child)
+            created_at = child.get("created_at")
+            if not isinstance(username, str) or username.lower() != author.lower():
+                continue
+            if not isinstance(created_at, str) or _created_at_problem(created_at) is not None:
+                continue
+            moment = parse_iso(created_at)
+            if earliest is None or moment < earliest[0]:
+                earliest = (moment, created_at)
+        if earliest is not None:
+            self.author_replies[comment_id] = earliest[1]
 
     def _reject(self, message: str, item: str, *, keep_id: bool = False) -> str | None:
         self.rejected.append(Rejection(message, item))
@@ -196,10 +232,19 @@ def _created_at_problem(value: Any) -> str | None:
     return None
 
 
-def comment_url(article_url: str, username: str, id_code: str) -> str:
-    """``https://<article host>/<username>/comment/<id_code>``: Forem's comment permalink."""
-    parts = urlsplit(article_url)
-    origin = f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else "https://dev.to"
+def site_of(url: str) -> str:
+    """The ``scheme://host`` of ``url`` (an article's url, or DEVTO_BASE_URL), else ``https://dev.to``."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else "https://dev.to"
+
+
+def api_site(base_url: str) -> str:
+    """The site a Forem API serves: DEVTO_BASE_URL without its trailing ``/api``."""
+    return base_url.rstrip("/").removesuffix("/api")
+
+
+def comment_url(site: str, username: str, id_code: str) -> str:
+    """``{site}/{username}/comment/{id_code}``: Forem's comment permalink (the API sends no url)."""
     # errors="replace": a username that escapes a lone surrogate in the payload's JSON cannot be
     # UTF-8 encoded; strict quoting raised and sank the whole payload, good comments included.
-    return f"{origin}/{quote(username, safe='', errors='replace')}/comment/{id_code}"
+    return f"{site.rstrip('/')}/{quote(username, safe='', errors='replace')}/comment/{id_code}"

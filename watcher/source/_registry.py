@@ -1,7 +1,7 @@
 """Where a scan gets its comments: one registry of sources (STYLE rule 11).
 
-A source is anything with a ``name`` and ``fetch(settings, index) -> FetchResult``; the pipeline
-knows only this protocol. ``--source`` names a registered source (``devto``, ``sample``) or is
+A source is anything with a ``name`` and ``fetch(settings, index, *, full=False) -> FetchResult``;
+the pipeline knows only this protocol (``full``: re-read everything on purpose, ``scan --full``). ``--source`` names a registered source (``devto``, ``sample``) or is
 the path of a Forem-format export. A second kind of source (Hashnode, GitHub discussions) is one
 more entry here, with ids namespaced as the README's "Comment ids and a second source" says.
 """
@@ -25,29 +25,30 @@ class Source(Protocol):
     @property
     def name(self) -> str: ...
 
-    def fetch(self, settings: Settings, index: SeenFile) -> FetchResult: ...
+    def fetch(self, settings: Settings, index: SeenFile, *, full: bool = False) -> FetchResult: ...
 
 
 @dataclass(frozen=True)
 class DevtoSource:
-    """The dev.to (Forem) API: only articles whose change signal moved are re-fetched."""
+    """The dev.to (Forem) API: only articles whose change signal moved are re-fetched (all with
+    ``full``); a failure midway comes back as ``FetchResult.interrupted`` with what was fetched."""
 
     name: str = "devto"
 
-    def fetch(self, settings: Settings, index: SeenFile) -> FetchResult:
+    def fetch(self, settings: Settings, index: SeenFile, *, full: bool = False) -> FetchResult:
         from watcher.source._devto import fetch_devto  # the network client, only when it is used
 
-        return fetch_devto(settings, index)
+        return fetch_devto(settings, index, full=full)
 
 
 @dataclass(frozen=True)
 class ExportSource:
-    """A Forem-format export file; every article in it counts as fetched."""
+    """A Forem-format export file; every article in it counts as fetched (so ``full`` changes nothing)."""
 
     path: Path
     name: str = "export"
 
-    def fetch(self, settings: Settings, index: SeenFile) -> FetchResult:
+    def fetch(self, settings: Settings, index: SeenFile, *, full: bool = False) -> FetchResult:
         from watcher.source._export import read_export
 
         return read_export(self.path, settings)

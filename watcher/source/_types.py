@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from watcher.errors import SourceUnavailable
 from watcher.models import Comment
 
 
 @dataclass(frozen=True)
 class SourceArticle:
-    """One of the author's articles as the source saw it in this fetch."""
+    """One of the author's articles as the source saw it in this fetch.
+
+    ``comments_count`` and ``last_comment_at`` are its change signal (SPEC §13.3): Forem touches
+    ``last_comment_at`` on every comment create, edit and delete, so it moves where the count does
+    not (a new comment and a childless deletion cancel out). None where the Forem sends none.
+    """
 
     id: int
     title: str
     url: str
     comments_count: int
+    last_comment_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -33,7 +40,8 @@ class Rejection:
 class FetchResult:
     articles: list[SourceArticle]
     # Articles whose comment list is now known to be current: fetched in this run, or known to
-    # be empty because comments_count is 0 (no request needed for that).
+    # be empty because comments_count is 0 (no request needed for that). Only these may have
+    # their change signal recorded; the others keep the old one, so a later scan fetches them.
     fetched_article_ids: set[int]
     # Flattened, filtered (no deleted/hidden/own), in thread order (parents before replies).
     comments: list[Comment]
@@ -41,3 +49,10 @@ class FetchResult:
     # prompt can quote its parent.
     parent_texts: dict[str, str] = field(default_factory=dict)
     rejected: list[Rejection] = field(default_factory=list)
+    # comment id -> created_at of the earliest direct reply by the article's author in the
+    # fetched threads (the author answered it on dev.to). Own comments are skipped as comments,
+    # but recorded here as replies.
+    author_replies: dict[str, str] = field(default_factory=dict)
+    # The error that stopped the fetch midway (a 429 past the wait budget, an outage, an edge
+    # 403), or None. What was fetched before it is in the fields above as usual.
+    interrupted: SourceUnavailable | None = None
