@@ -110,8 +110,8 @@ class BenchDevto:
     transport: Any
     name: str = "bench-devto"
 
-    def fetch(self, settings: Settings, index: SeenFile) -> FetchResult:
-        return fetch_devto(settings, index, transport=self.transport, sleep=lambda _s: None)
+    def fetch(self, settings: Settings, index: SeenFile, *, full: bool = False) -> FetchResult:
+        return fetch_devto(settings, index, full=full, transport=self.transport, sleep=lambda _s: None)
 
 
 @contextmanager
