@@ -145,3 +145,76 @@ def test_a_persons_mark_always_wins_over_devto(data_dir: Path, tmp_path: Path) -
     assert (index.comments["a1"].triage, index.comments["a1"].triage_by) == ("replied", "devto")
     assert (index.comments["a2"].triage, index.comments["a2"].triage_by) == ("open", "person")
     assert index.comments["a2"].replied_at is not None
+
+
+def test_a_comment_the_author_already_answered_is_never_called(data_dir: Path, tmp_path: Path) -> None:
+    """Discovered with a direct reply by the author: recorded as answered, 0 calls, marked replied
+    (by devto); `show` says when you replied; `inbox` does not list it."""
+    fake = FakeProvider()
+    export = _export(tmp_path / "x.json", {"ans1": 1, "open1": 1}, replies={"ans1": "r9a"})
+    out = commands.scan(_ctx(data_dir, fake), source=str(export))
+    assert out.error is None and fake.calls == ["open1"] and out.result["answered"] == 1
+    paths = Paths(data_dir)
+    record = inbox.load(paths, "ans1")
+    assert record is not None and inbox.state_of(record) == "answered" and record.attempts == []
+    entry = seen.load(paths).comments["ans1"]
+    assert (entry.triage, entry.triage_by) == ("replied", "devto")
+    runner = CliRunner()
+    assert "you replied at" in runner.invoke(build_app("cli"), ["show", "ans1"]).stdout
+    listed = json.loads(runner.invoke(build_app("cli"), ["inbox", "--json"]).stdout)["result"]["comments"]
+    assert [r["id"] for r in listed] == ["open1"]
+
+
+def test_a_reply_to_a_pending_comment_closes_it_before_its_first_call(data_dir: Path, tmp_path: Path) -> None:
+    """Left pending by the limit, then answered on dev.to: the next scan turns it answered, no call."""
+    fake = FakeProvider()
+    commands.scan(_ctx(data_dir, fake), source=str(_export(tmp_path / "a.json", {"p1": 2, "p2": 1})), limit=1)
+    assert fake.calls == ["p1"]
+    out = commands.scan(_ctx(data_dir, fake),
+                        source=str(_export(tmp_path / "b.json", {"p1": 2, "p2": 1}, replies={"p2": "r1"})))
+    assert out.error is None and fake.calls == ["p1"]
+    record = inbox.load(Paths(data_dir), "p2")
+    assert record is not None and inbox.state_of(record) == "answered"
+
+
+def test_replying_after_the_verdict_empties_the_inbox_and_a_persons_open_stands(
+        data_dir: Path, tmp_path: Path) -> None:
+    """A comment with a verdict that the author then answers leaves `inbox`; `watcher mark ID open`
+    afterwards brings it back for good (a later scan does not mark it replied again)."""
+    fake = FakeProvider()
+    commands.scan(_ctx(data_dir, fake), source=str(_export(tmp_path / "a.json", {"v1": 1})))
+    runner = CliRunner()
+    assert "v1" in runner.invoke(build_app("cli"), ["inbox"]).stdout
+    replied = _export(tmp_path / "b.json", {"v1": 1}, replies={"v1": "r2"})
+    out = commands.scan(_ctx(data_dir, fake), source=str(replied))
+    assert out.result["replied"] == ["v1"] and fake.calls == ["v1"]
+    assert "v1" not in runner.invoke(build_app("cli"), ["inbox"]).stdout
+    assert runner.invoke(build_app("cli"), ["mark", "v1", "open"]).exit_code == 0
+    commands.scan(_ctx(data_dir, fake), source=str(replied))
+    assert seen.load(Paths(data_dir)).comments["v1"].triage == "open"
+
+
+def test_a_source_stopped_midway_processes_what_it_fetched_and_exits_3(
+        data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dev.to answered 429 after some threads: their comments are checked, the run still exits 3."""
+    from dataclasses import replace
+
+    from watcher.commands import execute
+    from watcher.errors import SourceUnavailable
+    from watcher.source import _registry
+
+    path = _export(tmp_path / "h.json", {"h1": 1})
+
+    @dataclass(frozen=True)
+    class Halfway:
+        name: str = "devto"
+
+        def fetch(self, settings: Settings, index: SeenFile, *, full: bool = False) -> FetchResult:
+            got = read_export(path, settings)
+            return replace(got, interrupted=SourceUnavailable("dev.to rate limit (HTTP 429); stopped after 1 of 2"))
+
+    monkeypatch.setitem(_registry.SOURCES, "halfway", Halfway)
+    fake = FakeProvider()
+    out = execute("scan", _ctx(data_dir, fake), lambda c: commands.scan(c, source="halfway"))
+    assert out.exit_code == 3 and "429" in out.error["message"]
+    assert fake.calls == ["h1"]

@@ -42,8 +42,11 @@ def test_demo_runs_the_sample_offline_in_its_own_data_dir(data_dir: Path, tmp_pa
     demo = work / "data" / "demo"
     assert len(list((demo / "inbox").glob("*.json"))) == 23
     assert list(account.iterdir()) == []  # WATCHER_DATA_DIR is never the demo's
-    attempt = json.loads(next((demo / "inbox").glob("*.json")).read_text())["attempts"][0]
-    assert (attempt["provider"], attempt["outcome"]) == ("offline", "ok")
+    records = [json.loads(p.read_text()) for p in (demo / "inbox").glob("*.json")]
+    attempts = [a for r in records for a in r["attempts"]]
+    assert len(attempts) == 19 and {(a["provider"], a["outcome"]) for a in attempts} == {("offline", "ok")}
+    assert sum(1 for r in records if r["replied_at"] and not r["attempts"]) == 4  # answered: never called
+    assert "4 more the author had already answered on dev.to" in result.stdout
     again = invoke("demo", "--json", env=env)
     doc = json.loads(again.stdout)["result"]
     assert sum(run["calls"] for run in doc["scans"]) == 0 and doc["inbox"]["count"] >= 1

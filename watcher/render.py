@@ -147,8 +147,11 @@ def _next_step(doc: dict[str, Any], error: dict[str, str] | None) -> str:
 
 def _demo(doc: dict[str, Any], error: dict[str, str] | None) -> None:
     calls = sum(run["calls"] for run in doc["scans"])
+    answered = sum(run.get("answered", 0) for run in doc["scans"])
     _out.print(f"demo: {calls} bundled sample comments checked with the offline classifier, through the real "
                f"pipeline, in {doc['data_dir']}")
+    if answered:
+        _out.print(f"      {answered} more the author had already answered on dev.to: never sent to the model")
     _out.print("")
     _inbox(doc["inbox"])
     _out.print("")

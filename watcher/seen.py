@@ -224,13 +224,14 @@ def note_author_replies(paths: Paths, replies: Mapping[str, str]) -> list[str]:
         marked = []
         for cid, when in replies.items():
             entry = comments.get(cid)
-            if entry is None or entry.replied_at is not None:
+            if entry is None:
                 continue
-            update: dict[str, object] = {"replied_at": when}
-            if entry.triage_by != "person" and entry.triage == "open":
+            update: dict[str, object] = {} if entry.replied_at else {"replied_at": when}
+            if entry.triage_by is None and entry.triage == "open":  # nobody decided yet
                 update.update(triage="replied", triage_by="devto")
                 marked.append(cid)
-            comments[cid] = entry.model_copy(update=update)
+            if update:
+                comments[cid] = entry.model_copy(update=update)
         if comments != theirs.comments:
             write_model(paths.seen, theirs.model_copy(update={"comments": comments}))
     return marked

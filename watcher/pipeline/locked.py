@@ -86,9 +86,13 @@ def _save_index(batch: Batch, base: SeenFile, mine: SeenFile, replies: Mapping[s
 def _record_articles(index: SeenFile, plan: Plan) -> SeenFile:
     for article in plan.articles:
         known = index.articles.get(str(article.id))
-        if known is None or (known.comments_count, known.title) != (article.comments_count, article.title):
+        # Both halves of the change signal (SPEC §13.3): comments_count alone misses a new comment
+        # that a deletion cancelled out; last_comment_at moves on every comment create and delete.
+        signal = (article.comments_count, article.title, article.last_comment_at)
+        if known is None or (known.comments_count, known.title, known.last_comment_at) != signal:
             index = seen.record_article(index, article.id, title=article.title, url=article.url,
-                                        comments_count=article.comments_count)
+                                        comments_count=article.comments_count,
+                                        last_comment_at=article.last_comment_at)
     return index
 
 
