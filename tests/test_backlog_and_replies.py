@@ -9,7 +9,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from _fake_provider import FakeProvider, in_process
 from typer.testing import CliRunner
 
