@@ -318,3 +318,19 @@ def _trickled(payload: bytes, pause_s: float) -> Iterator[bytes]:
     for i in range(len(payload)):
         time.sleep(pause_s)
         yield payload[i : i + 1]
+
+
+# Settings that point the real OpenAI provider at a fake; with :func:`in_process` no socket is used.
+IN_PROCESS_ENV = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake.invalid/v1",
+                  "WATCHER_API_KEY": "sk-test-fake", "WATCHER_MODEL": "fake-model"}
+
+
+def in_process_context(data_dir: Any, fake: FakeProvider, *, entrypoint: str = "cli", **hooks: Any) -> Any:
+    """A :class:`watcher.commands.Context` whose runs reach ``fake`` in-process (see :func:`in_process`)."""
+    from watcher.commands import Context
+    from watcher.config import load_settings
+    from watcher.pipeline import Hooks
+
+    ctx = Context(entrypoint=entrypoint, data_dir=data_dir, hooks=Hooks(make_provider=in_process(fake), **hooks))
+    ctx._settings = load_settings(data_dir=data_dir, env=IN_PROCESS_ENV)
+    return ctx

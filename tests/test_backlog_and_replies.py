@@ -9,20 +9,16 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, in_process
+from _fake_provider import FakeProvider, in_process_context
 from typer.testing import CliRunner
 
 from watcher import commands, inbox, seen
 from watcher.cli import build_app
 from watcher.commands import Context
-from watcher.config import Paths, Settings, load_settings
+from watcher.config import Paths, Settings
 from watcher.models import SeenFile
-from watcher.pipeline import Hooks
 from watcher.source import FetchResult, read_export
 from watcher.timeutil import iso, utcnow
-
-FAKE_ENV = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake.invalid/v1",
-            "WATCHER_API_KEY": "sk-test-fake", "WATCHER_MODEL": "fake-model"}
 
 
 @dataclass(frozen=True)
@@ -47,9 +43,7 @@ def account_sources(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def _ctx(data_dir: Path, fake: FakeProvider) -> Context:
-    ctx = Context(entrypoint="cli", data_dir=data_dir, hooks=Hooks(make_provider=in_process(fake)))
-    ctx._settings = load_settings(data_dir=data_dir, env=FAKE_ENV)
-    return ctx
+    return in_process_context(data_dir, fake)  # type: ignore[no-any-return]
 
 
 def _export(path: Path, ages_days: dict[str, float], *, replies: dict[str, str] | None = None) -> Path:

@@ -6,25 +6,20 @@ import json
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, in_process
+from _fake_provider import FakeProvider, in_process_context
 from _proc import write_export
 from typer.testing import CliRunner
 
 from watcher import commands, inbox
 from watcher.cli import build_app
 from watcher.commands import Context
-from watcher.config import Paths, load_settings
-from watcher.pipeline import Hooks
+from watcher.config import Paths
 
-FAKE_ENV = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake.invalid/v1",
-            "WATCHER_API_KEY": "sk-test-fake", "WATCHER_MODEL": "fake-model"}
 runner = CliRunner()
 
 
 def _ctx(data_dir: Path, fake: FakeProvider, entrypoint: str = "cli") -> Context:
-    ctx = Context(entrypoint=entrypoint, data_dir=data_dir, hooks=Hooks(make_provider=in_process(fake)))
-    ctx._settings = load_settings(data_dir=data_dir, env=FAKE_ENV)
-    return ctx
+    return in_process_context(data_dir, fake, entrypoint=entrypoint)  # type: ignore[no-any-return]
 
 
 @pytest.fixture

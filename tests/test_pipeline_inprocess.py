@@ -4,24 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from _fake_provider import FakeProvider, in_process
+from _fake_provider import FakeProvider, in_process_context
 from _proc import write_export
 
 from watcher import commands, inbox
 from watcher.commands import Context
-from watcher.config import Paths, load_settings
+from watcher.config import Paths
 from watcher.errors import RateLimited
-from watcher.pipeline import Hooks, ItemResult, Partial
-
-FAKE_ENV = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake.invalid/v1",
-            "WATCHER_API_KEY": "sk-test-fake", "WATCHER_MODEL": "fake-model"}
+from watcher.pipeline import ItemResult, Partial
 
 
 def _ctx(data_dir: Path, fake: FakeProvider, **hooks: object) -> Context:
-    ctx = Context(entrypoint="cli", data_dir=data_dir,
-                  hooks=Hooks(make_provider=in_process(fake), **hooks))  # type: ignore[arg-type]
-    ctx._settings = load_settings(data_dir=data_dir, env=FAKE_ENV)
-    return ctx
+    return in_process_context(data_dir, fake, **hooks)  # type: ignore[no-any-return]
 
 
 def test_scan_calls_the_injected_provider_once_per_new_comment(data_dir: Path, tmp_path: Path) -> None:

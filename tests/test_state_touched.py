@@ -12,17 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, in_process, running_fake
+from _fake_provider import FakeProvider, in_process_context, running_fake
 from _proc import command, env_for, envelope, run, start, write_export
 
 from watcher import commands, inbox, seen
 from watcher.commands import Context, execute
-from watcher.config import Paths, load_settings
+from watcher.config import Paths
 from watcher.errors import CorruptState, SaveFailed
-from watcher.pipeline import Hooks
-
-FAKE_ENV = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake.invalid/v1",
-            "WATCHER_API_KEY": "sk-test-fake", "WATCHER_MODEL": "fake-model"}
 
 
 @pytest.fixture
@@ -32,9 +28,7 @@ def fake() -> Iterator[FakeProvider]:
 
 
 def _ctx(data_dir: Path, fake: FakeProvider) -> Context:
-    ctx = Context(entrypoint="cli", data_dir=data_dir, hooks=Hooks(make_provider=in_process(fake)))
-    ctx._settings = load_settings(data_dir=data_dir, env=FAKE_ENV)
-    return ctx
+    return in_process_context(data_dir, fake)  # type: ignore[no-any-return]
 
 
 def _record(data_dir: Path, cid: str):  # type: ignore[no-untyped-def]
