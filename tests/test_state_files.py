@@ -134,3 +134,30 @@ def test_list_ids_ignores_temp_and_unsafe_names(paths: Paths) -> None:
     for name in (".abc1.json.x1.tmp", "ABC.json", "notes.txt", "a-b.json", "x" * 17 + ".json"):
         (paths.inbox / name).write_bytes(b"{}")
     assert inbox.list_ids(paths) == ["abc1"]
+
+
+def test_files_that_do_not_use_this_releases_fields_keep_the_first_releases_shape(paths: Paths) -> None:
+    """An older watcher (an MCP server left running across an upgrade) forbids unknown fields and
+    would quarantine a file carrying them: grants, baseline, replied_at, listed_at, triage_by,
+    last_comment_at and breaker are written only when set."""
+    import json
+
+    from _records import entry, record
+
+    from watcher.models import ProviderState, SeenArticle, SeenFile
+
+    first_release = {
+        "inbox": {"schema_version", "comment", "prompt", "cap", "attempts", "verdict"},
+        "comment": {"article_id", "status", "attempts", "triage", "first_seen_at", "updated_at", "inbox_stamp"},
+        "article": {"title", "comments_count", "checked_at", "url"},
+        "provider": {"schema_version", "cooldown_until", "reason"},
+    }
+    article = SeenArticle(title="t", comments_count=1, checked_at="2026-05-14T09:00:00Z")
+    index = SeenFile(comments={"a1": entry()}, articles={"1": article})
+    assert set(json.loads(record().model_dump_json())) == first_release["inbox"]
+    seen_doc = json.loads(index.model_dump_json())
+    assert set(seen_doc["comments"]["a1"]) == first_release["comment"]
+    assert set(seen_doc["articles"]["1"]) == first_release["article"]
+    assert set(json.loads(ProviderState().model_dump_json())) == first_release["provider"]
+    used = record().model_copy(update={"baseline": True})
+    assert json.loads(used.model_dump_json())["baseline"] is True  # and written once it is used

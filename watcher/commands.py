@@ -293,6 +293,8 @@ def show(ctx: Context, comment_id: str) -> dict[str, Any]:
         raise UsageError(f"no comment {comment_id} in {settings.paths.inbox} — `watcher inbox --all` lists them")
     entry = _index(ctx).comments.get(comment_id)
     doc = record.model_dump(mode="json")
+    # The file leaves this release's fields out while unused (models._unset); the result has them all.
+    doc.update(grants=[g.model_dump() for g in record.grants], baseline=record.baseline)
     doc["state"] = inbox.state_of(record)
     doc["cap"] = inbox.cap_of(record)
     doc["hint"] = _hint(comment_id, doc["state"])

@@ -48,6 +48,11 @@ State = Literal["done", "pending", "failed", "exhausted", "reserved", "baseline"
 TriageBy = Literal["person", "devto"]
 
 
+def _unset(value: object) -> bool:
+    """For fields added after the first release: leave them out of the file while unused."""
+    return value is None or value is False or value == []
+
+
 class _Strict(BaseModel):
     # defer_build: a model's validator is built when it is first used, not at import — most
     # commands touch a few of these models, and building them all was ~40 ms of every start-up.
@@ -135,11 +140,14 @@ class InboxRecord(_Strict):
     cap: int = Field(default=CAP, ge=1)
     attempts: list[Attempt] = Field(default_factory=list)
     verdict: Verdict | None = None
-    grants: list[Grant] = Field(default_factory=list)
+    # Fields added after the first release are written only when set (_UNSET): a file that does
+    # not use them stays readable by an older watcher (its models forbid unknown fields, so it
+    # would quarantine the file), e.g. an MCP server left running across an upgrade.
+    grants: list[Grant] = Field(default_factory=list, exclude_if=_unset)
     # Never called while it has no attempts (SPEC §13.3): a comment older than the first scan's
     # backlog window (until `scan --since` queues it), or one the author had already answered.
-    baseline: bool = False
-    replied_at: str | None = None
+    baseline: bool = Field(default=False, exclude_if=_unset)
+    replied_at: str | None = Field(default=None, exclude_if=_unset)
 
 
 class SeenComment(_Strict):
@@ -153,11 +161,11 @@ class SeenComment(_Strict):
     # whether the inbox moved on since, without reading every inbox file on every command.
     inbox_stamp: str | None = None
     # When `watcher inbox --new` first listed it (SPEC §13.4 item 6): listed once, mailed once.
-    listed_at: str | None = None
+    listed_at: str | None = Field(default=None, exclude_if=_unset)
     # Who set the triage: a person's `watcher mark` always wins over dev.to's "the author replied".
-    triage_by: TriageBy | None = None
+    triage_by: TriageBy | None = Field(default=None, exclude_if=_unset)
     # When the author's first direct reply to it was seen on dev.to (SPEC §13.3).
-    replied_at: str | None = None
+    replied_at: str | None = Field(default=None, exclude_if=_unset)
 
 
 class SeenArticle(_Strict):
@@ -166,7 +174,7 @@ class SeenArticle(_Strict):
     checked_at: str
     url: str | None = None
     # Forem's per-article change signal beside the count (SPEC §13.3); None where the listing has none.
-    last_comment_at: str | None = None
+    last_comment_at: str | None = Field(default=None, exclude_if=_unset)
 
 
 class SeenFile(_Strict):
@@ -204,7 +212,7 @@ class ProviderState(_Strict):
     schema_version: Literal[1] = 1
     cooldown_until: str | None = None
     reason: str | None = None
-    breaker: Breaker | None = None
+    breaker: Breaker | None = Field(default=None, exclude_if=_unset)
 
     _times = field_validator("cooldown_until")(_iso_time)
 
