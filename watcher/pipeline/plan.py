@@ -70,7 +70,7 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
         batch.notice(f"rejected {rejection.item or 'item'}: {rejection.message}")
         batch.emit("input.rejected")
     paths = batch.settings.paths
-    replies = dict(getattr(fetched, "author_replies", {}) or {})
+    replies = dict(fetched.author_replies)
     cutoff = since
     if cutoff is None and chosen.name == "devto" and not index.comments and not index.articles:
         # The first scan of an account: a 500-comment history must not cost 500 calls, nor delay
@@ -112,8 +112,7 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
         planned[cid] = (record.comment.created_at, Planned(cid, inbox.fingerprint(record)))
     items = [p for _, p in sorted(planned.values(), key=lambda pair: (pair[0], pair[1].id))]
     articles = [a for a in fetched.articles if a.id in fetched.fetched_article_ids]
-    return Plan(items, articles, discovered, answered, replies, frozenset(requeued),
-                getattr(fetched, "interrupted", None))
+    return Plan(items, articles, discovered, answered, replies, frozenset(requeued), fetched.interrupted)
 
 
 def _created(text: str) -> datetime:
