@@ -18,14 +18,11 @@ from watcher.config import Settings, load_settings
 from watcher.errors import (
     ConfigError,
     ProviderSetup,
-    ProviderUnavailable,
     SaveFailed,
     SourceUnavailable,
     WatcherError,
 )
 from watcher.providers.base import Provider
-
-FIX_KINDS = frozenset({"auth", "model_not_found", "bad_request"})
 
 
 @dataclass(frozen=True)
@@ -88,9 +85,10 @@ def _provider(settings: Settings, factory: Callable[[Settings], Provider] | None
     fix = {"unreachable": "start the server, or fix WATCHER_BASE_URL (Ollama: http://localhost:11434/v1)",
            "auth": "check the key and its permissions",
            "model_not_found": "set WATCHER_MODEL to a model the server lists"}.get(probe.kind or "", "see the message")
+    from watcher.pipeline.gate import setup_error  # the breaker's own rule for exit 2 vs 3
+
     message = f"{where}: {probe.message}"
-    error: WatcherError = ProviderSetup(message) if probe.kind in FIX_KINDS else ProviderUnavailable(message)
-    return Check("provider", False, message, fix, error)
+    return Check("provider", False, message, fix, setup_error(probe.kind or "unreachable", message))
 
 
 def _devto(settings: Settings) -> Check:

@@ -31,22 +31,20 @@ from watcher.pipeline.batch import Batch
 
 # SPEC §6 table, "stops the batch" column.
 STOP_AT_ONCE = frozenset({"rate_limited", "quota_exhausted", "auth", "model_not_found", "bad_request", "unreachable"})
-# What every request of this setup would meet again: opens the breaker.
-SETUP_KINDS = frozenset({"unreachable", "auth", "model_not_found", "bad_request"})
 # Worth another try later, but two in a row in one batch is an outage, not bad luck.
 TRANSIENT_KINDS = frozenset({"overloaded", "server_error", "timeout", "network"})
 TRANSIENT_STREAK = 2
 # The user must change something (exit 2); the rest should pass by waiting (exit 3).
 FIX_KINDS = frozenset({"auth", "model_not_found", "bad_request"})
 
-Verdict = Literal["go", "half_open", "closed"]
+GateState = Literal["go", "half_open", "closed"]
 
 
 @dataclass(frozen=True)
 class Gate:
     """What the run may do with the model. ``error`` is why it may not (``closed``)."""
 
-    verdict: Verdict
+    verdict: GateState
     error: WatcherError | None = None
     stop: str = ""  # the summary's "stopped" when closed: cooldown | breaker
     close_breaker: bool = False  # a probe passed: close it under the lock before the first call
@@ -81,8 +79,12 @@ def check(batch: Batch) -> Gate:
 
 def _closed(since: str, kind: str, reason: str) -> Gate:
     message = f"provider unavailable since {since}: {reason} — no attempts spent this run"
-    error: WatcherError = ProviderSetup(message) if kind in FIX_KINDS else ProviderUnavailable(message)
-    return Gate("closed", error, "breaker")
+    return Gate("closed", setup_error(kind, message), "breaker")
+
+
+def setup_error(kind: str, message: str) -> WatcherError:
+    """A failed setup as the run's error: exit 2 for what the user must fix, else exit 3 (wait)."""
+    return ProviderSetup(message) if kind in FIX_KINDS else ProviderUnavailable(message)
 
 
 def stops(error: AttemptError, streak: int) -> bool:

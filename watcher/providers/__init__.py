@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from watcher.errors import ConfigError
-from watcher.providers.base import STOP_KINDS, CallResult, ProbeResult, Provider
+from watcher.providers.base import CallResult, ProbeResult, Provider
 from watcher.providers.parse import parse_verdict_text, verdict_json_schema
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
 
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROVIDERS",
-    "STOP_KINDS",
     "CallResult",
     "ProbeResult",
     "Provider",

@@ -7,9 +7,6 @@ from typing import Protocol
 
 from watcher.models import AttemptError, Prompt, Usage, Verdict
 
-# Kinds after which the batch must stop at once (SPEC §6): more calls would only be refused.
-STOP_KINDS = frozenset({"rate_limited", "quota_exhausted", "auth"})
-
 
 @dataclass(frozen=True, kw_only=True)
 class CallResult:
@@ -24,10 +21,6 @@ class CallResult:
     def __post_init__(self) -> None:
         if (self.verdict is None) == (self.error is None):
             raise ValueError("CallResult needs exactly one of verdict or error")
-
-    @property
-    def stops_batch(self) -> bool:
-        return self.error is not None and self.error.kind in STOP_KINDS
 
 
 @dataclass(frozen=True, kw_only=True)
