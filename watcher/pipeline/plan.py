@@ -94,6 +94,8 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
     for cid, entry in index.comments.items():
         if cid in planned or entry.status not in ("pending", "reserved", "baseline"):
             continue
+        if entry.status == "baseline" and since is None and cid not in replies:
+            continue  # a 500-comment backlog must not cost 500 file reads on every idle scan
         # Pending ones get their first attempt; reserved ones are orphans of a dead run, which
         # scan closes as interrupted like recheck does (no call for them this run).
         record = inbox.load(paths, cid)
