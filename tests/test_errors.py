@@ -28,6 +28,7 @@ DOCUMENTED = {
     "UsageError": 2,
     "ConfigError": 2,
     "ProviderSetup": 2,
+    "SubmitRefused": 2,
     "ProviderStop": 3,
     "RateLimited": 3,
     "QuotaExhausted": 3,

@@ -58,6 +58,11 @@ BATCH_CODES = ("0 ran (per-comment errors are in the table) · 2 fix the setup (
                "model, request) · 3 wait (provider or dev.to unreachable, 429, quota, cooldown, breaker) · "
                "4 another run holds the lock · 5 state error · 130/143 stopped by Ctrl-C/SIGTERM")
 READ_CODES = "0 ok · 2 bad argument or unknown id · 5 corrupt state file (moved to quarantine/)"
+CLAIM_CODES = ("0 claimed (or nothing to claim) · 2 bad --limit, or WATCHER_PROVIDER is not agent · "
+               "4 another run holds the lock · 5 state error")
+SUBMIT_CODES = ("0 stored: a verdict, or an invalid one counted as the attempt · 2 bad argument, unknown id, or "
+                "refused: not the open claim (duplicate, closed after its lease, another attempt) — nothing "
+                "changed · 4 another run holds the lock · 5 state error")
 
 
 @dataclass
@@ -216,6 +221,34 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         Also closes attempts a killed run left open (as interrupted, no call for them this run)."""
         _frontend(ctx).run("recheck", lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or ()),
                            as_json=as_json, batch=True)
+
+    @app.command(epilog=_epilog("watcher claim --json", "watcher claim --limit 1", codes=CLAIM_CODES))
+    def claim(ctx: typer.Context, limit: Annotated[int, typer.Option(
+                  "--limit", help="Most comments to claim (1–20).", show_default=True, parser=_whole_number,
+                  metavar="N")] = commands.DEFAULT_LIMIT,
+              as_json: JsonOpt = False) -> None:
+        """With WATCHER_PROVIDER=agent: reserve one attempt for each of the oldest comments that need a
+        verdict, for the agent you work with to judge (a 15-minute lease), and hand out the prompts.
+
+        Each claim is one of the comment's 3 attempts. --json gives each prompt and the verdict
+        schema; `watcher submit` stores the answer. The MCP tools claim and submit do the same."""
+        _frontend(ctx).run("claim", lambda c: commands.claim(c, limit=limit), as_json=as_json)
+
+    @app.command(epilog=_epilog("watcher submit 3bkf 1 '{\"needs_reply\": true, \"category\": \"question\", "
+                                "\"priority\": \"normal\", \"summary\": \"Asks about X.\", \"reply_hint\": \"\"}'",
+                                "watcher submit 3bkf 2 - < verdict.json", codes=SUBMIT_CODES))
+    def submit(ctx: typer.Context, comment_id: Annotated[str, typer.Argument(metavar="ID")],
+               n: Annotated[int, typer.Argument(metavar="N", parser=_whole_number,
+                                                help="The attempt number claim handed out.")],
+               verdict: Annotated[str, typer.Argument(metavar="VERDICT", help="The verdict as a JSON object, "
+                                                      "or - to read it from stdin.")],
+               as_json: JsonOpt = False) -> None:
+        """Store the agent's verdict for attempt N of a claimed comment.
+
+        Only the open claim is accepted (a duplicate or a late submit changes nothing). A verdict that
+        fails the schema is recorded as the attempt's error and counts, as a model's would."""
+        text = sys.stdin.read() if verdict == "-" else verdict
+        _frontend(ctx).run("submit", lambda c: commands.submit(c, comment_id, n, text), as_json=as_json)
 
     @app.command(epilog=_epilog("watcher status", "watcher --data-dir ~/devto status --json", codes=READ_CODES))
     def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:

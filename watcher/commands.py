@@ -145,6 +145,23 @@ def recheck(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, 
     return pipeline.recheck(_run(ctx, "recheck", limit=limit, dry_run=dry_run), ids=ids, notice=ctx.notice)
 
 
+def claim(ctx: Context, *, limit: int = DEFAULT_LIMIT) -> Partial:
+    """Provider agent (SPEC §14): reserve attempts for the agent and hand it the prompts to judge."""
+    from watcher.pipeline import agent
+
+    check_limit(limit)
+    agent.require_agent(ctx.settings.provider)
+    return agent.claim(_run(ctx, "claim", limit=limit, dry_run=False), notice=ctx.notice)
+
+
+def submit(ctx: Context, comment_id: str, n: int, verdict: Any) -> Partial:
+    """Provider agent (SPEC §14): the agent's verdict for attempt ``n`` that claim handed out."""
+    from watcher.pipeline import agent
+
+    return agent.submit(_run(ctx, "submit", limit=DEFAULT_LIMIT, dry_run=False), comment_id, n, verdict,
+                        notice=ctx.notice)
+
+
 def demo(ctx: Context) -> Partial:
     """The bundled sample through the real pipeline (reservations, lock, verdicts), offline, in its
     own data dir (SPEC §13.4), then what needs a reply. Runs scan until nothing is left."""
@@ -177,6 +194,7 @@ def _run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) 
         # Offline verdicts for real comments count as done and would never reach the real model
         # once the environment is fixed: choosing the heuristic must be explicit.
         raise ConfigError("no model provider chosen: set WATCHER_PROVIDER=openai or anthropic (and its API key), "
+                          "WATCHER_PROVIDER=agent for the agent you work with to give the verdicts over MCP, "
                           "or WATCHER_PROVIDER=offline for the built-in heuristic; `watcher check` tests the setup")
     if not dry_run:
         settings.require_key()  # before any work; read-only commands never need a key
@@ -229,11 +247,37 @@ def status(ctx: Context) -> dict[str, Any]:
         "triage": triage,
         "cooldown": {"until": cooldown.until, "reason": cooldown.reason} if cooldown else None,
         "breaker": breaker.model_dump() if breaker else None,
+        "claimed": _claims(ctx, index),
         "signals": signal_doc,
         "settings": settings.public(),
         "paths": {"data_dir": str(settings.data_dir), "inbox": str(settings.paths.inbox),
                   "seen": str(settings.paths.seen), "observations": str(settings.paths.observations)},
     }
+
+
+def _claims(ctx: Context, index: SeenFile) -> dict[str, Any]:
+    """Attempts agents hold (SPEC §14): in flight (lease running, earliest end) or lease ended.
+
+    Reads only the inbox files of reserved comments — a handful, not every file: status stays
+    cheap at 50k comments. Which provider gave each verdict is in `inbox --all` and `show`
+    (``verdict_by``), which read the files anyway."""
+    from watcher.timeutil import utcnow
+
+    now = utcnow()
+    in_flight: list[str] = []
+    ended = 0
+    for cid, entry in index.comments.items():
+        if entry.status != "reserved":
+            continue
+        record = inbox.load(ctx.settings.paths, cid)
+        last = record.attempts[-1] if record and record.attempts else None
+        if last is None or last.lease_until is None or last.outcome is not None:
+            continue
+        if inbox.lease_active(last, now):
+            in_flight.append(last.lease_until)
+        else:
+            ended += 1
+    return {"in_flight": len(in_flight), "earliest_lease_until": min(in_flight, default=None), "lease_ended": ended}
 
 
 def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> dict[str, Any]:
@@ -260,6 +304,7 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> di
             "author": record.comment.author, "article": record.comment.article_title,
             "url": record.comment.url, "created_at": record.comment.created_at,
             "verdict": verdict.model_dump() if verdict else None,
+            "verdict_by": inbox.verdict_by(record),
             "hint": _hint(cid, entry.status),
         })
     if new and rows:
@@ -296,8 +341,12 @@ def show(ctx: Context, comment_id: str) -> dict[str, Any]:
     # The file leaves this release's fields out while unused (models._unset); the result has them all.
     doc.update(grants=[g.model_dump() for g in record.grants], baseline=record.baseline)
     doc["state"] = inbox.state_of(record)
+    doc["verdict_by"] = inbox.verdict_by(record)
     doc["cap"] = inbox.cap_of(record)
-    doc["hint"] = _hint(comment_id, doc["state"])
+    lease = inbox.open_lease(record)
+    doc["hint"] = (f"attempt {len(record.attempts)} is claimed by an agent until {lease}: its verdict comes by "
+                   "submit; after that time the next run closes it as interrupted" if lease
+                   else _hint(comment_id, doc["state"]))
     doc["triage"] = entry.triage if entry else "open"
     doc["triage_by"] = entry.triage_by if entry else None
     doc["replied_at"] = (entry.replied_at if entry else None) or record.replied_at

@@ -41,8 +41,9 @@ _SECRETS = {"api_key", "devto_api_key"}
 # What `watcher --help` says of each variable (a test checks every one above is here).
 SETTINGS_HELP = {
     "WATCHER_DATA_DIR": "data directory (also --data-dir); default ./data",
-    "WATCHER_PROVIDER": "openai (or any OpenAI-compatible server: Ollama, vLLM, llama.cpp), anthropic, or "
-                        "offline (the built-in heuristic); required to scan",
+    "WATCHER_PROVIDER": "openai (or any OpenAI-compatible server: Ollama, vLLM, llama.cpp), anthropic, "
+                        "offline (the built-in heuristic), or agent (the agent you work with gives the verdicts "
+                        "over MCP claim/submit, no key); required to scan",
     "WATCHER_MODEL": "model name; default " + ", ".join(f"{n}: {s.default_model}" for n, s in PROVIDERS.items()
                                                          if s.needs_key),
     "WATCHER_BASE_URL": "provider base URL (Ollama: http://localhost:11434/v1)",

@@ -2,8 +2,9 @@
 
     WatcherError                     exit 1   base; anything unexpected also exits 1
     ├── UsageError                   exit 2   bad option, unknown comment id, bad argument
-    │   └── ConfigError              exit 2   bad config file/value, missing API key
-    │       └── ProviderSetup                     the provider refused the setup: key, model, request shape
+    │   ├── ConfigError              exit 2   bad config file/value, missing API key
+    │   │   └── ProviderSetup                     the provider refused the setup: key, model, request shape
+    │   └── SubmitRefused            exit 2   an agent's submit for an attempt that is not its open claim
     ├── ProviderStop                 exit 3   the batch must stop and the user must wait
     │   ├── RateLimited                       provider HTTP 429 (may carry Retry-After)
     │   ├── QuotaExhausted                    provider quota / spend limit
@@ -82,6 +83,14 @@ class UsageError(WatcherError):
 
 class ConfigError(UsageError):
     kind = "config"
+
+
+class SubmitRefused(UsageError):
+    """``submit`` for an attempt that is not the open one an agent claimed (SPEC §14): a duplicate,
+    a late one (closed as interrupted after its lease), an older attempt, or a reservation made by
+    a model call. Nothing was written: the compare of the outcome's compare-and-swap failed."""
+
+    kind = "submit_refused"
 
 
 class ProviderSetup(ConfigError):

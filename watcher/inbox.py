@@ -7,6 +7,7 @@ only places that touch ``inbox/<id>.json``.
 from __future__ import annotations
 
 import os
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,9 +27,11 @@ from watcher.models import (
     Usage,
     Verdict,
 )
-from watcher.timeutil import iso
+from watcher.timeutil import iso, parse_iso
 
 RAW_LIMIT = 16 * 1024
+# How long an agent's claim holds its attempt (SPEC §14); read at call time.
+LEASE = timedelta(minutes=15)
 
 
 class Fingerprint(NamedTuple):
@@ -147,9 +150,12 @@ def fingerprint(record: InboxRecord | None) -> Fingerprint:
 
 
 def reserve(
-    record: InboxRecord, *, command: str, entrypoint: str, provider: str, model: str, pid: int | None = None
+    record: InboxRecord, *, command: str, entrypoint: str, provider: str, model: str, pid: int | None = None,
+    lease_until: str | None = None,
 ) -> InboxRecord:
-    """Append attempt n+1 with ``outcome: null``. Saved before the call, it *is* the budget."""
+    """Append attempt n+1 with ``outcome: null``. Saved before the call, it *is* the budget.
+
+    ``lease_until``: an agent's claim (SPEC §14) — until then the attempt is in flight elsewhere."""
     if record.verdict is not None or len(record.attempts) >= cap_of(record):
         raise ValueError(f"comment {record.comment.id}: no attempt left to reserve")
     if record.attempts and record.attempts[-1].outcome is None:
@@ -164,6 +170,7 @@ def reserve(
         pid=os.getpid() if pid is None else pid,
         provider=provider,
         model=model,
+        lease_until=lease_until,
     )
     # Shallow copies: records are never mutated in place, so old and new may share sub-models.
     return record.model_copy(update={"attempts": [*record.attempts, attempt]})
@@ -220,6 +227,30 @@ def still_reserved(record: InboxRecord, attempt: Attempt) -> bool:
     last = record.attempts[-1]
     return last.outcome is None and (last.n, last.reserved_at, last.pid) == (attempt.n, attempt.reserved_at,
                                                                             attempt.pid)
+
+
+def lease_active(attempt: Attempt, now: datetime) -> bool:
+    """Whether ``attempt`` is an agent's open claim still in flight at ``now`` (SPEC §14).
+
+    A lease more than one :data:`LEASE` ahead of now does not hold: it was taken while the clock ran
+    ahead, and honouring it would keep the comment deferred for as long as the clock was off
+    (the same rule as a cooldown's cap, issue 14). Closed as interrupted, it stays counted."""
+    if attempt.outcome is not None or attempt.lease_until is None:
+        return False
+    return now < parse_iso(attempt.lease_until) <= now + LEASE
+
+
+def open_lease(record: InboxRecord) -> str | None:
+    """The lease of the record's open last attempt (an agent's claim, SPEC §14), else ``None``."""
+    last = record.attempts[-1] if record.attempts else None
+    return last.lease_until if last is not None and last.outcome is None else None
+
+
+def verdict_by(record: InboxRecord) -> str | None:
+    """The provider of the attempt that gave the saved verdict (``agent`` for an agent's submit)."""
+    if record.verdict is None:
+        return None
+    return next((a.provider for a in reversed(record.attempts) if a.outcome == "ok"), None)
 
 
 def _reserved_last(record: InboxRecord) -> Attempt:

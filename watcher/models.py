@@ -53,6 +53,14 @@ def _unset(value: object) -> bool:
     return value is None or value is False or value == []
 
 
+def _iso_time(value: str | None) -> str | None:
+    """A timestamp the code will compare with now: one that does not parse ("tomorrow") makes the
+    file invalid, so it is quarantined instead of failing every later run (issue 14)."""
+    if value is not None:
+        parse_iso(value)  # ValueError → pydantic ValidationError → quarantine
+    return value
+
+
 class _Strict(BaseModel):
     # defer_build: a model's validator is built when it is first used, not at import — most
     # commands touch a few of these models, and building them all was ~40 ms of every start-up.
@@ -111,7 +119,8 @@ class Usage(_Strict):
 class Attempt(_Strict):
     n: int = Field(ge=1)
     reserved_at: str
-    command: Literal["scan", "recheck"]
+    # "claim": reserved for an agent that gives the verdict itself (SPEC §14, provider "agent").
+    command: Literal["scan", "recheck", "claim"]
     entrypoint: Entrypoint
     pid: int
     provider: str
@@ -122,6 +131,12 @@ class Attempt(_Strict):
     raw: str | None = None
     usage: Usage | None = None
     duration_ms: int | None = None
+    # An agent's claim (SPEC §14): until then the reservation is in flight elsewhere, so a run
+    # holding the pipeline lock defers it instead of closing it as interrupted. Written only when
+    # set, so attempts of the other providers stay as an older watcher wrote them.
+    lease_until: str | None = Field(default=None, exclude_if=_unset)
+
+    _times = field_validator("lease_until")(_iso_time)
 
 
 class Grant(_Strict):
@@ -181,14 +196,6 @@ class SeenFile(_Strict):
     schema_version: Literal[1] = 1
     comments: dict[str, SeenComment] = Field(default_factory=dict)
     articles: dict[str, SeenArticle] = Field(default_factory=dict)
-
-
-def _iso_time(value: str | None) -> str | None:
-    """A timestamp the code will compare with now: one that does not parse ("tomorrow") makes the
-    file invalid, so it is quarantined instead of failing every later run (issue 14)."""
-    if value is not None:
-        parse_iso(value)  # ValueError → pydantic ValidationError → quarantine
-    return value
 
 
 class Breaker(_Strict):

@@ -71,7 +71,7 @@ def human(command: str, result: Any, error: dict[str, str] | None = None) -> Non
         _demo(result, error)
         return
     renderer = {"status": _status, "inbox": _inbox, "show": _show, "mark": _mark, "signals": _signals,
-                "check": _check, "grant": _grant}[command]
+                "check": _check, "grant": _grant, "claim": _claim, "submit": _submit}[command]
     renderer(result)
 
 
@@ -119,6 +119,8 @@ def _batch(doc: dict[str, Any], error: dict[str, str] | None = None) -> None:
         line += f" · already answered by you: {doc['answered']}"
     if doc.get("replied"):
         line += f" · marked replied (you answered on dev.to): {len(doc['replied'])}"
+    if doc.get("for_agent"):
+        line += f" · waiting for the agent: {doc['for_agent']}"
     _out.print(line)
     if not doc["dry_run"]:
         _out.print(f"next: {_next_step(doc, error)}")
@@ -138,6 +140,9 @@ def _next_step(doc: dict[str, Any], error: dict[str, str] | None) -> str:
         if kind == "lock_busy":
             return "another run is working; try again in a minute"
         return "see the error below; `watcher status` shows the state"
+    if doc.get("for_agent"):
+        return (f"{doc['for_agent']} comment(s) wait for the agent: claim them over MCP (tool claim) or "
+                "`watcher claim`")
     if needs:
         return f"`watcher inbox` shows the {needs} new comment(s) that need a reply"
     if any(i["outcome"] == "error" for i in doc["items"]):
@@ -174,6 +179,11 @@ def _status(doc: dict[str, Any]) -> None:
     if breaker:
         _out.print(f"breaker:   OPEN since {breaker['since']} ({breaker['kind']}): {breaker['message']} — "
                    "no model call until a free probe passes; `watcher check` tests it now")
+    claimed = doc.get("claimed") or {}
+    if claimed.get("in_flight") or claimed.get("lease_ended"):
+        _out.print(f"claimed:   {claimed['in_flight']} in flight with an agent (first lease ends "
+                   f"{claimed['earliest_lease_until'] or '-'}), {claimed['lease_ended']} lease(s) ended without a "
+                   "submit (the next run closes them as interrupted)")
     counts = doc["signals"]["counts"]
     _out.print("signals:   " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet"))
     if doc["signals"].get("warning"):
@@ -197,6 +207,8 @@ def _inbox(doc: dict[str, Any]) -> None:
         head = f"{row['id']}  {v.get('priority', '-'):<6}  {v.get('category', '-'):<10}  @{row['author']}"
         if doc["all"]:
             head += f"  [{row['state']}, {row['triage']}]"
+            if row.get("verdict_by"):
+                head += f"  verdict by {row['verdict_by']}"
         _out.print(head)
         _out.print(f"    {v.get('summary', '(no verdict yet)')}")
         if v.get("reply_hint"):
@@ -218,7 +230,8 @@ def _show(doc: dict[str, Any]) -> None:
     if doc["verdict"]:
         v = doc["verdict"]
         _out.print("")
-        _out.print(f"verdict: needs_reply={v['needs_reply']} {v['category']} {v['priority']}: {v['summary']}")
+        by = f" — verdict by {doc['verdict_by']}" if doc.get("verdict_by") else ""
+        _out.print(f"verdict: needs_reply={v['needs_reply']} {v['category']} {v['priority']}: {v['summary']}{by}")
         if v["reply_hint"]:
             _out.print(f"reply hint: {v['reply_hint']}")
     if doc.get("replied_at"):
@@ -227,7 +240,7 @@ def _show(doc: dict[str, Any]) -> None:
         _out.print(doc["hint"])
     for a in doc["attempts"]:
         err = a.get("error") or {}
-        what = a["outcome"] or "reserved"
+        what = a["outcome"] or ("reserved" + (f", claimed until {a['lease_until']}" if a.get("lease_until") else ""))
         if err:
             what += f" {err['kind']}: {err['message']}"
         _out.print(f"attempt {a['n']}: {a['command']} via {a['entrypoint']} ({a['provider']}) at {a['reserved_at']} "
@@ -240,6 +253,29 @@ def _check(doc: dict[str, Any]) -> None:
         if c["fix"] and not c["ok"]:
             _out.print(f"{'':16}fix: {c['fix']}")
     _out.print("all checks passed" if doc["ok"] else "some checks failed")
+
+
+def _claim(doc: dict[str, Any]) -> None:
+    for c in doc["claimed"]:
+        _out.print(f"{c['id']}  attempt {c['n']}  claimed until {c['lease_until']}")
+    for item in doc["items"]:
+        _out.print(f"{item['id']}  {item['outcome']}: {_detail(item)}")
+    if not doc["claimed"]:
+        _out.print("nothing to claim: no comment waits for a verdict" + (" that is free now" if doc["items"] else ""))
+        return
+    more = f" · {doc['remaining']} more wait (claim again)" if doc["remaining"] else ""
+    _out.print(f"claimed {len(doc['claimed'])} (lease {doc['lease_minutes']} min){more}")
+    _out.print("prompts: each is in `watcher show ID --json` (prompt.system, prompt.user; `claim --json` gives them "
+               "with the verdict schema). Answer with `watcher submit ID N VERDICT` before the lease ends")
+
+
+def _submit(doc: dict[str, Any]) -> None:
+    head = f"{doc['id']} attempt {doc['n']}: "
+    if doc["verdict"]:
+        _out.print(head + "verdict stored — " + _detail({"verdict": doc["verdict"]}))
+    else:
+        _out.print(head + f"{doc['kind']}: {doc['message']}")
+    _out.print(f"state {doc['state']} · {doc['attempts']} attempt(s) used, {doc['attempts_left']} left")
 
 
 def _grant(doc: dict[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
     scan(run, source=, notice=) -> Partial      step 1 (fetch, plan) .. step 5 (save, counter)
     recheck(run, ids=, notice=) -> Partial
-    decide(command, record, fingerprint) -> Decision      the pure core of step 4
+    decide(command, record, fingerprint, now=) -> Decision      the pure core of step 4
 
 Where each step lives:
 
@@ -11,6 +11,7 @@ Where each step lives:
     locked.py    steps 2–5 lock, reconcile, per item (re-read, decide, reserve, call, save), save seen
     provider_state.py      provider.json: the cooldown after a 429 (§7.2) and the breaker (§13.1)
     batch.py               the Batch a run carries down every step: settings, summary, signals, error
+    agent.py     §14       provider agent: claim (reserve with a lease, hand out prompts) and submit
 
 The counter (SPEC §8) runs after the lock is released; ``--dry-run`` plans and stops there.
 Nothing here climbs back up into :mod:`watcher.commands`: commands turns arguments into a
@@ -24,7 +25,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from watcher import inbox, seen
-from watcher.errors import LockBusy, LogReplaced, StateError, UsageError, WatcherError
+from watcher.errors import UsageError, WatcherError
 from watcher.models import SeenFile
 from watcher.pipeline.batch import (
     DEFAULT_LIMIT,
@@ -37,6 +38,7 @@ from watcher.pipeline.batch import (
     Outcome,
     Run,
     caught_signals,
+    count_signals,
 )
 from watcher.pipeline.locked import Decision, decide
 from watcher.pipeline.plan import Plan, Planned, check_id, plan_recheck, plan_scan
@@ -119,10 +121,11 @@ def _run(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
 
     try:
         with caught_signals(batch):
-            execute(batch, plan, base, gate.check(batch))
+            # Provider agent: nothing is called, so no cooldown or breaker can stop the run.
+            execute(batch, plan, base, gate.check(batch) if batch.calls_model else gate.GO)
     finally:
         batch.close()
-    _count_signals(batch)
+    count_signals(batch)
     return Partial(batch.result.to_json(), batch.error)
 
 
@@ -135,29 +138,12 @@ def _dry_run(batch: Batch, plan: Sequence[Planned]) -> None:
             result.remaining = len(plan) - position
             break
         record = None if item.comment is not None else inbox.load(batch.settings.paths, item.id)
-        action = "call" if record is None else decide(batch.run.command, record, item.fingerprint)
-        if action == "call":
+        action = "call" if record is None else decide(batch.run.command, record, item.fingerprint, now=batch.now())
+        if action == "call" and not batch.calls_model:
+            result.for_agent += 1
+        elif action == "call":
             result.would_call.append(item.id)
             batch.add(ItemResult(item.id, "not_started", message=str(cooldown)) if cooldown
                       else ItemResult(item.id, "would_call"))
         else:
             batch.add(ItemResult(item.id, "would_skip", kind=action))
-
-
-def _count_signals(batch: Batch) -> None:
-    """SPEC §8 after the lock is released. A replaced log (or a busy signals lock) never fails the
-    run (§13.5): it is a warning, so a `scan && recheck` cron goes on; `watcher signals` exits 5.
-    A corrupt or unwritable counter file is a state error like any (§4), if nothing louder."""
-    from watcher import signals
-
-    try:
-        counted = signals.run_counter(batch.settings.paths)
-    except (LogReplaced, LockBusy) as exc:
-        batch.notice(f"warning: observation signals not counted: {exc}")
-        batch.result.signals = {"warning": str(exc)}
-        return
-    except StateError as exc:
-        if batch.error is None:
-            batch.fail(exc)
-        return
-    batch.result.signals = {"new_lines": counted.new_lines, "invalid": counted.invalid}

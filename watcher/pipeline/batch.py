@@ -12,10 +12,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from watcher.config import Settings
-from watcher.errors import WatcherError
+from watcher.errors import LockBusy, LogReplaced, StateError, WatcherError
 
 if TYPE_CHECKING:
     from watcher.providers.base import Provider
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
 
-Command = Literal["scan", "recheck"]
+# claim and submit: the agent's side of SPEC §14 (the agent, not watcher, makes the "call").
+Command = Literal["scan", "recheck", "claim", "submit"]
 # SPEC §7.1, plus the two a dry run reports instead of acting.
 Outcome = Literal[
     "verdict", "error", "interrupted", "deferred", "exhausted", "repaired", "skipped",
@@ -44,6 +46,9 @@ class Hooks:
     on_call: Callable[[str], None] | None = None  # a comment's model call is about to go out
     on_item: Callable[[ItemResult], None] | None = None
     make_provider: Callable[[Settings], Provider] | None = None
+    # "Now" for leases (SPEC §14): when a claim's lease ends, whether one has ended. A test moves
+    # the clock past a lease instead of sleeping 15 minutes.
+    clock: Callable[[], datetime] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +98,7 @@ class BatchResult:
     would_call: list[str] = field(default_factory=list)
     baseline: int = 0  # discovered comments recorded as baseline (first scan's backlog)
     answered: int = 0  # comments the author had answered on dev.to before any attempt
+    for_agent: int = 0  # provider agent: comments left for the agent to claim (no call is made)
     replied: list[str] = field(default_factory=list)  # marked replied because the author replied
     signals: dict[str, Any] | None = None  # {new_lines, invalid}, or {warning} if the counter stopped
 
@@ -112,6 +118,7 @@ class BatchResult:
             "discovered": self.discovered,
             "baseline": self.baseline,
             "answered": self.answered,
+            "for_agent": self.for_agent,
             "replied": self.replied,
             "counts": counts,
             "items": [i.to_json() for i in self.items],
@@ -205,6 +212,19 @@ class Batch:
         return self.run.settings
 
     @property
+    def calls_model(self) -> bool:
+        """False for provider agent (SPEC §14): the agent claims and submits; watcher never calls."""
+        from watcher.providers.registry import provider_spec
+
+        return provider_spec(self.settings.provider).calls_model
+
+    def now(self) -> datetime:
+        """The time leases are reserved and judged by (the hooks' clock in tests)."""
+        from watcher.timeutil import utcnow
+
+        return (self.run.hooks.clock or utcnow)()
+
+    @property
     def stopped(self) -> bool:
         return self.result.stopped is not None
 
@@ -245,3 +265,22 @@ class Batch:
         except WatcherError as exc:
             self.notice(f"warning: observation {key} not recorded: {exc}")
             self._lost_signal = self._lost_signal or exc
+
+
+def count_signals(batch: Batch) -> None:
+    """SPEC §8 after the lock is released. A replaced log (or a busy signals lock) never fails the
+    run (§13.5): it is a warning, so a `scan && recheck` cron goes on; `watcher signals` exits 5.
+    A corrupt or unwritable counter file is a state error like any (§4), if nothing louder."""
+    from watcher import signals
+
+    try:
+        counted = signals.run_counter(batch.settings.paths)
+    except (LogReplaced, LockBusy) as exc:
+        batch.notice(f"warning: observation signals not counted: {exc}")
+        batch.result.signals = {"warning": str(exc)}
+        return
+    except StateError as exc:
+        if batch.error is None:
+            batch.fail(exc)
+        return
+    batch.result.signals = {"new_lines": counted.new_lines, "invalid": counted.invalid}

@@ -8,7 +8,9 @@ run can buy a fourth call.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
 from typing import Literal
 
 from watcher import inbox, seen
@@ -27,15 +29,20 @@ from watcher.pipeline.plan import Plan, Planned
 Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]
 
 
-def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, seen_attempts: int = 0) -> Decision:
+def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, now: datetime,
+           seen_attempts: int = 0) -> Decision:
     """What to do with a comment now that we hold the lock. Pure; the order is SPEC §7 step 4.
 
-    ``seen_attempts`` is seen.json's count: the attempts that count are never lower than it, so an
-    inbox file restored from an older copy cannot reopen a spent budget (SPEC §4.1, §13.5)."""
+    ``now`` judges an agent's lease (SPEC §14). ``seen_attempts`` is seen.json's count: the
+    attempts that count are never lower than it, so an inbox file restored from an older copy
+    cannot reopen a spent budget (SPEC §4.1, §13.5). ``claim`` picks like scan and recheck together."""
     if record.verdict is not None:
         return "skipped"
     if record.attempts and record.attempts[-1].outcome is None:
-        # We hold the pipeline lock, so no call can be in flight: its process died.
+        if inbox.lease_active(record.attempts[-1], now):
+            # An agent claimed it and its lease runs: in flight elsewhere, whatever lock we hold.
+            return "deferred"
+        # We hold the pipeline lock, so no call can be in flight (and no lease runs): its process died.
         return "interrupted"
     if inbox.fingerprint(record) != planned:
         return "deferred"
@@ -50,15 +57,10 @@ def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, seen_
 def execute(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     """Steps 2–5 of SPEC §7."""
     paths = batch.settings.paths
-    with pipeline_lock(paths):
-        for directory in (paths.inbox, paths.root, paths.signals_dir):
-            sweep_stale_temps(directory)  # left by runs killed mid-write; see durable.py
+    with hold_pipeline(paths):
         _create_discovered(batch, plan.discovered)
         _update_uncalled(batch, plan)
-        mine, changed = seen.reconcile(paths, base)
-        batch.result.repaired = sorted(cid for cid in changed if cid in base.comments)
-        for cid in batch.result.repaired:
-            batch.emit("state.repaired", comment=cid)
+        mine = reconcile_index(batch, base)
         mine = _record_articles(mine, plan)
         counted = {cid: entry.attempts for cid, entry in mine.comments.items()}
         try:
@@ -66,16 +68,39 @@ def execute(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
                 provider_state.close_breaker(batch.settings)
             _process(batch, plan.items, gate, counted)
         finally:
-            _save_index(batch, base, mine, plan.replies)
+            save_index(batch, base, mine, plan.replies)
 
 
-def _save_index(batch: Batch, base: SeenFile, mine: SeenFile, replies: Mapping[str, str]) -> None:
+@contextmanager
+def hold_pipeline(paths: Paths) -> Iterator[None]:
+    """The pipeline lock (SPEC §7 step 2), with the temp files of runs killed mid-write swept.
+
+    ``pipeline_lock`` is looked up here at call time: the fault rig's kill points wrap it."""
+    with pipeline_lock(paths):
+        for directory in (paths.inbox, paths.root, paths.signals_dir):
+            sweep_stale_temps(directory)  # left by runs killed mid-write; see durable.py
+        yield
+
+
+def reconcile_index(batch: Batch, base: SeenFile) -> SeenFile:
+    """Under the lock: the index brought up to the inbox files; repairs are reported (§4.2)."""
+    mine, changed = seen.reconcile(batch.settings.paths, base)
+    batch.result.repaired = sorted(cid for cid in changed if cid in base.comments)
+    for cid in batch.result.repaired:
+        batch.emit("state.repaired", comment=cid)
+    return mine
+
+
+def save_index(batch: Batch, base: SeenFile, mine: SeenFile, replies: Mapping[str, str],
+               touched: Iterable[str] = ()) -> None:
+    """Save seen.json last, reconciled for every comment the run reached (and ``touched``)."""
     # The index is saved last: if we die before this, the inbox files already hold the truth and
     # the next command repairs the index from them (SPEC §4.2). A failed save fails the run
     # (exit 5) but keeps its summary: the calls were made and the user must see them.
     paths = batch.settings.paths
     try:
-        mine, _ = seen.reconcile(paths, mine, [i.id for i in batch.result.items])
+        ids = dict.fromkeys([*(i.id for i in batch.result.items), *touched])
+        mine, _ = seen.reconcile(paths, mine, list(ids))
         seen.save(paths, base, mine)
         # The author's replies on dev.to close the loop: those comments leave the inbox (§13.3).
         batch.result.replied = seen.note_author_replies(paths, replies)
@@ -106,7 +131,7 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
         if item.comment is not None and not paths.inbox_file(item.id).exists():
             known = seen.load(paths).comments if known is None else known  # re-read under the lock
             if _history_lost(paths, item.id, known.get(item.id)):
-                continue  # _reread reports it as skipped: its inbox file is gone
+                continue  # reread reports it as skipped: its inbox file is gone
             prompt = prompts.render(item.comment, parent_text=item.parent_text)
             record = inbox.new_record(item.comment, prompt)
             if item.baseline or item.replied_at:
@@ -156,12 +181,16 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
         if result.calls >= batch.run.limit:
             result.remaining = len(plan) - position
             break
-        record = _reread(batch, item)
+        record = reread(batch, item.id)
         if record is None:
             continue
-        action = decide(batch.run.command, record, item.fingerprint, seen_attempts=counted.get(item.id, 0))
+        action = decide(batch.run.command, record, item.fingerprint, now=batch.now(),
+                        seen_attempts=counted.get(item.id, 0))
         if action != "call":
-            _no_call(batch, record, action)
+            no_call(batch, record, action)
+            continue
+        if not batch.calls_model:
+            result.for_agent += 1  # provider agent: it stays pending or failed until an agent claims it
             continue
         if gate.error is not None:
             batch.stop(gate.stop, gate.error)
@@ -183,23 +212,25 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
         batch.stop(gate.stop, gate.error)
 
 
-def _reread(batch: Batch, item: Planned) -> InboxRecord | None:
+def reread(batch: Batch, cid: str) -> InboxRecord | None:
+    """The comment's inbox file as it is now (step 4.1); a corrupt or missing one is reported skipped."""
     paths = batch.settings.paths
     try:
-        record = inbox.load(paths, item.id)
+        record = inbox.load(paths, cid)
     except StateError as exc:
         if isinstance(exc, CorruptState):
-            batch.emit("state.quarantined", comment=item.id)
+            batch.emit("state.quarantined", comment=cid)
         batch.fail(exc)
-        batch.add(ItemResult(item.id, "skipped", kind=exc.kind, message=str(exc)))
+        batch.add(ItemResult(cid, "skipped", kind=exc.kind, message=str(exc)))
         return None
     if record is None:
-        batch.add(ItemResult(item.id, "skipped", message=f"its inbox file is gone (see {paths.quarantine}); "
+        batch.add(ItemResult(cid, "skipped", message=f"its inbox file is gone (see {paths.quarantine}); "
                              "restore it to go on — a new record would restart its 3-attempt budget"))
     return record
 
 
-def _no_call(batch: Batch, record: InboxRecord, action: Decision) -> None:
+def no_call(batch: Batch, record: InboxRecord, action: Decision) -> None:
+    """Record what a comment got instead of a call (steps 4.2–4.5): its outcome, signal and item."""
     cid, n = record.comment.id, len(record.attempts)
     if action == "skipped" and record.verdict is not None:
         outcome: Outcome = "repaired" if cid in batch.result.repaired else "skipped"
@@ -217,12 +248,18 @@ def _no_call(batch: Batch, record: InboxRecord, action: Decision) -> None:
         try:
             inbox.save(batch.settings.paths, inbox.mark_interrupted(record))
         except SaveFailed as exc:
-            _state_stop(batch, cid, "save_failed", exc)
+            state_stop(batch, cid, "save_failed", exc)
             return
+        lease = record.attempts[-1].lease_until
+        why = (f"was claimed by an agent (lease until {lease}) and never submitted" if lease
+               else "was left reserved by a process that died")
         batch.emit("attempt.interrupted", comment=cid)
         batch.add(ItemResult(cid, "interrupted", kind="interrupted",
-                             message=f"attempt {n} was left reserved by a process that died; no call this run",
-                             attempts=n))
+                             message=f"attempt {n} {why}; no call this run", attempts=n))
+    elif action == "deferred" and (lease := inbox.open_lease(record)) is not None:
+        batch.emit("item.deferred", comment=cid)
+        batch.add(ItemResult(cid, "deferred", message=f"attempt {n} is claimed by an agent until {lease}: "
+                             "its verdict comes by submit; after that time the next run closes it", attempts=n))
     elif action == "deferred":
         batch.emit("item.deferred", comment=cid)
         batch.add(ItemResult(cid, "deferred", message="changed by another command while this one waited; "
@@ -243,7 +280,7 @@ def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | N
         inbox.save(paths, reserved)
     except SaveFailed as exc:
         # Not reserved on disk means not paid for: no call.
-        _state_stop(batch, cid, "reserve_failed", exc)
+        state_stop(batch, cid, "reserve_failed", exc)
         return None
     written = inbox.stamp(paths.inbox_file(cid))  # the version this run wrote, for the compare below
     batch.result.calls += 1
@@ -273,7 +310,7 @@ def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | N
     except (SaveFailed, CorruptState) as exc:
         # The attempt stays reserved and counted; whoever holds the lock next records it as
         # interrupted. The answer itself is lost (SPEC §11).
-        _state_stop(batch, cid, "save_failed", exc)
+        state_stop(batch, cid, "save_failed", exc)
         return error
     n = len(finished.attempts)
     if answer.verdict is not None:
@@ -317,14 +354,14 @@ def _interrupted_in_call(batch: Batch, reserved: InboxRecord, signum: int) -> No
     try:
         inbox.save(batch.settings.paths, inbox.mark_interrupted(reserved, message=message))
     except SaveFailed as exc:
-        _state_stop(batch, cid, "save_failed", exc)
+        state_stop(batch, cid, "save_failed", exc)
         return
     batch.emit("attempt.interrupted", comment=cid)
     batch.add(ItemResult(cid, "interrupted", kind="interrupted", message=message, attempts=len(reserved.attempts)))
     batch.stop("interrupted", error)
 
 
-def _state_stop(batch: Batch, cid: str, outcome: Literal["reserve_failed", "save_failed"],
+def state_stop(batch: Batch, cid: str, outcome: Literal["reserve_failed", "save_failed"],
                 exc: StateError) -> None:
     # A disk that cannot hold our state must not keep buying calls: stop the batch (exit 5).
     batch.stop(outcome, exc, comment=cid)

@@ -50,8 +50,12 @@ class ProviderSpec:
     # "module:attribute" of a callable ``(settings, *, transport=None) -> Provider``, imported
     # only when a provider is built.
     factory: str
-    # None: nothing to probe, the probe always passes (offline).
+    # None: nothing to probe, the probe always passes (offline, agent).
     models_endpoint: ModelsEndpoint | None
+    # False for "agent" (SPEC §14): watcher never calls it. The agent in the loop claims attempts
+    # and submits the verdicts itself, so scan and recheck only record comments and close orphans,
+    # and no cooldown or breaker applies.
+    calls_model: bool = True
 
     @property
     def is_remote(self) -> bool:
@@ -109,6 +113,17 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
                 needs_key=False,
                 factory="watcher.providers.offline:OfflineProvider",
                 models_endpoint=None,
+            ),
+            ProviderSpec(
+                name="agent",
+                # Recorded on each attempt an agent claims; which model the agent runs is its own.
+                default_model="agent",
+                default_base_url="",
+                key_env=(),
+                needs_key=False,
+                factory="watcher.providers.agent:AgentProvider",
+                models_endpoint=None,
+                calls_model=False,
             ),
         )
     }
