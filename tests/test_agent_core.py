@@ -95,6 +95,23 @@ def test_recheck_with_agent_leaves_failed_comments_for_the_agent(data_dir: Path,
     assert len(_record(data_dir, "aa1").attempts) == 1
 
 
+def test_scan_with_agent_is_not_stopped_by_a_cooldown_or_a_breaker(data_dir: Path, tmp_path: Path) -> None:
+    """No call is made, so a 429 cooldown left by a real provider does not apply: exit 0."""
+    from watcher.pipeline.provider_state import write_cooldown
+
+    write_cooldown(_ctx(data_dir).settings, 3600, reason="rate_limited: left by openai")
+    envelope = _scan(data_dir, tmp_path, ["aa1"])
+    assert envelope.exit_code == 0 and envelope.result["for_agent"] == 1 and envelope.result["stopped"] is None
+
+
+def test_a_dry_run_with_agent_counts_what_waits_for_the_agent(data_dir: Path, tmp_path: Path) -> None:
+    """--dry-run under provider agent would call nothing: it counts the comments left for the agent."""
+    _scan(data_dir, tmp_path, ["aa1"])
+    envelope = commands.execute("scan", _ctx(data_dir), lambda c: commands.scan(
+        c, source=str(tmp_path / "export.json"), dry_run=True))
+    assert (envelope.result["would_call"], envelope.result["for_agent"]) == ([], 1)
+
+
 # ---- claim ----------------------------------------------------------------------------------------
 
 
@@ -236,6 +253,16 @@ def test_submit_with_a_bad_id_or_attempt_is_exit_2_and_writes_nothing(
     assert Paths(data_dir).inbox_file("aa1").read_bytes() == before
 
 
+def test_submit_needs_no_agent_setting_the_attempt_says_who_claimed_it(data_dir: Path, tmp_path: Path) -> None:
+    """A claim is answered even where the provider configured now is another one (and has no key)."""
+    _scan(data_dir, tmp_path, ["aa1"])
+    _claim(data_dir)
+    ctx = Context(entrypoint="cli", data_dir=data_dir)
+    ctx._settings = load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": "openai"})
+    envelope = commands.execute("submit", ctx, lambda c: commands.submit(c, "aa1", 1, VERDICT))
+    assert envelope.exit_code == 0 and envelope.result["state"] == "done"
+
+
 def test_submit_refuses_an_attempt_a_model_run_reserved(data_dir: Path, tmp_path: Path) -> None:
     """An open attempt reserved by scan for openai (its process died) is no agent's claim: refused."""
     _scan(data_dir, tmp_path, ["aa1"])
@@ -363,8 +390,11 @@ def test_one_model_call_and_two_claims_spend_the_budget(data_dir: Path, tmp_path
 def test_cli_claim_and_submit_round_trip(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`watcher claim --json` then `watcher submit ID N -` with the verdict on stdin, as a user types it."""
     monkeypatch.setenv("WATCHER_PROVIDER", "agent")
-    _scan(data_dir, tmp_path, ["aa1"])
+    _scan(data_dir, tmp_path, ["aa0", "aa1"])
     runner = CliRunner()
+    human = runner.invoke(build_app("cli"), ["claim", "--limit", "1"], catch_exceptions=False)
+    assert human.exit_code == 0 and "aa0  attempt 1  claimed until " in human.stdout
+    assert "`watcher show ID --json`" in human.stdout and "1 more wait" in human.stdout
     claimed = runner.invoke(build_app("cli"), ["claim", "--json"], catch_exceptions=False)
     assert claimed.exit_code == 0, claimed.output
     [item] = json.loads(claimed.stdout)["result"]["claimed"]

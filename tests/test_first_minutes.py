@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from watcher.cli import build_app
 
 runner = CliRunner()
-COMMANDS = ("demo", "scan", "recheck", "status", "inbox", "show", "mark", "check", "grant", "signals")
+COMMANDS = ("demo", "scan", "recheck", "status", "inbox", "show", "mark", "check", "grant", "signals", "claim", "submit")
 
 
 def invoke(*args: str, env: dict[str, str] | None = None, entry: str = "cli"):  # type: ignore[no-untyped-def]

@@ -158,8 +158,8 @@ def submit(ctx: Context, comment_id: str, n: int, verdict: Any) -> Partial:
     """Provider agent (SPEC §14): the agent's verdict for attempt ``n`` that claim handed out."""
     from watcher.pipeline import agent
 
-    return agent.submit(_run(ctx, "submit", limit=DEFAULT_LIMIT, dry_run=False), comment_id, n, verdict,
-                        notice=ctx.notice)
+    # No provider or key check: the attempt says whether an agent claimed it, whatever is configured now.
+    return agent.submit(_plain_run(ctx, "submit"), comment_id, n, verdict, notice=ctx.notice)
 
 
 def demo(ctx: Context) -> Partial:
@@ -186,8 +186,6 @@ def _demo(ctx: Context) -> Context:
 
 
 def _run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) -> Run:
-    from watcher import signals
-
     check_limit(limit)
     settings = ctx.settings
     if settings.provider_defaulted:
@@ -198,7 +196,13 @@ def _run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) 
                           "or WATCHER_PROVIDER=offline for the built-in heuristic; `watcher check` tests the setup")
     if not dry_run:
         settings.require_key()  # before any work; read-only commands never need a key
-    return Run(settings=settings, command=command, entrypoint=ctx.entrypoint, run_id=signals.new_run_id(),
+    return _plain_run(ctx, command, limit=limit, dry_run=dry_run)
+
+
+def _plain_run(ctx: Context, command: pipeline.Command, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False) -> Run:
+    from watcher import signals
+
+    return Run(settings=ctx.settings, command=command, entrypoint=ctx.entrypoint, run_id=signals.new_run_id(),
                limit=limit, dry_run=dry_run, hooks=ctx.hooks)
 
 

@@ -168,6 +168,8 @@ def _demo(doc: dict[str, Any], error: dict[str, str] | None) -> None:
 def _status(doc: dict[str, Any]) -> None:
     s = doc["settings"]
     provider = f"{s['provider']} ({s['model']})" + (" — offline heuristic, not a language model" if s["offline"] else "")
+    if s["provider"] == "agent":
+        provider += " — the agent you work with gives the verdicts (MCP claim/submit, or `watcher claim`)"
     _out.print(f"data dir:  {s['data_dir']}")
     _out.print(f"provider:  {provider}")
     _out.print(f"comments:  {doc['comments']} on {doc['articles']} article(s)")

@@ -4,6 +4,13 @@ For each planned comment: re-read → :func:`decide` → no call (repaired / ski
 deferred / exhausted), or reserve durably → one model call → save the outcome durably. A model
 call is only ever made for an attempt that is already on disk, so no crash, kill or concurrent
 run can buy a fourth call.
+
+An agent's claim (SPEC §14) is the one reservation that may be in flight while we hold the lock:
+inside its lease it is deferred, after it closed like any orphan. With provider agent nothing is
+called here at all: what would be called is counted as waiting for the agent (``for_agent``).
+The helpers the agent's claim and submit share (:mod:`watcher.pipeline.agent`) are public here:
+:func:`hold_pipeline`, :func:`reconcile_index`, :func:`reread`, :func:`no_call`,
+:func:`state_stop`, :func:`save_index`.
 """
 
 from __future__ import annotations
