@@ -35,8 +35,10 @@ def _no_provider(_settings: object) -> Any:
     raise AssertionError("provider agent must never build a provider to call")
 
 
-def _ctx(data_dir: Path, *, clock: Callable[[], datetime] | None = None, entrypoint: str = "bridge") -> Context:
-    ctx = Context(entrypoint=entrypoint, data_dir=data_dir, hooks=Hooks(make_provider=_no_provider, clock=clock))
+def _ctx(data_dir: Path, *, clock: Callable[[], datetime] | None = None, entrypoint: str = "bridge",
+         **hooks: Any) -> Context:
+    ctx = Context(entrypoint=entrypoint, data_dir=data_dir,
+                  hooks=Hooks(make_provider=_no_provider, clock=clock, **hooks))
     ctx._settings = load_settings(data_dir=data_dir, env=AGENT_ENV)
     return ctx
 
@@ -77,8 +79,12 @@ INVALID = {"needs_reply": "maybe"}
 
 def test_scan_with_agent_makes_no_call_and_leaves_comments_pending(data_dir: Path, tmp_path: Path) -> None:
     """scan records the comments, calls nothing, lists no error, and counts what waits for the agent."""
-    envelope = _scan(data_dir, tmp_path, ["aa1", "bb2"])
+    planned: list[int] = []
+    export = write_export(tmp_path / "export.json", ["aa1", "bb2"])
+    envelope = commands.execute("scan", _ctx(data_dir, on_planned=planned.append),
+                                lambda c: commands.scan(c, source=str(export)))
     assert envelope.exit_code == 0, envelope.error
+    assert planned == [0]  # the progress a front end shows: no model call planned
     result = envelope.result
     assert (result["calls"], result["for_agent"], result["items"], result["provider"]) == (0, 2, [], "agent")
     assert [inbox.state_of(_record(data_dir, cid)) for cid in ("aa1", "bb2")] == ["pending", "pending"]

@@ -116,7 +116,8 @@ def _run(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
         _dry_run(batch, plan.items)
         return Partial(batch.result.to_json(), None)
     if batch.run.hooks.on_planned is not None:
-        batch.run.hooks.on_planned(min(len(plan.items), batch.run.limit))
+        # The calls planned: none for provider agent, whose comments wait for the agent's claim.
+        batch.run.hooks.on_planned(min(len(plan.items), batch.run.limit) if batch.calls_model else 0)
     from watcher.pipeline import gate
 
     try:
