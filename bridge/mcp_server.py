@@ -12,6 +12,10 @@ schema (:mod:`bridge.results`), messages reworded for MCP (:mod:`bridge.wording`
 ``watcher://inbox`` and ``watcher://comment/{id}``, and the ``reply-session`` prompt
 (:mod:`bridge.mcp_text`, with every word an agent reads).
 
+With ``WATCHER_PROVIDER=agent`` the agent is the model (SPEC §14): ``claim`` and ``submit`` hand
+its arguments to :func:`watcher.commands.claim` / :func:`watcher.commands.submit`, which reserve,
+lease, validate and compare-and-swap under the pipeline lock; this module only passes them on.
+
 The MCP SDK is an optional extra (``pip install 'devto-watcher[mcp]'``). This module is imported
 only by ``watcher-bridge mcp``; ``watcher`` and the plain bridge never load the SDK.
 """
@@ -98,6 +102,16 @@ ShowAll = Annotated[bool, Field(description="List every known comment with its s
 WithPrompt = Annotated[bool, Field(description="Include the cached prompt sent to the model (about 2 KB).")]
 Reset = Annotated[bool, Field(description="Recount the whole observation log from the start on purpose "
                                           "(only after the log was replaced or truncated).")]
+ClaimLimit = Annotated[int, Field(
+    description=f"Most comments to claim (1–{MAX_LIMIT}). Each claim spends one of that comment's 3 attempts.",
+    json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT})]
+AttemptNo = Annotated[int, Field(description="The attempt number (n) claim returned with this comment.",
+                                 json_schema_extra={"minimum": 1})]
+# An object or its JSON text; what it must hold is the core's check (an invalid verdict counts),
+# so the schema here only says which JSON types reach it — anything else is a usage error.
+VerdictArgument = Annotated[dict[str, Any] | str, Field(
+    description="Your verdict: a JSON object fitting the schema claim returned (needs_reply, category, priority, "
+                "summary, reply_hint), or the JSON text of one.")]
 
 
 # ---- running one command ------------------------------------------------------------------------------
@@ -282,7 +296,7 @@ def _without_prompt(fn: Callable[[Context], dict[str, Any]]) -> Callable[[Contex
 
 
 def build_server(*, data_dir: Path | None = None, verbose: bool = False) -> WatcherServer:
-    """The MCP server: eight tools (no grant: SPEC §13.2), two resources, one prompt. Requires the SDK."""
+    """The MCP server: ten tools (no grant: SPEC §13.2), two resources, one prompt. Requires the SDK."""
     run = _Runner(data_dir)
     server = WatcherServer(run, "devto-watcher", version=watcher.__version__, instructions=INSTRUCTIONS,
                            log_level="INFO" if verbose else "WARNING", lifespan=_stdout_kept_for_protocol)
@@ -291,6 +305,10 @@ def build_server(*, data_dir: Path | None = None, verbose: bool = False) -> Watc
     local = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     probes = ToolAnnotations(read_only_hint=True, open_world_hint=True)  # check asks the provider and dev.to
     marks = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False)
+    # claim spends an attempt per comment and submit closes one: local writes that add (never
+    # remove), and never the same twice (a second submit is refused), with no network at all.
+    agent = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                             open_world_hint=False)
 
     async def scan(ctx: ToolContext, limit: Limit = DEFAULT_LIMIT, dry_run: DryRun = False,
@@ -322,8 +340,14 @@ def build_server(*, data_dir: Path | None = None, verbose: bool = False) -> Watc
     async def signals(reset: Reset = False) -> CallToolResult:
         return await run.tool("signals", lambda c: commands.signals_cmd(c, reset=reset))
 
+    async def claim(limit: ClaimLimit = DEFAULT_LIMIT) -> CallToolResult:
+        return await run.tool("claim", lambda c: commands.claim(c, limit=limit))
+
+    async def submit(id: CommentId, n: AttemptNo, verdict: VerdictArgument) -> CallToolResult:
+        return await run.tool("submit", lambda c: commands.submit(c, id, n, verdict))
+
     for fn, hints in ((scan, spends), (recheck, spends), (status, local), (inbox, local), (show, local),
-                      (check, probes), (mark, marks), (signals, marks)):
+                      (check, probes), (mark, marks), (signals, marks), (claim, agent), (submit, agent)):
         server.add_watcher_tool(fn, annotations=hints)
     _add_resources(server, run)
     server.prompt(name="reply-session", title="Draft replies to comments",

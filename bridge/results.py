@@ -16,9 +16,9 @@ No MCP SDK import: the plain bridge may load this module.
 from __future__ import annotations
 
 import functools
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Annotated, Any, Generic, Literal, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from watcher.errors import exit_code_legend
 from watcher.models import (
@@ -98,6 +98,54 @@ class BatchSummary(_Open):
     stopped: str | None = Field(description="Why the batch stopped early (rate_limited, auth, …), else null.")
     would_call: list[str] | None = Field(default=None, description="Dry run only: ids a real run would call now.")
     signals: BatchSignals | None = Field(default=None, description="Real runs only.")
+    for_agent: int | None = Field(default=None, description="Provider agent only (no model call is made): comments "
+                                                            "waiting for the agent's verdict; the claim tool hands "
+                                                            "them out.")
+
+
+# ---- claim / submit: the agent as the model (SPEC §14) ------------------------------------------------------
+
+
+# A JSON Schema document, as it is: described as a plain object (no ``additionalProperties``), so
+# the tests' closed copy of each output schema closes our models, not this free-form map.
+JsonSchemaDocument = Annotated[dict[str, Any], WithJsonSchema({"type": "object"})]
+
+
+class Claimed(_Open):
+    """One attempt reserved for the agent: judge the comment by ``system`` + ``user``, answer with ``schema``."""
+
+    id: str
+    n: int = Field(description="The attempt number: give it back to submit with the verdict.")
+    lease_until: str = Field(description="ISO time: submit before it. After it the attempt is an orphan, closed as "
+                                         "interrupted by the next run, and still counted.")
+    system: str = Field(description="The system prompt: how to judge a comment.")
+    user: str = Field(description="The user prompt: the comment and the article it is on.")
+    schema_: JsonSchemaDocument = Field(alias="schema", description="The verdict's JSON schema; submit checks against it.")
+
+
+class ClaimResult(_Open):
+    provider: str
+    lease_minutes: int = Field(description="How long each claim stays open for its submit.")
+    claimed: list[Claimed] = Field(description="Oldest first; each one has spent one of its comment's attempts.")
+    items: list[BatchItem] = Field(description="Comments met but not claimed (deferred: claimed elsewhere, still in "
+                                               "its lease · interrupted: an orphan closed now, claimable next time · "
+                                               "exhausted · skipped).")
+    remaining: int = Field(description="Claimable comments left because the limit was reached.")
+    calls: int = Field(description="Model calls made: always 0 (the agent is the model).")
+
+
+class SubmitResult(_Open):
+    id: str
+    n: int
+    outcome: Literal["verdict", "error"] = Field(description="verdict: saved as the comment's verdict · error: it "
+                                                             "failed the schema (kind invalid_verdict) and counts as "
+                                                             "the attempt.")
+    kind: str | None = Field(default=None, description="Error kind (invalid_verdict).")
+    message: str | None = None
+    attempts: int = Field(description="Attempts recorded for this comment.")
+    attempts_left: int = Field(description="Attempts it has left (0: exhausted; only the person can grant more).")
+    state: State
+    verdict: Verdict | None = None
 
 
 # ---- status ----------------------------------------------------------------------------------------------
@@ -106,6 +154,15 @@ class BatchSummary(_Open):
 class Cooldown(_Open):
     until: str = Field(description="ISO time before which no model call is made.")
     reason: str
+
+
+class AgentClaims(_Open):
+    """Attempts agents have claimed and not submitted (SPEC §14)."""
+
+    in_flight: int = Field(description="Claims whose lease still runs: their verdicts come by submit.")
+    earliest_lease_until: str | None = Field(description="When the first of those leases ends.")
+    lease_ended: int = Field(description="Claims past their lease: the next scan, recheck or claim closes them "
+                                         "as interrupted.")
 
 
 class StatusSignals(_Open):
@@ -144,6 +201,7 @@ class StatusResult(_Open):
     triage: dict[Triage, int]
     cooldown: Cooldown | None = Field(description="An active provider cooldown (after a 429), else null.")
     breaker: Breaker | None = Field(description="An open circuit breaker (the setup failed), else null.")
+    claimed: AgentClaims
     signals: StatusSignals
     settings: PublicSettings
     paths: StatusPaths
@@ -162,6 +220,7 @@ class InboxEntry(_Open):
     url: str = Field(description="The comment on dev.to: where the author posts a reply.")
     created_at: str
     verdict: Verdict | None = Field(description="The model's verdict, with reply_hint.")
+    verdict_by: str | None = Field(description="The provider that gave the verdict (agent: the agent's submit).")
     hint: str | None = Field(description="What the person can do about a comment stuck without a verdict.")
 
 
@@ -182,6 +241,7 @@ class CommentRecord(_Open):
     cap: int = Field(description="Attempts allowed in total (3 plus what the person granted).")
     attempts: list[Attempt]
     verdict: Verdict | None
+    verdict_by: str | None = Field(description="The provider that gave the verdict (agent: the agent's submit).")
     grants: list[Grant]
     baseline: bool
     replied_at: str | None
@@ -250,6 +310,8 @@ RESULTS: dict[str, type[BaseModel]] = {
     "mark": MarkResult,
     "signals": SignalsResult,
     "check": CheckResult,
+    "claim": ClaimResult,
+    "submit": SubmitResult,
 }
 
 

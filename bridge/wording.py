@@ -25,7 +25,7 @@ REWORDINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(cli), mc
     (r"\(or pass --source FILE to scan\)", "(or pass source to the scan tool)"),
     (r"`watcher signals --reset`", "the signals tool with reset=true"),
     (r"check --data-dir / WATCHER_DATA_DIR", "check WATCHER_DATA_DIR (or the server's --data-dir)"),
-    (r"`watcher (scan|recheck|status|inbox|show|mark|check|signals)`", r"the \1 tool"),
+    (r"`watcher (scan|recheck|status|inbox|show|mark|check|signals|claim|submit)`", r"the \1 tool"),
 ))
 
 # What may stay: commands only the person runs, in a terminal.

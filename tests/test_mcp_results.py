@@ -110,7 +110,8 @@ def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: 
         check = await checked.call("check", {})
         assert check["result"]["checks"]
         for name, arguments in [("scan", {"limit": 0}), ("show", {"id": "nosuch"}), ("mark", {"id": "A!"}),
-                                ("recheck", {"ids": ["nosuch"]})]:
+                                ("recheck", {"ids": ["nosuch"]}), ("claim", {}),  # claim/submit: not agent mode
+                                ("submit", {"id": "one", "n": 1, "verdict": {}})]:
             bad = await checked.call(name, arguments)
             assert (bad["exit_code"], bad["result"]) == (2, None)
         assert set(checked.seen) == TOOLS

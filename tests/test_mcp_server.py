@@ -30,7 +30,8 @@ from watcher.models import InboxRecord
 pytestmark = pytest.mark.slow
 
 BRIDGE = BIN / "watcher-bridge"
-TOOLS = {"scan", "recheck", "status", "inbox", "show", "mark", "signals", "check"}  # never "grant" (SPEC §13.2)
+TOOLS = {"scan", "recheck", "status", "inbox", "show", "mark", "signals", "check",
+         "claim", "submit"}  # never "grant" (SPEC §13.2)
 
 
 # ---- helpers (test_mcp_lock.py uses them too) ----------------------------------------------------
