@@ -16,6 +16,10 @@ of this (SPEC §12), and none of these variables is read outside this file.
 ``WATCHER_TEST_LOCK_WAIT=<seconds>`` sets :data:`watcher.locks.PIPELINE_WAIT_S`, which
 ``pipeline_lock`` reads at call time: lock-busy tests other than the one that proves the real
 5 s wait do not have to wait 5 s.
+
+``WATCHER_TEST_CLOCK_SHIFT=<seconds>`` runs the process that much later: :func:`watcher.timeutil.utcnow`
+is moved on before any watcher module binds it. A run "after an agent's 15-minute lease"
+(SPEC §14) is then one started with a shift of 960, instead of a test that sleeps 15 minutes.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ import os
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from datetime import datetime, timedelta
 from typing import Any
 
 FAULTS = [f.strip() for f in os.environ.get("WATCHER_TEST_FAULT", "").split(",") if f.strip()]
 NOTIFY_FILE = os.environ.get("WATCHER_TEST_NOTIFY", "")
 LOCK_WAIT = os.environ.get("WATCHER_TEST_LOCK_WAIT", "")
+CLOCK_SHIFT = os.environ.get("WATCHER_TEST_CLOCK_SHIFT", "")
 
 KILL_POINTS = (
     "after_plan",  # planned (network done), before asking for the pipeline lock
@@ -36,6 +42,8 @@ KILL_POINTS = (
     "after_inbox_create",  # a discovered comment's inbox file (no attempts) is on disk
     "before_reserve_write",  # about to write the reservation
     "after_reserve_write",  # attempt n+1 reserved on disk, the request not sent
+    "after_claim_write",  # an agent's claim (attempt n+1 with its lease) is on disk, not handed out yet
+    "after_submit_validated",  # an agent's verdict was checked against the schema, the outcome not written
     "after_answer",  # the model answered (parsed), the outcome not written
     "after_outcome_write",  # the outcome (verdict or error) is on disk
     "after_interrupted_write",  # an orphaned reservation was just closed as interrupted
@@ -103,7 +111,7 @@ class _Points:
 def _install_points(points: _Points) -> None:
     from watcher import durable, inbox, seen, signals
     from watcher.errors import LockBusy
-    from watcher.pipeline import locked, provider_state
+    from watcher.pipeline import agent, locked, provider_state
     from watcher.providers import _http
 
     at = points.at
@@ -137,6 +145,8 @@ def _install_points(points: _Points) -> None:
         real_save(paths, record)
         if last is None:
             at("after_inbox_create")
+        elif last.outcome is None and last.lease_until is not None:
+            at("after_claim_write")  # a claim reserves like a scan, but the agent makes the "call"
         elif last.outcome is None:
             at("after_reserve_write")
         elif last.error is not None and last.error.kind == "interrupted":
@@ -154,6 +164,15 @@ def _install_points(points: _Points) -> None:
         return answer
 
     _http.HttpProvider.complete = complete  # type: ignore[method-assign]
+
+    real_validate = agent.validate_verdict
+
+    def validate_verdict(text: str) -> Any:
+        answer = real_validate(text)  # a verdict or an invalid_verdict error: either is about to be written
+        at("after_submit_validated")
+        return answer
+
+    agent.validate_verdict = validate_verdict
 
     real_append = signals._append_bytes
 
@@ -227,7 +246,22 @@ def _install_kill_before_seen_save() -> None:
     seen.save = save
 
 
+def _install_clock(seconds: float) -> None:
+    from watcher import timeutil
+
+    real = timeutil.utcnow
+    shift = timedelta(seconds=seconds)
+
+    def later() -> datetime:
+        return real() + shift
+
+    # Before any other watcher module is imported: a `from watcher.timeutil import utcnow` binds this.
+    timeutil.utcnow = later
+
+
 def _install() -> None:
+    if CLOCK_SHIFT:
+        _install_clock(float(CLOCK_SHIFT))
     if LOCK_WAIT:
         from watcher import locks
 
@@ -250,5 +284,5 @@ def _install() -> None:
         _install_points(points)
 
 
-if FAULTS or LOCK_WAIT:
+if FAULTS or LOCK_WAIT or CLOCK_SHIFT:
     _install()
