@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from watcher.commands import Context, Envelope
 from watcher.config import Paths, Settings, load_settings
 from watcher.pipeline import Hooks
 from watcher.providers.base import Provider
+from watcher.timeutil import utcnow
 
 # A provider factory (:attr:`watcher.pipeline.Hooks.make_provider`); ``None``: the real one.
 ProviderFactory = Callable[[Settings], Provider] | None
@@ -37,6 +39,11 @@ LONG = os.environ.get("WATCHER_RELIABILITY", "").lower() == "long"
 BASE_LABELS = ["orph", "flaky", "bad", "done"]
 NEW_LABELS = ["newa", "newb", "newc"]
 BASE_MARKS = {"done": "replied", "bad": "ignored"}
+
+# SPEC §14: an agent's claim is in flight for 15 minutes. Recovery is a later run: every lease
+# a dead or silent agent left has ended by then (the runs get a clock this much ahead).
+AFTER_THE_LEASE = timedelta(minutes=16)
+AGENT_ENV = {"WATCHER_PROVIDER": "agent"}
 
 
 # ---- synthetic pids for in-process runs -----------------------------------------------------------
@@ -76,13 +83,19 @@ def run_pid() -> Iterator[int]:
 # ---- in-process commands --------------------------------------------------------------------------
 
 
+def later_clock(ahead: timedelta) -> Callable[[], datetime]:
+    """A clock for :attr:`watcher.pipeline.Hooks.clock`: now, ``ahead`` of the real one."""
+    return lambda: utcnow() + ahead
+
+
 def inproc(data_dir: Path, env: Mapping[str, str], entry: str, command: str, *,
-           provider: ProviderFactory = None, **kw: Any) -> Envelope:
+           provider: ProviderFactory = None, clock: Callable[[], datetime] | None = None, **kw: Any) -> Envelope:
     """Run one command in this process as front end ``entry`` would; never raises.
 
     ``provider`` (e.g. :func:`_fake_provider.in_process`) swaps only the wire: everything else
-    of SPEC §7 runs for real, and the fake's call log is the same as over loopback HTTP."""
-    ctx = Context(entrypoint=entry, data_dir=data_dir, hooks=Hooks(make_provider=provider))
+    of SPEC §7 runs for real, and the fake's call log is the same as over loopback HTTP.
+    ``clock``: the run's "now" for leases (SPEC §14)."""
+    ctx = Context(entrypoint=entry, data_dir=data_dir, hooks=Hooks(make_provider=provider, clock=clock))
     ctx._settings = load_settings(data_dir=data_dir, env={**env, "WATCHER_DATA_DIR": str(data_dir)})
     fns: dict[str, Callable[[Context], Any]] = {
         "scan": lambda c: commands.scan(c, limit=kw.get("limit", 20), source=str(kw["source"])),
@@ -92,6 +105,8 @@ def inproc(data_dir: Path, env: Mapping[str, str], entry: str, command: str, *,
         "status": commands.status,
         "inbox": commands.inbox_view,
         "show": lambda c: commands.show(c, kw["id"]),
+        "claim": lambda c: commands.claim(c, limit=kw.get("limit", 20)),
+        "submit": lambda c: commands.submit(c, kw["id"], kw["n"], kw["verdict"]),
     }
     with run_pid():
         return commands.execute(command, ctx, fns[command])
@@ -177,16 +192,18 @@ class Recovery:
 def recover_until_quiet(data_dir: Path, env: Mapping[str, str], export: Path, *, max_rounds: int = 10,
                         entries: tuple[str, str] = ("bridge", "cli"), fake: FakeProvider | None = None) -> Recovery:
     """recheck + scan from alternating entrypoints until a round makes no call and finds nothing to
-    close; then a final ``signals``. Recovery runs must succeed (a cooldown is waited out).
+    close; then a final ``signals``. Recovery runs must succeed (a cooldown is waited out). They
+    run after every agent's lease has ended (:data:`AFTER_THE_LEASE`), as a later cron run would.
 
     With ``fake``, the runs reach it in process (no socket): recovery is about state, not wire."""
     provider = in_process(fake) if fake is not None else None
+    clock = later_clock(AFTER_THE_LEASE)
     done: list[Envelope] = []
     problems: list[str] = []
     for round_no in range(max_rounds):
         entry = entries[round_no % 2]
-        pair = [inproc(data_dir, env, entry, "recheck", provider=provider),
-                inproc(data_dir, env, entry, "scan", source=export, provider=provider)]
+        pair = [inproc(data_dir, env, entry, "recheck", provider=provider, clock=clock),
+                inproc(data_dir, env, entry, "scan", source=export, provider=provider, clock=clock)]
         done += pair
         codes = [e.exit_code for e in pair]
         if any(c not in (0, 3) for c in codes):
@@ -200,7 +217,7 @@ def recover_until_quiet(data_dir: Path, env: Mapping[str, str], export: Path, *,
             break
     else:
         problems.append(f"not quiet after {max_rounds} recovery rounds")
-    final = inproc(data_dir, env, entries[0], "signals", provider=provider)
+    final = inproc(data_dir, env, entries[0], "signals", provider=provider, clock=clock)
     done.append(final)
     if final.exit_code != 0:
         problems.append(f"final signals exited {final.exit_code}: {final.error}")

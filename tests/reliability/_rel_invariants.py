@@ -70,24 +70,39 @@ def snapshot(data_dir: Path, calls: Sequence[str]) -> Snapshot:
 # ---- the promises -------------------------------------------------------------------------------
 
 
+AGENT = "agent"  # the provider of an attempt an agent claimed (SPEC §14): its "call" is the agent's
+
+
+def claims(record: InboxRecord) -> int:
+    """Attempts an agent claimed: each is one of the comment's attempts, like a model call."""
+    return sum(a.provider == AGENT for a in record.attempts)
+
+
 def call_budget(recs: Mapping[str, InboxRecord], calls: Sequence[str]) -> list[str]:
-    """Promise 1: ≤ 3 calls per comment, and every call has a reserved attempt on disk."""
+    """Promise 1: model calls + claims ≤ 3 (+ grants) per comment, and every call has an attempt of
+    its own reserved on disk — a claim's attempt is the agent's, never a call's (SPEC §14)."""
     out = []
     for label, n in Counter(calls).items():
         record = recs.get(label)
         granted = sum(g.n for g in record.grants) if record is not None else 0
-        if n > CAP + granted:
-            out.append(f"{label}: {n} model calls (cap {CAP + granted})")
+        claimed = claims(record) if record is not None else 0
+        if n + claimed > CAP + granted:
+            out.append(f"{label}: {n} model calls + {claimed} claims (cap {CAP + granted})")
         if record is None:
             out.append(f"{label}: {n} model call(s) but no inbox file records an attempt")
-        elif n > len(record.attempts):
-            out.append(f"{label}: {n} model calls but only {len(record.attempts)} attempt(s) reserved on disk")
+        elif n > len(record.attempts) - claimed:
+            out.append(f"{label}: {n} model calls but only {len(record.attempts) - claimed} attempt(s) "
+                       f"reserved for calls on disk")
     for cid, record in recs.items():
         cap = CAP + sum(g.n for g in record.grants)  # the file's own "cap" field is not trusted
         if len(record.attempts) > cap:
             out.append(f"{cid}: {len(record.attempts)} attempts on disk (cap {cap})")
         if [a.n for a in record.attempts] != list(range(1, len(record.attempts) + 1)):
             out.append(f"{cid}: attempt numbers {[a.n for a in record.attempts]} are not 1..n")
+        for a in record.attempts:
+            if (a.provider == AGENT) != (a.command == "claim") or (a.provider == AGENT) != (a.lease_until is not None):
+                out.append(f"{cid}: attempt {a.n} by {a.provider}/{a.command} has lease {a.lease_until!r}: a claim "
+                           f"is exactly an agent's attempt with a lease")
     return out
 
 

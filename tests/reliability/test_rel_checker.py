@@ -27,6 +27,16 @@ def _fourth_call(data: Path, fake: FakeProvider, before: Snapshot) -> None:
     fake.calls += ["bad"]  # bad has 3 attempts and 3 calls after recovery
 
 
+def _claim_on_top_of_calls(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    # bad's second attempt becomes an agent's claim: its 3 calls now have only 2 attempts of their own.
+    _edit(data, "bad", lambda doc: doc["attempts"][1].update(provider="agent", command="claim",
+                                                              lease_until=doc["attempts"][1]["reserved_at"]))
+
+
+def _claim_without_lease(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    _edit(data, "bad", lambda doc: doc["attempts"][1].update(provider="agent", command="claim"))
+
+
 def _call_without_file(data: Path, fake: FakeProvider, before: Snapshot) -> None:
     fake.calls.append("ghost")
 
@@ -100,7 +110,9 @@ def _went_on_after_setup_stop(data: Path, fake: FakeProvider, before: Snapshot) 
 
 
 PLANTS = {
-    "more than 3 calls": (_fourth_call, "model calls (cap 3)"),
+    "more than 3 calls": (_fourth_call, "model calls + 0 claims (cap 3)"),
+    "calls and claims over the cap": (_claim_on_top_of_calls, "3 model calls + 1 claims (cap 3)"),
+    "a claim without its lease": (_claim_without_lease, "a claim is exactly an agent's attempt with a lease"),
     "a call with no attempt on disk": (_call_without_file, "no inbox file records an attempt"),
     "a saved verdict requested again": (_verdict_requested, "verdict was on disk, then requested"),
     "attempts went down": (_attempt_dropped, "attempts went down"),

@@ -4,19 +4,26 @@ Each case starts from the same baseline (a verdict marked replied, two failed co
 orphaned reservation, counted signals), kills a real scan or recheck at one named point (the
 ``kill_at`` fault in tests/_faults/sitecustomize.py, or a kill from outside while the provider
 holds the request), runs recovery until quiet, and checks every promise of SPEC §1.
+
+An agent's side (SPEC §14) is killed the same way: a ``claim`` after its reservation is on disk,
+a ``submit`` after the verdict was validated and before its outcome is written, and an agent that
+claims and never submits. Recovery comes after the lease; a submit that arrives after it is
+refused and changes nothing.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
-from _fake_provider import running_fake
+from _fake_provider import VERDICT, running_fake
 from _faults.sitecustomize import KILL_POINTS
-from _proc import run, start
-from _rel_harness import LONG, TALLY, Baseline, recover_until_quiet
+from _proc import envelope, run, start
+from _rel_harness import AGENT_ENV, LONG, TALLY, Baseline, inproc, recover_until_quiet
 from _rel_invariants import Expect, check_all, records, snapshot
 
 from watcher.inbox import state_of
@@ -32,8 +39,12 @@ UNREACHABLE = {("after_inbox_create", "recheck")}
 REPEATS = {"after_inbox_create": 3, "after_reserve_write": 2, "after_outcome_write": 2, "after_signal_append": 3}
 
 
+# An agent's claim and submit (SPEC §14) have cells of their own, below.
+AGENT_POINTS = ("after_claim_write", "after_submit_validated")
+
+
 def _points() -> list[str]:
-    points = [*KILL_POINTS, "during_call"]
+    points = [p for p in KILL_POINTS if p not in AGENT_POINTS] + ["during_call"]
     for point, last in REPEATS.items():
         points += [f"{point}:{n}" for n in range(2, (last if LONG else 2) + 1)]
     return points
@@ -86,6 +97,84 @@ def test_kill_at_step_boundary_breaks_no_promise(point: str, baseline: Baseline,
     cells = [(command, entry) for command in _commands(point) for entry in ENTRYPOINTS]
     with ThreadPoolExecutor(max_workers=len(cells)) as pool:
         found = list(pool.map(lambda cell: crash_case(baseline, tmp_path / "-".join(cell), point, *cell), cells))
+    for violations in found:
+        TALLY.add("crash_points", 1, violations)
+    assert [v for vs in found for v in vs] == []
+
+
+# ---- the agent's side (SPEC §14) -------------------------------------------------------------------------
+
+# "between_claim_and_submit": the claim ran to its end, then the agent died without submitting.
+# The long lane also kills a claim at the steps it shares with scan/recheck, a later claim write,
+# and a submit whose verdict failed the schema.
+AGENT_CASES = ["after_claim_write", "after_submit_validated", "between_claim_and_submit"] + (
+    ["after_claim_write:2", "after_submit_validated/invalid", "after_lock", "after_interrupted_write",
+     "after_signal_append", "before_seen_save", "after_seen_save", "counter_before_state"] if LONG else [])
+INVALID = json.dumps({"needs_reply": "maybe"})
+
+
+def _claim_args(entry: str) -> list[str]:
+    return ["claim", "--limit", "20"] + (["--json"] if entry == "cli" else [])
+
+
+def agent_crash_case(baseline: Baseline, work: Path, case: str, entry: str) -> list[str]:
+    """One cell: an agent's claim or submit killed (or never sent), recovery after the lease, then a
+    late submit of the same claim; returns the violations found."""
+    point, _, variant = case.partition("/")
+    with running_fake() as fake:
+        data = baseline.clone(work / "data", fake)
+        before = snapshot(data, fake.calls)
+        problems: list[str] = []
+        claimed: dict[str, Any] | None = None
+        if point == "after_submit_validated":
+            got = inproc(data, AGENT_ENV, entry, "claim")  # flaky and bad (orph is closed as interrupted)
+            claimed = got.result["claimed"][0]
+            proc = run(entry, "submit", claimed["id"], str(claimed["n"]), INVALID if variant else json.dumps(VERDICT),
+                       data_dir=data, env=AGENT_ENV, fault=f"kill_at={point}")
+        elif point == "between_claim_and_submit":
+            proc = run(entry, *_claim_args(entry), data_dir=data, env=AGENT_ENV)
+            claimed = envelope(proc)["result"]["claimed"][0] if proc.returncode == 0 else None
+        else:
+            proc = run(entry, *_claim_args(entry), data_dir=data, env=AGENT_ENV, fault=f"kill_at={point}")
+        expected = 0 if point == "between_claim_and_submit" else -signal.SIGKILL
+        if proc.returncode != expected:
+            problems.append(f"exit {proc.returncode}, expected {expected}: {proc.stderr[-500:]}")
+        # A claim killed after its write handed nothing out, but an agent could still guess the attempt.
+        claimed = claimed or next(({"id": cid, "n": len(r.attempts)} for cid, r in records(data).items()
+                                   if r.attempts and r.attempts[-1].outcome is None and r.attempts[-1].lease_until),
+                                  None)
+        recovery = recover_until_quiet(data, fake.env(), baseline.full_export, fake=fake)
+        problems += recovery.problems
+        if claimed is not None:
+            problems += _late_submit_changes_nothing(data, entry, claimed)
+        problems += check_all(data, fake.calls, before=before, expect=Expect(marks=baseline.marks))
+        states = {cid: state_of(r) for cid, r in records(data).items()}
+        want = {cid: "exhausted" if cid == "bad" else "done" for cid in [*before.attempts, "newa", "newb", "newc"]}
+        if states != want:
+            problems.append(f"after recovery the comments are {states}, expected {want}")
+    return [f"{case} × agent {entry}: {p}" for p in problems]
+
+
+def _late_submit_changes_nothing(data: Path, entry: str, claimed: dict[str, Any]) -> list[str]:
+    """The claim's lease ended and recovery closed it: its submit now is refused, no byte changes."""
+    path = data / "inbox" / f"{claimed['id']}.json"
+    on_disk = path.read_bytes()
+    late = inproc(data, AGENT_ENV, entry, "submit", id=claimed["id"], n=claimed["n"], verdict=VERDICT)
+    problems = []
+    if (late.exit_code, (late.error or {}).get("kind")) != (2, "submit_refused"):
+        problems.append(f"a late submit of {claimed['id']} attempt {claimed['n']} answered {late.to_json()}")
+    if path.read_bytes() != on_disk:
+        problems.append(f"a refused submit changed {path.name}")
+    return problems
+
+
+@pytest.mark.parametrize("case", AGENT_CASES)
+def test_kill_an_agent_between_claim_and_submit_breaks_no_promise(case: str, baseline: Baseline,
+                                                                  tmp_path: Path) -> None:
+    """An agent's claim or submit killed at this point, from both entrypoints: recovery after the lease
+    keeps every promise, claims count as attempts, and the late submit is refused."""
+    with ThreadPoolExecutor(max_workers=len(ENTRYPOINTS)) as pool:
+        found = list(pool.map(lambda entry: agent_crash_case(baseline, tmp_path / entry, case, entry), ENTRYPOINTS))
     for violations in found:
         TALLY.add("crash_points", 1, violations)
     assert [v for vs in found for v in vs] == []

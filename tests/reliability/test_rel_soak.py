@@ -2,7 +2,10 @@
 
 Workers run scan, recheck, mark, signals and status in random order from both entrypoints while
 the loopback provider fails at random (malformed, invalid, 529, slow, an occasional 429 with a
-sub-second Retry-After) and a few batches are SIGKILLed mid-run. A monitor samples the data dir
+sub-second Retry-After) and a few batches are SIGKILLed mid-run. Beside them an agent (SPEC §14,
+``WATCHER_PROVIDER=agent``) claims comments and submits valid and invalid verdicts through
+``watcher claim/submit`` and ``watcher-bridge claim/submit``, submits some twice (refused), and
+walks away from some claims (their lease ends; recovery, a later run, closes them). A monitor samples the data dir
 the whole time (attempts never go down, verdicts never vanish). Bounded in time: a few seconds
 in the quick lane (and at least :data:`MIN_OPS` operations per worker, so a loaded machine still
 soaks), 5 minutes with ``WATCHER_RELIABILITY=long``, or ``WATCHER_SOAK_SECONDS``.
@@ -10,6 +13,7 @@ soaks), 5 minutes with ``WATCHER_RELIABILITY=long``, or ``WATCHER_SOAK_SECONDS``
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -19,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, running_fake
-from _proc import run, start, write_export
-from _rel_harness import LONG, TALLY, recover_until_quiet
+from _fake_provider import VERDICT, FakeProvider, running_fake
+from _proc import envelope, run, start, write_export
+from _rel_harness import AGENT_ENV, LONG, TALLY, recover_until_quiet
 from _rel_invariants import Expect, attempts_monotonic, check_all, records, snapshot
 
 pytestmark = pytest.mark.slow
@@ -104,6 +108,45 @@ def _worker(soak: Soak, number: int) -> None:
         ops += 1
 
 
+INVALID = json.dumps({"needs_reply": "maybe"})
+
+
+def _agent(soak: Soak) -> None:
+    """Claim a few comments, then for each: submit a verdict (now and then an invalid one), sometimes
+    twice (the second is refused), sometimes never (the agent went away and the lease runs out)."""
+    rng = random.Random(20261130)
+    ops = 0
+    while time.monotonic() < soak.deadline or ops < MIN_OPS:
+        entry = rng.choice(["cli", "bridge"])
+        args = ["claim", "--limit", str(rng.randint(1, 3))] + (["--json"] if entry == "cli" else [])
+        done = run(entry, *args, data_dir=soak.data, env=AGENT_ENV)
+        ops += 1
+        if done.returncode != 0:  # 4: a batch held the pipeline lock for 5 s
+            if done.returncode != 4:
+                soak.note(f"{entry} claim exited {done.returncode}: {(done.stderr or done.stdout)[-300:]}")
+            continue
+        for claimed in envelope(done)["result"]["claimed"]:
+            roll = rng.random()
+            if roll < 0.15:
+                continue
+            verdict = INVALID if roll > 0.75 else json.dumps(VERDICT)
+            landed = False  # the first submit of a claim in its lease lands; any after it is refused
+            for _ in range(2 if rng.random() < 0.25 else 1):
+                sender = rng.choice(["cli", "bridge"])
+                sent = run(sender, "submit", claimed["id"], str(claimed["n"]), verdict,
+                           *(["--json"] if sender == "cli" else []), data_dir=soak.data, env=AGENT_ENV)
+                ops += 1
+                if sent.returncode == 4:  # a batch held the pipeline lock for 5 s: nothing was written
+                    continue
+                kind = (envelope(sent).get("error") or {}).get("kind")
+                if (sent.returncode, kind) != ((2, "submit_refused") if landed else (0, None)):
+                    soak.note(f"{sender} submit {claimed['id']} {claimed['n']} (landed before: {landed}) exited "
+                              f"{sent.returncode}: {(sent.stderr or sent.stdout)[-300:]}")
+                landed = True
+    with soak.lock:
+        soak.ops += ops
+
+
 def _monitor(soak: Soak, stop: threading.Event) -> None:
     """Sample the data dir while everything runs: nothing a sample promised may be taken back."""
     previous = None
@@ -123,8 +166,9 @@ def _monitor(soak: Soak, stop: threading.Event) -> None:
 
 
 def test_concurrent_runs_from_both_entrypoints_keep_every_promise(tmp_path: Path) -> None:
-    """Random scan/recheck/mark/signals from watcher and watcher-bridge, random provider failures and
-    kills: afterwards ≤ 3 calls per comment, each reserved first, marks kept, counts match the log."""
+    """Random scan/recheck/mark/signals from watcher and watcher-bridge, an agent claiming and submitting,
+    random provider failures and kills: afterwards ≤ 3 calls + claims per comment, each reserved first,
+    marks kept, counts match the log."""
     data = tmp_path / "rig"
     with running_fake() as fake:
         fake.slow_s = 0.3
@@ -133,6 +177,7 @@ def test_concurrent_runs_from_both_entrypoints_keep_every_promise(tmp_path: Path
         stop = threading.Event()
         monitor = threading.Thread(target=_monitor, args=(soak, stop))
         workers = [threading.Thread(target=_worker, args=(soak, n)) for n in range(WORKERS)]
+        workers.append(threading.Thread(target=_agent, args=(soak,)))
         for thread in [monitor, *workers]:
             thread.start()
         for thread in workers:
