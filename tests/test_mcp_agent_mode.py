@@ -66,9 +66,10 @@ def agent_attempts(data_dir: Path, cid: str) -> list[tuple[int, str | None, str 
 
 def test_claim_judge_submit_round_trip_and_what_a_second_or_invalid_submit_does(
         data_dir: Path, tmp_path: Path, fake: FakeProvider) -> None:
-    """scan records without a call; claim hands out prompts and spends one attempt each; a valid submit
-    saves the verdict; the same submit again is refused and changes no byte; an invalid verdict counts;
-    a CLI recheck with a real provider defers the comment still claimed, and calls nothing."""
+    """The tools and the reply-session prompt know agent mode; scan records without a call; claim hands
+    out prompts and spends one attempt each; a valid submit saves the verdict; the same submit again is
+    refused and changes no byte; an invalid verdict counts; a CLI recheck with a real provider defers
+    the comments still claimed, and calls nothing."""
     export = write_export(tmp_path / "export.json", ["one", "two", "three"])
 
     async def scenario(session: ClientSession) -> None:
@@ -82,6 +83,10 @@ def test_claim_judge_submit_round_trip_and_what_a_second_or_invalid_submit_does(
         assert set(tools["submit"].input_schema["required"]) == {"id", "n", "verdict"}
         described = " ".join((tools["claim"].description or "").split())
         assert "SPENDS ONE OF THE COMMENT'S 3 ATTEMPTS" in described and "15 minutes" in described
+
+        prompt = (await session.get_prompt("reply-session", {})).messages[0].content.text  # type: ignore[union-attr]
+        steps = [prompt.index(word) for word in ("`status`", "`scan`", "`claim`", "`submit`", "`inbox`", "`mark`")]
+        assert steps == sorted(steps) and 'provider "agent"' in prompt  # the agent-mode steps come first
 
         scan = doc(await session.call_tool("scan", {"source": str(export)}))
         assert (scan["result"]["provider"], scan["result"]["calls"], scan["result"]["for_agent"]) == ("agent", 0, 3)
