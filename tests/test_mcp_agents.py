@@ -1,6 +1,10 @@
 """SPEC §10 "MCP, for agents": progress, version, no grant, the prompt-less show, resources, the
 reply-session prompt, annotations, descriptions and the verbose request log — each through an
-official-SDK client session against the real ``watcher-bridge mcp`` process.
+official-SDK client session.
+
+What the server answers is checked against the real server built in this process, over the SDK's
+in-memory transport (``run_memory_session``); the version a started ``watcher-bridge mcp`` reports
+and the request log it writes on stderr are checked against the real process (``run_session``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from _fake_provider import FakeProvider, running_fake
 from _proc import write_export
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
-from test_mcp_server import TOOLS, doc, run_session
+from test_mcp_server import TOOLS, doc, run_memory_session, run_session
 
 import watcher
 
@@ -50,7 +54,7 @@ def test_scan_reports_progress_after_planning_and_after_each_call(data_dir: Path
         scan = doc(await session.call_tool("scan", {"limit": 2, "source": str(export)}, progress_callback=on_progress))
         assert scan["ok"] and scan["result"]["calls"] == 2
 
-    run_session(data_dir, scenario)
+    run_memory_session(data_dir, scenario)
     assert seen == [(0, 2, "2 model calls planned"), (1, 2, "one: verdict"), (2, 2, "two: verdict")]
 
 
@@ -68,7 +72,7 @@ def test_recheck_progress_counts_calls_only_and_names_error_kinds(
         recheck = doc(await session.call_tool("recheck", {"ids": ["good", "bad"]}, progress_callback=on_recheck))
         assert [i["outcome"] for i in recheck["result"]["items"]] == ["skipped", "verdict"]
 
-    run_session(data_dir, scenario, env=fake.env())
+    run_memory_session(data_dir, scenario, env=fake.env())
     assert scan_seen == [(0, 2, "2 model calls planned"), (1, 2, "good: verdict"),
                          (2, 2, "bad: error (malformed_json)")]
     assert recheck_seen == [(0, 2, "2 model calls planned"), (1, 2, "bad: verdict")]
@@ -86,7 +90,7 @@ def test_a_dry_run_and_the_free_tools_send_no_progress(data_dir: Path, tmp_path:
         assert dry["result"]["would_call"] == ["one"]
         await session.call_tool("status", {}, progress_callback=on_progress)
 
-    run_session(data_dir, scenario)
+    run_memory_session(data_dir, scenario)
     assert seen == []
 
 
@@ -115,7 +119,7 @@ def test_there_is_no_grant_tool_and_calling_one_is_a_usage_envelope(data_dir: Pa
         assert (unknown["command"], unknown["exit_code"], unknown["result"]) == ("publish", 2, None)
         assert "no tool 'publish'" in unknown["error"]["message"] and "scan" in unknown["error"]["message"]
 
-    run_session(data_dir, scenario)
+    run_memory_session(data_dir, scenario)
 
 
 def test_annotations_say_what_each_tool_may_touch(data_dir: Path) -> None:
@@ -131,7 +135,7 @@ def test_annotations_say_what_each_tool_may_touch(data_dir: Path) -> None:
             assert (hints[name].read_only_hint, hints[name].destructive_hint, hints[name].open_world_hint) == (
                 False, False, True), name
 
-    run_session(data_dir, scenario)
+    run_memory_session(data_dir, scenario)
 
 
 def test_descriptions_tell_an_agent_what_to_do_with_each_exit_code(data_dir: Path) -> None:
@@ -146,7 +150,7 @@ def test_descriptions_tell_an_agent_what_to_do_with_each_exit_code(data_dir: Pat
         assert "Never call recheck in a loop" in described["recheck"]
         assert all("exit_code " in text for text in described.values())
 
-    run_session(data_dir, scenario)
+    run_memory_session(data_dir, scenario)
 
 
 def test_show_leaves_the_cached_prompt_out_unless_asked(data_dir: Path, tmp_path: Path) -> None:
@@ -161,7 +165,7 @@ def test_show_leaves_the_cached_prompt_out_unless_asked(data_dir: Path, tmp_path
         assert "TAG:one" in full["prompt"]["user"]
         assert {k: v for k, v in full.items() if k != "prompt"} == short
 
-    run_session(data_dir, scenario)
+    run_memory_session(data_dir, scenario)
 
 
 def test_verbose_logs_each_request_on_stderr(data_dir: Path, tmp_path: Path) -> None:
@@ -200,7 +204,7 @@ def test_resources_hold_the_inbox_and_each_comment(data_dir: Path, tmp_path: Pat
         with pytest.raises(MCPError, match="no comment nosuch"):
             await session.read_resource("watcher://comment/nosuch")
 
-    run_session(data_dir, scenario)
+    run_memory_session(data_dir, scenario)
 
 
 def test_reply_session_walks_status_inbox_show_draft_mark_and_never_posts(data_dir: Path) -> None:
@@ -219,4 +223,4 @@ def test_reply_session_walks_status_inbox_show_draft_mark_and_never_posts(data_d
         started = await session.get_prompt("reply-session", {"id": "3bkf"})
         assert 'id "3bkf"' in started.messages[0].content.text  # type: ignore[union-attr]
 
-    run_session(data_dir, scenario)
+    run_memory_session(data_dir, scenario)

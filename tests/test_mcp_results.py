@@ -4,6 +4,9 @@ Every real structured result (successes, a batch stopped by the provider, usage 
 validated against the schema the server advertises, and against a *closed* copy of it (every
 ``additionalProperties: true`` made false): the advertised schema stays open so a new key never
 breaks a client, and the closed copy is where a key the bridge does not describe yet is caught.
+
+The sessions run against the real server built in this process, over the SDK's in-memory transport:
+the schemas and results are the server's, whatever process serves them.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from _fake_provider import FakeProvider, running_fake
 from _proc import write_export
 from jsonschema.validators import validator_for
 from mcp import ClientSession
-from test_mcp_server import TOOLS, doc, run_session
+from test_mcp_server import TOOLS, doc, run_memory_session
 
 pytestmark = pytest.mark.slow
 
@@ -84,7 +87,7 @@ def test_every_output_schema_types_its_result(data_dir: Path) -> None:
             assert schema["$defs"][ref]["required"], name
             assert schema["$defs"][ref]["properties"], name
 
-    run_session(data_dir, scenario)
+    run_memory_session(data_dir, scenario)
 
 
 def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: Path) -> None:
@@ -116,7 +119,7 @@ def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: 
             assert (bad["exit_code"], bad["result"]) == (2, None)
         assert set(checked.seen) == TOOLS
 
-    run_session(data_dir, scenario)
+    run_memory_session(data_dir, scenario)
 
 
 @pytest.mark.parametrize(("answer", "exit_code", "stopped", "shown"), [
@@ -141,4 +144,4 @@ def test_a_stopped_batch_and_the_status_after_it_fit_their_schemas(
         assert status[shown] is not None
         await checked.call("recheck", {})
 
-    run_session(data_dir, scenario, env=fake.env())
+    run_memory_session(data_dir, scenario, env=fake.env())

@@ -1,7 +1,11 @@
 """SPEC §10 ``watcher-bridge mcp``: a real MCP client session against the real server process.
 
-Each test starts ``watcher-bridge mcp`` as a subprocess on a temp data dir and talks to it with
-the SDK's stdio client (or raw JSON-RPC lines where the bytes on stdout are the point).
+A test about the process (a whole session over the files the CLI reads, stdout carrying only
+protocol bytes, the SDK missing) starts ``watcher-bridge mcp`` as a subprocess on a temp data dir
+and talks to it with the SDK's stdio client (or raw JSON-RPC lines where the bytes on stdout are
+the point). A test about what the server answers runs the same server in this process, over the
+SDK's in-memory transport (:func:`run_memory_session`): starting a server process costs about
+1.5 s of CPU, most of it importing the SDK.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from typing import Any, TextIO
 import anyio
 import pytest
 from _proc import BIN, env_for, envelope, run, write_export
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
+from bridge.mcp_server import build_server
 from watcher import inbox
 from watcher.config import Paths
 from watcher.models import InboxRecord
@@ -62,6 +67,40 @@ def run_session(data_dir: Path, scenario: Callable[[ClientSession], Awaitable[No
                 await scenario(session)
 
         anyio.run(main)
+
+
+@asynccontextmanager
+async def memory_session(data_dir: Path, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    """An initialized client session with the real server built in this process (no subprocess).
+
+    The same :func:`bridge.mcp_server.build_server` the process serves, over the SDK's in-memory
+    transport: every request and answer still crosses JSON-RPC framing and the client's
+    validation; only the process (its start-up, its stdout and stderr) is not there. As in the
+    process, the server reads its settings from the environment on every call, so ``env`` is set
+    for the session (the autouse fixture already cleared every WATCHER_*/DEVTO_* variable and key).
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in {"WATCHER_DATA_DIR": str(data_dir), "NO_COLOR": "1", "WATCHER_PROVIDER": "offline",
+                            **(env or {})}.items():
+            patch.setenv(name, value)
+        # mode="legacy": the initialize handshake, over in-memory streams, as the stdio client does.
+        async with Client(build_server(), mode="legacy") as client:
+            yield client.session
+
+
+def run_memory_session(data_dir: Path, scenario: Callable[[ClientSession], Awaitable[None]],
+                       env: dict[str, str] | None = None) -> None:
+    """Run ``scenario`` against a fresh in-process server (see :func:`memory_session`).
+
+    For what the server answers — schemas, tool results, resources, prompts, progress, argument
+    errors. Whatever is about the process itself (stdout carrying only protocol bytes, stderr
+    logging, locks shared with CLI processes, start-up) uses :func:`run_session`.
+    """
+    async def main() -> None:
+        async with memory_session(data_dir, env) as session:
+            await scenario(session)
+
+    anyio.run(main)
 
 
 def doc(result: CallToolResult) -> dict[str, Any]:
@@ -140,7 +179,7 @@ def test_bad_arguments_are_usage_tool_errors_and_the_server_keeps_serving(data_d
             assert "--" not in bad["error"]["message"]
         assert doc(await session.call_tool("status", {}))["result"]["comments"] == 0
 
-    run_session(data_dir, scenario)
+    run_memory_session(data_dir, scenario)
     assert not (data_dir / "inbox").exists() or not any((data_dir / "inbox").iterdir())
 
 
