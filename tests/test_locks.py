@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,3 +126,60 @@ def test_seen_lock_is_independent_of_the_pipeline_lock(paths: Paths, holder: sub
     """`watcher mark` needs only the seen lock: it works while a batch holds the pipeline lock."""
     with seen_lock(paths):
         pass
+
+
+def test_a_filelock_holder_excludes_us_and_we_exclude_it(paths: Paths) -> None:
+    """``hold`` takes filelock's own native lock: a ``FileLock`` on the same file and ``hold``
+    exclude each other both ways."""
+    from filelock import FileLock, Timeout
+
+    paths.pipeline_lock.parent.mkdir(parents=True)
+    with FileLock(str(paths.pipeline_lock)), pytest.raises(LockBusy), hold(paths.pipeline_lock, timeout=0.05):
+        pass
+    with hold(paths.pipeline_lock, timeout=0), pytest.raises(Timeout):
+        FileLock(str(paths.pipeline_lock), timeout=0.05).acquire()
+
+
+def test_a_lock_file_unlinked_while_waited_for_is_taken_afresh(paths: Paths,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A waiter whose lock file was deleted under it (by hand) locks the new file at the name,
+    not the orphaned inode, so it still excludes whoever opens the name next."""
+    from filelock import FileLock, Timeout
+
+    path = paths.signals_lock
+    holding, release, inside, waiting = (threading.Event() for _ in range(4))
+    seen: list[bool] = []
+    real_sleep = time.sleep
+
+    def pause(seconds: float) -> None:  # hold() sleeps only between tries of a busy lock
+        waiting.set()
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", pause)
+
+    def first() -> None:
+        with hold(path, timeout=5):
+            holding.set()
+            release.wait(10)
+
+    def second() -> None:
+        with hold(path, timeout=10):
+            try:
+                FileLock(str(path), timeout=0).acquire()
+                seen.append(False)  # the name's file was free: we held an orphan
+            except Timeout:
+                seen.append(True)
+            inside.set()
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert holding.wait(10)
+    two = threading.Thread(target=second)
+    two.start()
+    assert waiting.wait(10)  # the second one has the first inode open and is waiting on it
+    path.unlink()
+    release.set()
+    one.join(10)
+    two.join(10)
+    assert inside.is_set() and seen == [True]
+    assert path.exists()

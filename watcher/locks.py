@@ -3,13 +3,25 @@
 Lock files are separate ``.lock`` files, never the data they guard, and never deleted:
 unlinking a lock file while another process waits on it splits the waiters across two inodes
 and both then "hold" the lock (the bug that filelock 3.20.4–3.29.4 shipped).
+
+The lock itself is filelock's native primitive (:func:`filelock.lock_descriptor`, ``flock`` on
+Unix, the one :class:`filelock.FileLock` takes) on a descriptor this module opens. A
+``FileLock`` object costs about 800 Python calls per acquire and release (thread-local holds,
+fork registry, singleton checks: ~0.5 ms here) for features no watcher lock uses, and the
+signals lock is taken once per model call (bench/ figure 1); opening the file and taking the
+same ``flock`` ourselves is ~20 µs, and still contends with any ``FileLock`` on the file.
+What ``FileLock`` did that matters here is kept: ``O_NOFOLLOW``, a wait that gives up after
+the timeout, and a lock file deleted while we waited is opened afresh, not held as an orphan.
+filelock before 3.30 has no ``lock_descriptor``: there the ``FileLock`` object is used still.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
@@ -21,6 +33,17 @@ PIPELINE_WAIT_S = 5.0
 # Waiting this long means something is wrong, and we say so instead of hanging.
 SHORT_WAIT_S = 15.0
 
+# O_NOFOLLOW: a symlink at the lock's name (one pointing outside the data dir, or a loop) is
+# never created or written through. O_NONBLOCK: a FIFO planted there cannot hang the open.
+_OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# filelock's own default: 0o666 through the umask (and default ACLs), so a group-shared data
+# dir keeps working as it did when FileLock created these files.
+_MODE = 0o666
+# Waiting polls: short at first (the seen and signals locks are held for milliseconds, so a
+# waiter should not sleep 50 ms behind one), then no more often than filelock's default.
+_FIRST_PAUSE_S = 0.001
+_MAX_PAUSE_S = 0.05
+
 
 @contextmanager
 def hold(path: Path, *, timeout: float, what: str = "another watcher run") -> Iterator[None]:
@@ -29,11 +52,86 @@ def hold(path: Path, *, timeout: float, what: str = "another watcher run") -> It
     Raises :class:`SaveFailed` ("cannot write <path>: <reason>", exit 5) when the lock file
     cannot be created or opened — a read-only data dir used to surface as "internal error:
     PermissionError … pipeline.lock", exit 1 — and :class:`UnsafePath` when the name is a
-    symlink or a directory. filelock opens lock files with ``O_NOFOLLOW``, so a link (one
-    pointing outside the data dir, or a loop) is never created or written through.
+    symlink or a directory; :class:`StateError` when the filesystem has no ``flock`` (locks are
+    local, SPEC §11).
     """
-    # Imported here: filelock costs a noticeable part of start-up (bench/ figure 5), and
-    # read-only commands (status, inbox, show on a current index) never take a lock.
+    lock, unlock = _primitive()
+    if lock is None or unlock is None:
+        with _hold_filelock(path, timeout=timeout, what=what):
+            yield
+        return
+    fd = _acquire(path, timeout, what, lock)
+    try:
+        yield
+    finally:
+        try:
+            unlock(fd)
+        finally:
+            os.close(fd)  # closing would release the flock anyway; unlock first says so
+
+
+def _acquire(path: Path, timeout: float, what: str, lock: Callable[..., bool]) -> int:
+    """An open descriptor of ``path`` holding its lock, within ``timeout`` seconds."""
+    if not os.path.isdir(path.parent):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _cannot_lock(path, exc) from exc
+    deadline = time.monotonic() + timeout
+    pause = _FIRST_PAUSE_S
+    while True:
+        try:
+            fd = os.open(path, _OPEN_FLAGS, _MODE)
+        except OSError as exc:
+            raise _cannot_lock(path, exc) from exc
+        try:
+            while not lock(fd, blocking=False):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    # Report the bound, not the measured time: the message is the documented
+                    # "(waited 5.0 s)", not 5.1 s on a busy box.
+                    raise LockBusy(path, timeout, what=what)
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, _MAX_PAUSE_S)
+            # Someone unlinked the file (or renamed another over it) while we waited: our flock
+            # is on an inode nobody else will open, so it excludes no one. Take the new one.
+            if os.fstat(fd).st_nlink > 0:
+                return fd
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP):
+                raise StateError(f"cannot lock {path}: the filesystem does not support flock "
+                                 f"({exc.strerror}); keep the data dir on a local disk") from exc
+            raise _cannot_lock(path, exc) from exc
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+_Lock = Callable[..., bool]
+_Unlock = Callable[[int], None]
+_resolved: tuple[_Lock | None, _Unlock | None] | None = None
+
+
+def _primitive() -> tuple[_Lock | None, _Unlock | None]:
+    """filelock's descriptor lock, or ``(None, None)`` before filelock 3.30 (then FileLock)."""
+    global _resolved
+    if _resolved is None:
+        # Imported on first use: filelock costs a noticeable part of start-up (bench/ figure 5),
+        # and read-only commands (status, inbox, show on a current index) never take a lock.
+        try:
+            from filelock import lock_descriptor, unlock_descriptor
+        except ImportError:
+            _resolved = (None, None)
+        else:
+            _resolved = (lock_descriptor, unlock_descriptor)
+    return _resolved
+
+
+@contextmanager
+def _hold_filelock(path: Path, *, timeout: float, what: str) -> Iterator[None]:
+    """:func:`hold` through a ``FileLock`` object, for filelock 3.29.5–3.29.x."""
     from filelock import FileLock, Timeout
 
     lock = FileLock(str(path), timeout=timeout)
@@ -41,8 +139,6 @@ def hold(path: Path, *, timeout: float, what: str = "another watcher run") -> It
         path.parent.mkdir(parents=True, exist_ok=True)
         lock.acquire()
     except Timeout:
-        # filelock raises only once ``timeout`` has passed; report that bound, not the measured
-        # time, so the message is the documented "(waited 5.0 s)" and not 5.1 s on a busy box.
         raise LockBusy(path, timeout, what=what) from None
     except OSError as exc:  # after Timeout, which is an OSError (TimeoutError) too
         raise _cannot_lock(path, exc) from exc
@@ -68,8 +164,6 @@ def _cannot_lock(path: Path, exc: OSError) -> StateError:
         return UnsafePath(path, "a directory where a lock file belongs")
     # Name the file that could not be written: the locks/ directory when mkdir failed.
     return SaveFailed(Path(exc.filename) if isinstance(exc.filename, str) else path, exc)
-
-
 def pipeline_lock(paths: Paths, *, timeout: float | None = None) -> AbstractContextManager[None]:
     """Held by scan/recheck from reconcile to the seen save, model calls included.
 
