@@ -288,3 +288,34 @@ def test_the_deadline_cuts_a_reused_keep_alive_connection(tmp_path: Path) -> Non
     assert second.error is not None and second.error.kind == "timeout", second.error
     assert elapsed < 3.0
     assert accepted == [1]  # one connection served both calls
+
+
+def test_the_deadline_clock_keeps_no_finished_call_and_wakes_for_an_earlier_deadline() -> None:
+    """Finished exchanges leave no deadline behind (the clock is not woken for them later), and a
+    deadline earlier than the one the clock sleeps until still fires on time."""
+    from watcher.providers import _wire
+
+    cut: list[str] = []
+    fired = threading.Event()
+
+    class Watch(_wire._Watchdog):
+        def __init__(self, name: str) -> None:
+            super().__init__(_wire.Sockets())
+            self.name = name
+
+        def _fire(self) -> None:
+            cut.append(self.name)
+            fired.set()
+
+    for _ in range(50):  # finished calls: armed for 60 s, disarmed at once
+        done = Watch("done")
+        done.arm(60)
+        done.disarm()
+    assert not _wire._CLOCK._due
+    late, soon = Watch("late"), Watch("soon")
+    late.arm(60)
+    soon.arm(0.2)  # earlier than what the clock sleeps until: it must be woken for it
+    fired.wait(10)
+    late.disarm()
+    soon.disarm()
+    assert cut == ["soon"]

@@ -296,6 +296,35 @@ def test_request_is_authorised_with_a_bearer_key(provider: Provider, mock: respx
     assert route.calls.last.request.headers["authorization"] == f"Bearer {KEY}"
 
 
+def test_the_request_sent_is_the_one_httpx_would_build(provider: Provider, mock: respx.MockRouter) -> None:
+    """Requests are built from parts prepared once per provider, and are exactly what
+    ``client.build_request`` makes: URL, every header (in order), body and timeout."""
+    route = mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, json=_completion(json.dumps(GOOD)))
+    )
+    prompt = _prompt()
+    provider.complete(prompt)
+    sent = route.calls.last.request
+    client: httpx.Client = provider._client  # type: ignore[attr-defined]
+    built = client.build_request("POST", "/chat/completions", json=provider.request_body(prompt))  # type: ignore[attr-defined]
+    assert sent.url == built.url
+    assert list(sent.headers.raw) == list(built.headers.raw)
+    assert sent.content == built.content
+    assert sent.extensions["timeout"] == built.extensions["timeout"]
+
+
+def test_cookies_a_server_set_go_back_with_the_next_call(provider: Provider, mock: respx.MockRouter) -> None:
+    """As with httpx's own request building: a cookie from one answer is sent with the next call."""
+    route = mock.post("/chat/completions").mock(
+        return_value=httpx.Response(200, headers={"set-cookie": "edge=abc; Path=/"},
+                                    json=_completion(json.dumps(GOOD)))
+    )
+    provider.complete(_prompt())
+    assert "cookie" not in route.calls.last.request.headers
+    provider.complete(_prompt())
+    assert route.calls.last.request.headers["cookie"] == "edge=abc"
+
+
 def test_retry_after_seconds_are_kept(provider: Provider, mock: respx.MockRouter) -> None:
     """A 429's Retry-After in seconds lands on the error."""
     mock.post("/chat/completions").mock(

@@ -1,6 +1,6 @@
 """One bounded HTTP exchange: a total deadline and a size cap on the body (SPEC §13.1).
 
-    exchange(client, method, path, timeout_s=…, json=…) -> Received
+    exchange(client, request, timeout_s=…) -> Received
         raises httpx.ConnectError / httpx.ConnectTimeout   no connection was made
         raises DeadlinePassed (an httpx.TimeoutException)  no complete response within timeout_s
         raises ResponseTooLarge                            the body passed MAX_BODY_BYTES
@@ -11,9 +11,9 @@ Why not just httpx's timeouts: they bound each socket operation, not the call. h
 phase, so a server sending one byte every 2 s never trips ``read=3`` and held a call (and the
 pipeline lock) forever. A watchdog timer shuts the connection's socket down when the deadline
 passes; the read blocked on it returns at once and the exchange fails as ``DeadlinePassed``.
-The socket comes from httpcore's ``trace`` extension as the connection is made, which is why
-:func:`limits` turns keep-alive off: a reused connection would make no ``connect_tcp`` event,
-and the deadline would have no socket to cut.
+The socket comes from httpcore's ``trace`` extension as the connection is made; a kept-alive
+connection (:func:`limits`) makes no ``connect_tcp`` event when it is reused, so the client's
+:class:`Sockets` registry remembers every socket it opened and the deadline cuts those.
 
 The body is streamed and kept only up to :data:`MAX_BODY_BYTES` (a 512 MiB body buffered whole
 took 2.1 GB RSS). Exactly one request per call: nothing here loops or resends.
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import socket
 import threading
 import time
@@ -96,15 +97,15 @@ class Sockets:
 
 
 def exchange(
-    client: httpx.Client, method: str, path: str, *, timeout_s: float, json: Any = None,
-    sockets: Sockets | None = None,
+    client: httpx.Client, request: httpx.Request, *, timeout_s: float, sockets: Sockets | None = None,
 ) -> Received:
-    """One request, its response read to the end within ``timeout_s`` (connect to last byte).
+    """Send ``request`` (built for ``client``) and read its response to the end within
+    ``timeout_s`` (connect to last byte).
 
     ``sockets``: the client's registry (see :class:`Sockets`); a fresh one when not given."""
     deadline = time.monotonic() + timeout_s
     watchdog = _Watchdog(sockets or Sockets())
-    request = client.build_request(method, path, json=json, extensions={"trace": watchdog.trace})
+    request.extensions = {**request.extensions, "trace": watchdog.trace}
     watchdog.arm(timeout_s)
     try:
         response = client.send(request, stream=True)
@@ -158,7 +159,8 @@ class _Watchdog:
 
     def disarm(self) -> None:
         with self._lock:
-            self._armed = False  # a deadline that comes due later finds nothing to cut
+            self._armed = False  # a deadline the clock already took finds nothing to cut
+        _CLOCK.remove(self)
 
     def due(self) -> None:
         with self._lock:
@@ -189,27 +191,46 @@ class _Watchdog:
 
 class _DeadlineClock:
     """One daemon thread for every exchange's deadline. A ``threading.Timer`` per call cost a
-    thread start per model call — about a third of a loopback call's overhead (bench/ figure 1)."""
+    thread start per model call — about a third of a loopback call's overhead (bench/ figure 1).
+
+    It holds only armed deadlines (an exchange removes its own when it ends) and is woken only
+    for a deadline earlier than the one it already sleeps until: with one timeout for every
+    call, a new deadline never is, so a batch wakes it about once per timeout, not once per call
+    (each wake is a thread switch and a GIL hand-over in the middle of the caller's work)."""
 
     def __init__(self) -> None:
         self._due: list[tuple[float, int, _Watchdog]] = []
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._count = itertools.count()
+        self._until = math.inf  # when the waiting thread next wakes by itself
 
     def add(self, when: float, watchdog: _Watchdog) -> None:
         with self._wake:
             heapq.heappush(self._due, (when, next(self._count), watchdog))
             if self._thread is None or not self._thread.is_alive():  # new, or the fork of a parent
+                self._until = math.inf
                 self._thread = threading.Thread(target=self._run, name="watcher-deadlines", daemon=True)
                 self._thread.start()
-            self._wake.notify()
+            elif when < self._until:
+                self._wake.notify()
+            # Otherwise the thread wakes first anyway and reads the heap again then.
+
+    def remove(self, watchdog: _Watchdog) -> None:
+        with self._wake:
+            for i, entry in enumerate(self._due):
+                if entry[2] is watchdog:
+                    self._due[i] = self._due[-1]
+                    self._due.pop()
+                    heapq.heapify(self._due)  # one entry or two: one exchange at a time per client
+                    return
 
     def _run(self) -> None:
         while True:
             with self._wake:
-                while not self._due or self._due[0][0] > time.monotonic():
-                    self._wake.wait(None if not self._due else self._due[0][0] - time.monotonic())
+                while not self._due or self._due[0][0] > (now := time.monotonic()):
+                    self._until = self._due[0][0] if self._due else math.inf
+                    self._wake.wait(None if not self._due else self._until - now)
                 _, _, watchdog = heapq.heappop(self._due)
             watchdog.due()
 

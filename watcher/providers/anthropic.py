@@ -28,6 +28,17 @@ TOOL_NAME = "record_verdict"
 _TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
 
 
+# The constant part of every request, built once (see openai.py): shared, never edited.
+_TOOLS: list[dict[str, Any]] = [
+    {
+        "name": TOOL_NAME,
+        "description": "Record the verdict for the comment: the JSON object described in the instructions.",
+        "input_schema": verdict_json_schema(),
+    }
+]
+_TOOL_CHOICE: dict[str, Any] = {"type": "tool", "name": TOOL_NAME}
+
+
 class AnthropicProvider(HttpProvider):
     name = "anthropic"
     path = "/v1/messages"
@@ -42,14 +53,8 @@ class AnthropicProvider(HttpProvider):
             "max_tokens": MAX_OUTPUT_TOKENS,
             "system": prompt.system,
             "messages": [{"role": "user", "content": prompt.user}],
-            "tools": [
-                {
-                    "name": TOOL_NAME,
-                    "description": "Record the verdict for the comment: the JSON object described in the instructions.",
-                    "input_schema": verdict_json_schema(),
-                }
-            ],
-            "tool_choice": {"type": "tool", "name": TOOL_NAME},
+            "tools": _TOOLS,
+            "tool_choice": _TOOL_CHOICE,
         }
 
     def extract(self, data: dict[str, Any]) -> Answer:

@@ -51,7 +51,9 @@ class Redaction:
         """``text`` with every occurrence of the key (literal or JSON-escaped) replaced."""
         if self._pattern is None:
             return text
-        out = self._pattern.sub(self.marker, text)
+        out, found = self._pattern.subn(self.marker, text)
+        if not found:
+            return text  # the usual case: nothing matched, so nothing can match after the pass
         # Repeat while anything matches. With a marker: a key ending in a backslash hides the next
         # copy right behind it ("0\\0\\": a match may not start after a backslash), and replacing the
         # first one uncovers it. Deleting instead can join the text on either side into a new key.
@@ -104,10 +106,13 @@ class Redaction:
 
 
 def _secret_pattern(secret: str) -> re.Pattern[str]:
+    # Every spelling of a character starts with a backslash or is the character itself, so a
+    # match starts with the key's first character or a backslash: saying so first lets the
+    # engine skip every other position at once (it halved redacting a response body).
     # A match may not start inside a run of backslashes: every key character's pattern begins
     # with a possessive backslash run, and starting at each backslash of a long run would make a
     # hostile 1 MiB body of backslashes quadratic.
-    parts = [r"(?<!\\)"]
+    parts = [f"(?=[{re.escape(secret[0])}\\\\])", r"(?<!\\)"]
     for char, run in groupby(secret):
         count = len(list(run))
         if char == "\\":
