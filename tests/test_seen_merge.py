@@ -3,7 +3,9 @@ file-level save, reconcile and patch_triage."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from _records import entry, error, record, verdict
@@ -222,6 +224,66 @@ def test_reconcile_reads_only_files_whose_stamp_changed(paths: Paths, monkeypatc
 
     monkeypatch.setattr(inbox, "load", no_reads)
     assert seen.reconcile(paths, index) == (index, [])
+
+
+def _quiet_inbox(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """inbox/ as an idle account's: last changed long ago (its mtime), trusted at once."""
+    os.utime(paths.inbox, ns=(1_000_000_000, 1_000_000_000))
+    monkeypatch.setattr(seen, "_QUIET_NS", 0)
+
+
+def _count_stats(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    stats: list[str] = []
+    real = inbox.stamp
+
+    def counted(path: str | Path) -> str | None:
+        stats.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(inbox, "stamp", counted)
+    return stats
+
+
+def test_a_second_full_reconcile_of_the_same_index_makes_no_stat(paths: Paths,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reconciling the same index again (a run: before planning, then under the lock) while
+    inbox/ is unchanged gives the first result back without a stat per comment."""
+    for cid in ("a", "b"):
+        inbox.save(paths, record(cid))
+    _quiet_inbox(paths, monkeypatch)
+    base = SeenFile()
+    first = seen.reconcile(paths, base)
+    stats = _count_stats(monkeypatch)
+    assert seen.reconcile(paths, base) == first
+    assert stats == []
+    assert seen.reconcile(paths, first[0]) == (first[0], [])  # another index: a full pass
+    assert len(stats) == 2
+
+
+def test_a_write_into_inbox_between_two_reconciles_is_seen(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any inbox write (a temp file renamed into inbox/) moves the directory's times, so the
+    second reconcile of the same index is a full one and repairs what changed."""
+    inbox.save(paths, record("a"))
+    _quiet_inbox(paths, monkeypatch)
+    base = SeenFile()
+    seen.reconcile(paths, base)
+    reserved = inbox.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
+    inbox.save(paths, reserved)
+    inbox.save(paths, record("b"))
+    again, changed = seen.reconcile(paths, base)
+    assert changed == ["a", "b"]
+    assert (again.comments["a"].status, again.comments["a"].attempts) == ("reserved", 1)
+
+
+def test_a_recently_changed_inbox_is_never_trusted(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """inbox/ changed within the last two seconds (a clock tick could hide a further change):
+    every full reconcile stats every comment."""
+    inbox.save(paths, record("a"))
+    base = SeenFile()
+    seen.reconcile(paths, base)
+    stats = _count_stats(monkeypatch)
+    seen.reconcile(paths, base)
+    assert len(stats) == 1
 
 
 def test_reconcile_never_lowers_attempts(paths: Paths) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+import time
+import weakref
 from collections.abc import Iterable, Mapping
 
 from watcher import inbox
@@ -48,7 +50,28 @@ def reconcile(paths: Paths, seen: SeenFile, ids: Iterable[str] | None = None) ->
     Returns the new index and the ids whose entry was added or repaired (``seen`` itself when
     nothing changed). Only files whose stamp changed are read, so an idle index costs one
     ``stat`` per comment.
+
+    A full reconcile (no ``ids``) of an index this process already reconciled in full is not
+    repeated while ``inbox/`` has had no entry created, replaced or removed since: a run
+    reconciles before planning and again under the pipeline lock, and on an idle account the
+    second pass was a second ``stat`` of every comment (bench/ figure 3). Every write of an
+    inbox file — any watcher's, any process's — is a temp file renamed into ``inbox/``, which
+    moves the directory's mtime and ctime; see :func:`_inbox_key` for why a coarse clock cannot
+    hide one. A file edited in place by some other tool between the two passes is repaired
+    by the next command, as the index may lag (SPEC §4.2).
     """
+    key = _inbox_key(paths) if ids is None else None
+    if key is not None:
+        remembered = _remembered(key, seen)
+        if remembered is not None:
+            return remembered
+    index, changed = _reconcile(paths, seen, ids)
+    if key is not None:
+        _remember(key, seen, index, changed)
+    return index, changed
+
+
+def _reconcile(paths: Paths, seen: SeenFile, ids: Iterable[str] | None) -> tuple[SeenFile, list[str]]:
     comments = seen.comments
     known = comments.get
     stamp_of = inbox.stamp
@@ -80,6 +103,46 @@ def reconcile(paths: Paths, seen: SeenFile, ids: Iterable[str] | None = None) ->
             changed.append(cid)
         updated[cid] = fresh
     return seen.model_copy(update={"comments": updated}), changed
+
+
+# The directory's identity and times, and the last full reconcile made while they held (weak
+# references: a long-lived process, the MCP server, must not keep an index alive for this).
+_InboxKey = tuple[str, int, int, int, int]
+_last: tuple[_InboxKey, weakref.ref[SeenFile], weakref.ref[SeenFile], tuple[str, ...]] | None = None
+# A directory changed this recently may change again within the same tick of its filesystem's
+# clock and keep its times (a tick is a few ms on Linux, 2 s for FAT mtimes); older than
+# this, any later change gives it new ones.
+_QUIET_NS = 3_000_000_000
+
+
+def _inbox_key(paths: Paths) -> _InboxKey | None:
+    """``inbox/``'s identity and times, if it has been left alone for :data:`_QUIET_NS`.
+
+    A filesystem stamps times from a clock that ticks every few milliseconds (or seconds), so a
+    change made in the same tick as an earlier one can leave the times as they were. Only a
+    directory whose last change is older than any such tick is trusted: every change after we
+    look then lands on a later tick and gives it new times."""
+    try:
+        st = os.stat(paths.inbox)
+    except OSError:
+        return None
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < _QUIET_NS:
+        return None
+    return (os.fspath(paths.inbox), st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _remembered(key: _InboxKey, seen: SeenFile) -> tuple[SeenFile, list[str]] | None:
+    last = _last
+    if last is None or last[0] != key or last[1]() is not seen:
+        return None
+    index = last[2]()
+    return None if index is None else (index, list(last[3]))
+
+
+def _remember(key: _InboxKey, seen: SeenFile, index: SeenFile, changed: list[str]) -> None:
+    global _last
+    # Times read before the pass: a change during it moves them past the key kept here.
+    _last = (key, weakref.ref(seen), weakref.ref(index), tuple(changed))
 
 
 # ``<id>.json`` for every valid comment id, one name per line of a listing (names never hold a
