@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,29 @@ def data_dir(isolated_env: Path) -> Path:
 def paths(data_dir: Path) -> Paths:
     """``Paths`` of the fresh data dir."""
     return Paths(data_dir)
+
+
+# ---- collection: keep pytest's rewritten test modules -------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+        collector: pytest.Collector) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Let pytest cache the test modules it rewrites for assertions, even under PYTHONDONTWRITEBYTECODE.
+
+    Some sandboxes set PYTHONDONTWRITEBYTECODE=1, which also stops pytest keeping its rewritten
+    copies (tests/__pycache__/*-pytest-*.pyc): every xdist worker then rewrote each test module
+    changed since the last cached copy, on every run (all of them: ~3.5 s of CPU a worker, before
+    its first test). Only while a test module is collected; the processes tests start still
+    inherit the variable.
+    """
+    if not isinstance(collector, pytest.Module):
+        return (yield)
+    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = saved
 
 
 # ---- the reliability rig's closing line, also under pytest-xdist ---------------------------------

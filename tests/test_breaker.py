@@ -1,7 +1,7 @@
 """SPEC §13.1: a broken setup costs at most one attempt per outage and is loud on every run.
 
 In-process runs inject the fake through the provider factory (same call log, no socket); the
-cron scenarios run the real ``watcher`` processes, as cron would.
+cron scenario starts real ``watcher`` processes where the breaker must cross processes on disk.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from _fake_provider import FakeProvider, in_process, running_fake
-from _proc import run, write_export
+from _proc import run, run_main, write_export
 
 from watcher import commands, inbox
 from watcher.commands import Context, Envelope, execute
@@ -171,23 +171,28 @@ def closed_port() -> Iterator[int]:
 def test_a_night_of_cron_against_a_down_server_spends_one_attempt(
         data_dir: Path, export: Path, closed_port: int) -> None:
     """8 rounds of `scan && recheck` against a refused port: every round exits 3 and says why,
-    exactly 1 attempt on disk in total; the server back up → the next run calls."""
+    exactly 1 attempt on disk in total; the server back up → the next run calls.
+
+    The first round and the run after the outage are real processes, so the breaker crosses
+    processes on disk as it does under cron; the rounds between run the CLI's ``main`` in this
+    process (each with a fresh context, nothing kept in memory between runs)."""
     env = {**_env(), "WATCHER_BASE_URL": f"http://127.0.0.1:{closed_port}/v1"}
     codes = []
-    for _ in range(8):
-        scan = run("cli", "scan", "--source", str(export), data_dir=data_dir, env=env)
+    for round_no in range(8):
+        cron = run if round_no == 0 else run_main
+        scan = cron("cli", "scan", "--source", str(export), data_dir=data_dir, env=env)
         codes.append(scan.returncode)
         assert "provider unreachable" in scan.stderr or "provider unavailable since" in scan.stderr, scan.stderr
         if scan.returncode == 0:
-            run("cli", "recheck", data_dir=data_dir, env=env)
+            cron("cli", "recheck", data_dir=data_dir, env=env)
     assert codes == [3] * 8
     assert _attempts(data_dir) == 1
-    status = json.loads(run("cli", "status", "--json", data_dir=data_dir, env=env).stdout)["result"]
+    status = json.loads(run_main("cli", "status", "--json", data_dir=data_dir, env=env).stdout)["result"]
     assert status["breaker"]["kind"] == "unreachable"
     with running_fake() as fake:  # the same setup now answers: the breaker's probe passes
         env = {**env, "WATCHER_BASE_URL": fake.base_url}
         bridge = run("bridge", "scan", "--source", str(export), data_dir=data_dir, env=env)
         assert bridge.returncode == 0, bridge.stdout + bridge.stderr
         assert fake.calls == ["c2", "c3"]  # c1's one failed attempt is recheck's to retry
-        assert run("cli", "recheck", data_dir=data_dir, env=env).returncode == 0
+        assert run_main("cli", "recheck", data_dir=data_dir, env=env).returncode == 0
         assert fake.calls == ["c2", "c3", "c1"] and _attempts(data_dir) == 4

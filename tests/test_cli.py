@@ -156,20 +156,23 @@ def test_help_explains_commands_and_exit_codes() -> None:
 
 def test_global_options_are_accepted_after_the_command_name(data_dir: Path, tmp_path: Path) -> None:
     """`watcher-bridge status --data-dir D` uses D, as agents type it, not only before the command."""
-    from _proc import envelope, run
+    from _proc import envelope, run_main
 
     other = tmp_path / "elsewhere"
-    proc = run("bridge", "status", "--data-dir", str(other), "-v", data_dir=data_dir)
+    proc = run_main("bridge", "status", "--data-dir", str(other), "-v", data_dir=data_dir)
     assert proc.returncode == 0, proc.stderr
     assert envelope(proc)["result"]["settings"]["data_dir"] == str(other)
 
 
 def test_bridge_usage_errors_still_answer_with_one_envelope(data_dir: Path) -> None:
-    """A bad option or unknown command gives exit 2 and exactly one JSON envelope on stdout."""
-    from _proc import run
+    """A bad option or unknown command gives exit 2 and exactly one JSON envelope on stdout.
 
-    for args in (["scan", "--limit", "x"], ["nosuch"], ["show"]):
-        proc = run("bridge", *args, data_dir=data_dir)
+    The first is a real process (its exit code, its whole stdout); the others run the bridge's
+    ``main`` in this process."""
+    from _proc import run, run_main
+
+    for answer, args in ((run, ["scan", "--limit", "x"]), (run_main, ["nosuch"]), (run_main, ["show"])):
+        proc = answer("bridge", *args, data_dir=data_dir)
         assert proc.returncode == 2, args
         doc = json.loads(proc.stdout)
         assert doc["ok"] is False and doc["exit_code"] == 2 and doc["error"]["kind"] == "usage"
@@ -195,11 +198,14 @@ def test_cooldown_makes_runs_exit_3_even_with_nothing_to_call_while_status_still
 
 
 def test_bridge_routes_mcp_with_global_options_before_or_after(data_dir: Path) -> None:
-    """`watcher-bridge --data-dir D mcp` and `watcher-bridge mcp --data-dir D` both reach the MCP server."""
-    from _proc import run
+    """`watcher-bridge --data-dir D mcp` and `watcher-bridge mcp --data-dir D` both reach the MCP server.
+
+    Through the bridge's ``main`` in this process: a process would spend ~1.5 s of CPU importing
+    the MCP SDK to print its help (test_mcp_server.py starts real servers)."""
+    from _proc import run_main
 
     for args in (["--data-dir", str(data_dir), "mcp", "--help"], ["mcp", "--help", "--data-dir", str(data_dir)]):
-        proc = run("bridge", *args, data_dir=data_dir)
+        proc = run_main("bridge", *args, data_dir=data_dir)
         assert proc.returncode == 0, (args, proc.stderr)
         assert "Serve the watcher commands as MCP tools" in proc.stdout
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from _fake_provider import running_fake
-from _proc import ENTRYPOINTS, env_for, run, write_export
+from _proc import ENTRYPOINTS, env_for, run, run_main, write_export
 from typer.testing import CliRunner
 
 from watcher.cli import build_app
@@ -54,12 +54,14 @@ def test_demo_runs_the_sample_offline_in_its_own_data_dir(data_dir: Path, tmp_pa
 
 def test_a_cron_line_without_its_environment_fails_loudly(data_dir: Path) -> None:
     """No variables at all (cron): scan exits 2 and says what to set; with a username but no
-    provider, exit 2 naming WATCHER_PROVIDER. Nothing is written either way."""
+    provider, exit 2 naming WATCHER_PROVIDER. Nothing is written either way.
+
+    The bare line is a real process, as cron starts it; the two after it run ``main`` in this process."""
     bare = run("cli", "scan", data_dir=data_dir)
     assert bare.returncode == 2 and "DEVTO_USERNAME" in bare.stderr and "watcher demo" in bare.stderr
-    no_provider = run("cli", "scan", data_dir=data_dir, env={"DEVTO_USERNAME": "someone"})
+    no_provider = run_main("cli", "scan", data_dir=data_dir, env={"DEVTO_USERNAME": "someone"})
     assert no_provider.returncode == 2 and "WATCHER_PROVIDER" in no_provider.stderr
-    recheck = run("bridge", "recheck", data_dir=data_dir)
+    recheck = run_main("bridge", "recheck", data_dir=data_dir)
     assert recheck.returncode == 2 and "WATCHER_PROVIDER" in json.loads(recheck.stdout)["error"]["message"]
     assert list(data_dir.iterdir()) == []
 

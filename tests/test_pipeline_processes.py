@@ -10,13 +10,12 @@ import json
 import signal
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from _fake_provider import FakeProvider, running_fake
-from _proc import Notices, envelope, run, start, write_export
+from _proc import Notices, envelope, run, run_main, start, write_export
 
 from watcher import inbox
 from watcher.config import Paths
@@ -106,11 +105,15 @@ def test_killed_during_call_leaves_attempt_for_waiting_run_to_mark_interrupted(
 
 def test_always_failing_comment_gets_exactly_three_calls_across_entrypoints(
         data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
-    """A mix of scan/recheck from watcher and watcher-bridge: 3 calls, then exhausted forever."""
+    """A mix of scan/recheck from watcher and watcher-bridge: 3 calls, then exhausted forever.
+
+    The concurrent rechecks are real processes; the runs before and after them, about the answer
+    alone, run through the entry points' ``main`` in this process."""
     export = write_export(tmp_path / "export.json", ["bad"])
     fake.script("bad", "malformed")
-    assert _scan(data_dir, fake, export).returncode == 0
-    assert _scan(data_dir, fake, export, entry="bridge").returncode == 0  # scan never retries
+    for entry in ("cli", "bridge"):  # scan never retries
+        assert run_main(entry, "scan", "--source", str(export), "--json", data_dir=data_dir,
+                        env=fake.env()).returncode == 0
     for _ in range(3):  # concurrent pairs: one may wait on the lock or be deferred, never double-call
         a = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
         b = start("bridge", "recheck", data_dir=data_dir, env=fake.env())
@@ -122,10 +125,10 @@ def test_always_failing_comment_gets_exactly_three_calls_across_entrypoints(
     assert len(record.attempts) == 3
     assert {a.entrypoint for a in record.attempts} <= {"cli", "bridge"}
     for entry in ("cli", "bridge"):
-        proc = run(entry, "recheck", "bad", "--json", data_dir=data_dir, env=fake.env())
+        proc = run_main(entry, "recheck", "bad", "--json", data_dir=data_dir, env=fake.env())
         assert envelope(proc)["result"]["items"][0]["outcome"] == "exhausted"
     assert fake.calls == ["bad", "bad", "bad"]
-    status = envelope(run("cli", "status", "--json", data_dir=data_dir))
+    status = envelope(run_main("cli", "status", "--json", data_dir=data_dir))
     assert status["result"]["states"]["exhausted"] == 1
 
 
@@ -165,7 +168,10 @@ def test_kill_after_verdict_saved_before_index_is_repaired_without_a_call(
 
 def test_rate_limit_stops_batch_and_cooldown_blocks_calls_until_it_expires(
         data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
-    """429 on the 2nd of five: exit 3, two calls, the rest not_started; cooldown holds until expiry."""
+    """429 on the 2nd of five: exit 3, two calls, the rest not_started; cooldown holds until expiry.
+
+    The stopped scan and the first blocked run are processes (their exit code 3 and envelope); the
+    blocked recheck and the resumed scan run through ``main`` in this process."""
     labels = ["c1", "c2", "c3", "c4", "c5"]
     export = write_export(tmp_path / "export.json", labels)
     fake.script("c2", "429:60", "verdict")
@@ -179,11 +185,11 @@ def test_rate_limit_stops_batch_and_cooldown_blocks_calls_until_it_expires(
     blocked = _scan(data_dir, fake, export, entry="bridge")
     assert blocked.returncode == 3
     assert "provider cooldown until" in envelope(blocked)["error"]["message"]
-    blocked_recheck = run("cli", "recheck", data_dir=data_dir, env=fake.env())
+    blocked_recheck = run_main("cli", "recheck", data_dir=data_dir, env=fake.env())
     assert blocked_recheck.returncode == 3
     assert fake.calls == ["c1", "c2"]
     _let_the_cooldown_expire(data_dir)
-    resumed = _scan(data_dir, fake, export)
+    resumed = run_main("cli", "scan", "--source", str(export), "--json", data_dir=data_dir, env=fake.env())
     assert resumed.returncode == 0, resumed.stderr
     assert fake.calls == ["c1", "c2", "c3", "c4", "c5"]
 
@@ -254,7 +260,11 @@ def _normalise(doc: object, data_dir: Path) -> object:
 
 def test_bridge_envelope_and_exit_code_match_cli_for_every_command(
         data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
-    """Every command gives the same envelope and exit code from `watcher --json` and the bridge."""
+    """Every command gives the same envelope and exit code from `watcher --json` and the bridge.
+
+    Each command runs through the entry points' own ``main`` in this process (25 process starts
+    cost ~10 s of CPU); then two of them run again as real processes, whose exit codes and
+    envelopes must be the ones ``main`` gave."""
     export = write_export(tmp_path / "export.json", ["aa", "bb"])
     fake.script("bb", "malformed")
     cli_dir, bridge_dir = tmp_path / "cli-data", tmp_path / "bridge-data"
@@ -263,11 +273,9 @@ def test_bridge_envelope_and_exit_code_match_cli_for_every_command(
         ["show", "aa"], ["mark", "aa", "replied"], ["signals"], ["show", "zz"], ["scan", "--limit", "21"],
         ["mark", "aa", "someday"], ["recheck"],
     ]
-    with ThreadPoolExecutor(max_workers=1) as pool:  # the two data dirs are apart: run each pair at once
-        pairs = [(pool.submit(run, "cli", *args, "--json", data_dir=cli_dir, env=fake.env()),
-                  run("bridge", *args, data_dir=bridge_dir, env=fake.env())) for args in commands]
-    for args, (c_future, b) in zip(commands, pairs, strict=True):
-        c = c_future.result()
+    for args in commands:
+        c = run_main("cli", *args, "--json", data_dir=cli_dir, env=fake.env())
+        b = run_main("bridge", *args, data_dir=bridge_dir, env=fake.env())
         assert c.returncode == b.returncode, (args, c.stderr, b.stderr)
         ce, be = _normalise(envelope(c), cli_dir), _normalise(envelope(b), bridge_dir)
         assert ce.keys() == be.keys() == {"ok", "command", "exit_code", "result", "error"}
@@ -277,8 +285,16 @@ def test_bridge_envelope_and_exit_code_match_cli_for_every_command(
             assert _shape(ce) == _shape(be), args
         else:
             assert ce == be, args
-    show_b = envelope(run("bridge", "show", "bb", data_dir=bridge_dir))
+    show_b = envelope(run_main("bridge", "show", "bb", data_dir=bridge_dir))
     assert {a["entrypoint"] for a in show_b["result"]["attempts"]} == {"bridge"}
+    # What a process adds: its exit code and its stdout, the ones main gave. A success and a usage
+    # error (both read-only, so the second answer is the first's), from both entry points.
+    for args in (["status"], ["scan", "--limit", "21"]):
+        for entry, json_opt, where in (("cli", ["--json"], cli_dir), ("bridge", [], bridge_dir)):
+            main = run_main(entry, *args, *json_opt, data_dir=where, env=fake.env())
+            proc = run(entry, *args, *json_opt, data_dir=where, env=fake.env())
+            assert proc.returncode == main.returncode == envelope(proc)["exit_code"], (entry, args, proc.stderr)
+            assert envelope(proc) == envelope(main), (entry, args)
 
 
 def _shape(env: dict) -> object:  # type: ignore[type-arg]

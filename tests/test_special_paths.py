@@ -21,7 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from _proc import envelope, run, write_export
+from _proc import envelope, run, run_main, write_export
 from _records import comment, record
 
 from watcher import durable, inbox, locks, seen, signals
@@ -38,6 +38,15 @@ OFFLINE = {"WATCHER_PROVIDER": "offline"}
 
 def _cli(*args: str, data_dir: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return run("cli", *args, data_dir=data_dir, env=OFFLINE, timeout=timeout)
+
+
+def _main(*args: str, data_dir: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """:func:`_cli` through ``watcher``'s ``main`` in this process, failing (not hanging) past ``timeout``."""
+    answer: list[subprocess.CompletedProcess[str]] = []
+    caught = _within(timeout, lambda: answer.append(run_main("cli", *args, data_dir=data_dir, env=OFFLINE)))
+    if caught is not None:
+        raise caught
+    return answer[0]
 
 
 # ---- the state files and how each is read ------------------------------------------------------
@@ -199,7 +208,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 def test_commands_never_write_outside_the_data_dir_through_planted_links(data_dir: Path, tmp_path: Path) -> None:
     """seen.json and provider.json linked outside: scan, recheck and status leave the outside untouched."""
     export = write_export(tmp_path / "e.json", ["a1", "a2"])
-    assert _cli("scan", "--source", str(export), "--json", data_dir=data_dir).returncode == 0
+    assert _main("scan", "--source", str(export), "--json", data_dir=data_dir).returncode == 0
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     for name in ("seen.json", "provider.json"):
@@ -208,7 +217,7 @@ def test_commands_never_write_outside_the_data_dir_through_planted_links(data_di
         (data_dir / name).unlink(missing_ok=True)
         os.symlink(elsewhere / name, data_dir / name)
     before = _tree(elsewhere)
-    codes = [_cli(*args, "--json", data_dir=data_dir).returncode
+    codes = [_main(*args, "--json", data_dir=data_dir).returncode
              for args in (["scan", "--source", str(export)], ["recheck"], ["status"], ["scan", "--source", str(export)])]
     assert codes[0] == EXIT_STATE and codes[-1] == 0, codes  # the first that needed a link said so
     assert _tree(elsewhere) == before
@@ -222,15 +231,20 @@ def test_commands_never_write_outside_the_data_dir_through_planted_links(data_di
 def test_a_fifo_or_link_loop_in_inbox_never_hangs_or_crashes_a_command(
     data_dir: Path, tmp_path: Path, special: str
 ) -> None:
-    """Every command answers within its timeout with 0 or 5 (never 1, never a hang); then all recover."""
+    """Every command answers within its timeout with 0 or 5 (never 1, never a hang); then all recover.
+
+    The first command, the one that meets the special file, is a real process with a real
+    timeout; the ones after it run ``watcher``'s ``main`` in this process (in a thread, so a hang
+    fails the test instead of stalling the suite)."""
     export = write_export(tmp_path / "e.json", ["a1", "a2"])
-    assert _cli("scan", "--source", str(export), data_dir=data_dir).returncode == 0
+    assert _main("scan", "--source", str(export), data_dir=data_dir).returncode == 0
     path = data_dir / "inbox" / "a1.json"
     path.unlink()
     SPECIALS[special](path, b"", tmp_path / "nowhere")
     seen_codes = []
     for args in (["status"], ["inbox", "--all"], ["show", "a1"], ["recheck"], ["scan", "--source", str(export)]):
-        done = _cli(*args, "--json", data_dir=data_dir, timeout=20)
+        answer = _cli if not seen_codes else _main
+        done = answer(*args, "--json", data_dir=data_dir, timeout=20)
         seen_codes.append(done.returncode)
         # show after the file went to quarantine: "no comment a1" (exit 2) is the right answer.
         allowed = (0, EXIT_STATE, EXIT_USAGE) if args[0] == "show" else (0, EXIT_STATE)
@@ -239,7 +253,7 @@ def test_a_fifo_or_link_loop_in_inbox_never_hangs_or_crashes_a_command(
             assert str(path) in envelope(done)["error"]["message"]
     assert seen_codes[0] == EXIT_STATE, seen_codes  # status itself meets it and says so
     assert not os.path.lexists(path)
-    assert _cli("status", data_dir=data_dir).returncode == 0
+    assert _main("status", data_dir=data_dir).returncode == 0
 
 
 # ---- lock files --------------------------------------------------------------------------------
@@ -340,7 +354,7 @@ def test_a_read_only_mount_is_exit_5_cannot_write_never_internal_error(
 ) -> None:
     """The data dir bind-mounted read-only (in a private mount namespace): exit 5 "cannot write …"."""
     export = write_export(tmp_path / "e.json", ["a1", "a2"])
-    assert _cli("scan", "--source", str(export), data_dir=data_dir).returncode == 0
+    assert _main("scan", "--source", str(export), data_dir=data_dir).returncode == 0
     args = command + (["--source", str(export)] if command == ["scan"] else [])
     script = ('mount --bind "$D" "$D" && mount -o remount,bind,ro "$D" && exec "$@"')
     wrapped = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
@@ -412,7 +426,7 @@ def test_an_export_id_with_a_trailing_newline_is_rejected(tmp_path: Path) -> Non
 def test_scan_of_such_an_export_creates_no_odd_file(data_dir: Path, tmp_path: Path) -> None:
     """End to end: only ok2 gets an inbox file."""
     export = write_export(tmp_path / "e.json", ["ok1\n", "ok2"])
-    _cli("scan", "--source", str(export), data_dir=data_dir)
+    _main("scan", "--source", str(export), data_dir=data_dir)
     assert sorted(os.listdir(data_dir / "inbox")) == ["ok2.json"]
 
 
@@ -460,7 +474,7 @@ def test_status_and_scan_meet_a_bad_cooldown_once_then_work(data_dir: Path, tmp_
     first = _cli(*args, data_dir=data_dir)
     assert first.returncode == EXIT_STATE, first.stderr
     assert str(data_dir / "provider.json") in envelope(first)["error"]["message"]
-    assert _cli(*args, data_dir=data_dir).returncode == 0
+    assert _main(*args, data_dir=data_dir).returncode == 0
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from _fake_provider import FakeProvider, in_process_context, running_fake
-from _proc import command, env_for, envelope, run, start, write_export
+from _proc import command, env_for, envelope, run, run_main, start, write_export
 
 from watcher import commands, inbox, seen
 from watcher.commands import Context, execute
@@ -42,10 +42,13 @@ def test_deleting_the_pipeline_lock_mid_call_cannot_buy_a_fourth_call(
         data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
     """A slow recheck holds the lock; the user deletes locks/pipeline.lock; two more rechecks run
     meanwhile. The slow run's outcome write is a compare-and-swap: it finds its attempt is no longer
-    the file's last one, writes nothing (exit 5, save_conflict), and the comment gets 3 calls in all."""
+    the file's last one, writes nothing (exit 5, save_conflict), and the comment gets 3 calls in all.
+
+    The runs around the slow one are processes; the scan before and the rechecks after, there
+    only to spend and then exhaust the budget, run the CLI's ``main`` in this process."""
     export = write_export(tmp_path / "export.json", ["slow"])
     fake.script("slow", "malformed", "hold-malformed", "malformed")
-    assert run("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env()).returncode == 0
+    assert run_main("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env()).returncode == 0
     first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
     fake.wait_in_flight()
     Paths(data_dir).pipeline_lock.unlink()  # "it looked stale"
@@ -59,7 +62,7 @@ def test_deleting_the_pipeline_lock_mid_call_cannot_buy_a_fourth_call(
     doc = envelope(out)
     assert doc["error"]["kind"] == "save_conflict" and doc["result"]["items"][0]["outcome"] == "save_conflict"
     for _ in range(3):
-        run("cli", "recheck", data_dir=data_dir, env=fake.env())
+        run_main("cli", "recheck", data_dir=data_dir, env=fake.env())
     assert fake.calls == ["slow"] * 3
     assert len(_record(data_dir, "slow").attempts) == 3
 
