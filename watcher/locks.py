@@ -72,18 +72,10 @@ def hold(path: Path, *, timeout: float, what: str = "another watcher run") -> It
 
 def _acquire(path: Path, timeout: float, what: str, lock: Callable[..., bool]) -> int:
     """An open descriptor of ``path`` holding its lock, within ``timeout`` seconds."""
-    if not os.path.isdir(path.parent):
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _cannot_lock(path, exc) from exc
     deadline = time.monotonic() + timeout
     pause = _FIRST_PAUSE_S
     while True:
-        try:
-            fd = os.open(path, _OPEN_FLAGS, _MODE)
-        except OSError as exc:
-            raise _cannot_lock(path, exc) from exc
+        fd = _open(path)
         try:
             while not lock(fd, blocking=False):
                 left = deadline - time.monotonic()
@@ -107,6 +99,21 @@ def _acquire(path: Path, timeout: float, what: str, lock: Callable[..., bool]) -
             os.close(fd)
             raise
         os.close(fd)
+
+
+def _open(path: Path) -> int:
+    try:
+        return os.open(path, _OPEN_FLAGS, _MODE)
+    except OSError as exc:
+        if os.path.isdir(path.parent):
+            raise _cannot_lock(path, exc) from exc
+    # No locks/ yet (a new data dir): made here rather than checked before every hold. A
+    # failure names the directory that could not be made.
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, _OPEN_FLAGS, _MODE)
+    except OSError as exc:
+        raise _cannot_lock(path, exc) from exc
 
 
 _Lock = Callable[..., bool]

@@ -100,12 +100,18 @@ def _encode(event: Mapping[str, Any], ts: str) -> bytes:
     return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
+# O_NOFOLLOW: a symlink planted at observations.jsonl made every run append to the file it
+# pointed at, outside the data dir; O_NONBLOCK: a FIFO there must not hang the run (§13.5).
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
 def _append_bytes(path: Path, payload: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # O_NOFOLLOW: a symlink planted at observations.jsonl made every run append to the file it
-    # pointed at, outside the data dir; O_NONBLOCK: a FIFO there must not hang the run (§13.5).
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        try:
+            fd = os.open(path, _APPEND_FLAGS, 0o644)
+        except FileNotFoundError:  # no data dir yet; made here, not tried before every append
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, _APPEND_FLAGS, 0o644)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
             raise UnsafePath(path, "a symbolic link, FIFO or directory, not the observation log") from exc

@@ -10,7 +10,10 @@ def utcnow() -> datetime:
 
 
 def iso(moment: datetime | None = None) -> str:
-    return (moment or utcnow()).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime("%Y-%m-%dT%H:%M:%S.%fZ"): the same text (always six fraction
+    # digits; "+00:00" becomes "Z") at a fraction of the cost, and every model call stamps a
+    # few (reserved, finished, its signal line, the index entry).
+    return (moment or utcnow()).astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def parse_iso(text: str) -> datetime:
