@@ -21,7 +21,7 @@ from _records import record
 from watcher import durable
 from watcher.config import Paths
 from watcher.durable import quarantine, read_model, write_bytes, write_json, write_model
-from watcher.errors import EXIT_STATE, SaveFailed, exit_code_for
+from watcher.errors import EXIT_STATE, SaveFailed, WatcherError, exit_code_for
 from watcher.models import InboxRecord
 
 OLD = {"schema_version": 1, "value": "old"}
@@ -238,3 +238,41 @@ def test_sweep_removes_only_old_temp_files_of_killed_writers(tmp_path: Path) -> 
     assert sweep_stale_temps(where) == 1
     assert sorted(p.name for p in where.iterdir()) == [".keep", ".seen.json.def.tmp", "seen.json"]
     assert sweep_stale_temps(tmp_path / "missing") == 0
+
+
+def _one_pass_cases() -> dict[str, bytes]:
+    good = record("op1").model_dump(mode="json")
+    text = json.dumps(good)
+    return {
+        "valid": text.encode(),
+        "newer_schema": json.dumps({**good, "schema_version": 2}).encode(),
+        "unknown_field": json.dumps({**good, "surprise": 1}).encode(),
+        "wrong_type": json.dumps({**good, "cap": "three"}).encode(),
+        "lone_surrogate": text.replace('"text": "', '"text": "\\ud800', 1).encode(),
+        "not_json": b"{not json",
+        "not_an_object": b"[1, 2]",
+        "bom": b"\xef\xbb\xbf" + text.encode(),
+        "bad_utf8": text.replace('"text": "', '"text": "\xff', 1).encode("latin-1"),
+        "other_name": text.replace('"op1"', '"op2"').encode(),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_one_pass_cases()))
+def test_one_pass_reads_judge_every_file_as_the_two_pass_read(paths: Paths, case: str) -> None:
+    """read_model(one_pass=True) gives the same record, error and quarantine as the json.loads
+    path, for good files and for every way a file can be bad."""
+    def named_op1(loaded: InboxRecord) -> str | None:
+        return None if loaded.comment.id == "op1" else "holds another comment"
+
+    outcomes = []
+    for one_pass in (False, True):
+        path = paths.inbox_file("op1")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_one_pass_cases()[case])
+        try:
+            got: object = read_model(path, InboxRecord, quarantine_dir=paths.quarantine, check=named_op1,
+                                     one_pass=one_pass)
+        except WatcherError as exc:  # compared below: same class, same message
+            got = (type(exc).__name__, str(exc).split(" moved to ")[0])
+        outcomes.append((got, path.exists()))
+    assert outcomes[0] == outcomes[1]

@@ -141,7 +141,8 @@ def _unlink_quietly(name: str) -> None:
 
 
 def read_model(
-    path: Path, model: type[M], *, quarantine_dir: Path, check: Callable[[M], str | None] | None = None
+    path: Path, model: type[M], *, quarantine_dir: Path, check: Callable[[M], str | None] | None = None,
+    one_pass: bool = False,
 ) -> M | None:
     """Load ``path`` as ``model``; ``None`` if it does not exist.
 
@@ -152,10 +153,18 @@ def read_model(
     directory with entries or a path whose directories loop (left in place). If a concurrent
     durable write replaces the corrupt file while we move it, nothing healthy is moved: we read
     again and judge what is there now.
+
+    ``one_pass``: parse and validate in one pass with pydantic's JSON parser, about half the
+    cost of ``json.loads`` then validation (an inbox file: 87 k instead of 190 k instructions;
+    it is read up to three times per model call). Whatever that pass rejects — invalid JSON,
+    a lone surrogate escape, a newer ``schema_version``, a bad field — is judged again by the
+    two-pass path, so the result, every error and every quarantine are the same. For models
+    that forbid unknown fields and pin ``schema_version`` (every state model), so that a newer
+    file can never pass the one pass.
     """
     reason = ""
     for _ in range(_READ_TRIES):
-        found = _read_once(path, model, check)
+        found = _read_once(path, model, check, one_pass)
         if not isinstance(found, _Corrupt):
             return found
         reason = found.reason
@@ -184,7 +193,9 @@ class _Corrupt:
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _read_once(path: Path, model: type[M], check: Callable[[M], str | None] | None) -> M | None | _Corrupt:
+def _read_once(
+    path: Path, model: type[M], check: Callable[[M], str | None] | None, one_pass: bool = False
+) -> M | None | _Corrupt:
     try:
         fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
@@ -202,6 +213,14 @@ def _read_once(path: Path, model: type[M], check: Callable[[M], str | None] | No
         raise CorruptState(path, None, f"cannot be read ({exc})") from exc
     finally:
         os.close(fd)
+    if one_pass:
+        try:
+            loaded = model.model_validate_json(raw)
+        except ValidationError:
+            pass  # judged below, where every reason and message is made
+        else:
+            problem = check(loaded) if check is not None else None
+            return loaded if problem is None else _Corrupt(problem, before)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
