@@ -286,6 +286,27 @@ def test_a_recently_changed_inbox_is_never_trusted(paths: Paths, monkeypatch: py
     assert len(stats) == 1
 
 
+def test_a_record_the_caller_just_wrote_is_not_read_again(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``written`` records are used while their file keeps the stamp of that write; a file
+    written again since (another stamp) is read."""
+    mine = inbox.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
+    inbox.save(paths, mine)
+    inbox.save(paths, record("b"))
+    written = {"a": (inbox.stamp(paths.inbox_file("a")), mine),
+               "b": ("stale-stamp", record("b"))}
+    loaded: list[str] = []
+    real = inbox.load
+
+    def counted(where: Paths, cid: str) -> object:
+        loaded.append(cid)
+        return real(where, cid)
+
+    monkeypatch.setattr(inbox, "load", counted)
+    index, changed = seen.reconcile(paths, SeenFile(), ["a", "b"], written=written)
+    assert loaded == ["b"] and changed == ["a", "b"]
+    assert (index.comments["a"].status, index.comments["a"].attempts) == ("reserved", 1)
+
+
 def test_reconcile_never_lowers_attempts(paths: Paths) -> None:
     """An index entry with more attempts than the inbox file shows keeps its count."""
     reserved = inbox.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")

@@ -44,12 +44,16 @@ def entry_from(record: InboxRecord, old: SeenComment | None, stamp: str | None) 
     )
 
 
-def reconcile(paths: Paths, seen: SeenFile, ids: Iterable[str] | None = None) -> tuple[SeenFile, list[str]]:
+def reconcile(paths: Paths, seen: SeenFile, ids: Iterable[str] | None = None, *,
+              written: Mapping[str, tuple[str, InboxRecord]] | None = None) -> tuple[SeenFile, list[str]]:
     """Bring the index up to the inbox files, without any model call.
 
     Returns the new index and the ids whose entry was added or repaired (``seen`` itself when
     nothing changed). Only files whose stamp changed are read, so an idle index costs one
-    ``stat`` per comment.
+    ``stat`` per comment. ``written``: records the caller wrote itself, each with its file's
+    stamp right after the write; a file that still has that stamp holds that record and is not
+    read again (a batch's index save re-read every file it had just written: one more read
+    per model call).
 
     A full reconcile (no ``ids``) of an index this process already reconciled in full is not
     repeated while ``inbox/`` has had no entry created, replaced or removed since: a run
@@ -65,13 +69,14 @@ def reconcile(paths: Paths, seen: SeenFile, ids: Iterable[str] | None = None) ->
         remembered = _remembered(key, seen)
         if remembered is not None:
             return remembered
-    index, changed = _reconcile(paths, seen, ids)
+    index, changed = _reconcile(paths, seen, ids, written or {})
     if key is not None:
         _remember(key, seen, index, changed)
     return index, changed
 
 
-def _reconcile(paths: Paths, seen: SeenFile, ids: Iterable[str] | None) -> tuple[SeenFile, list[str]]:
+def _reconcile(paths: Paths, seen: SeenFile, ids: Iterable[str] | None,
+               written: Mapping[str, tuple[str, InboxRecord]]) -> tuple[SeenFile, list[str]]:
     comments = seen.comments
     known = comments.get
     stamp_of = inbox.stamp
@@ -94,7 +99,8 @@ def _reconcile(paths: Paths, seen: SeenFile, ids: Iterable[str] | None) -> tuple
     updated = dict(comments)
     changed: list[str] = []
     for cid, stamp in stale:
-        record = inbox.load(paths, cid)
+        own = written.get(cid)
+        record = own[1] if own is not None and own[0] == stamp else inbox.load(paths, cid)
         if record is None:  # removed between stat and read
             continue
         old = updated.get(cid)
