@@ -51,10 +51,12 @@ def _record(data_dir: Path, cid: str):  # type: ignore[no-untyped-def]
 
 
 def _failed_once(data_dir: Path, fake: FakeProvider, tmp_path: Path, label: str = "first") -> Path:
-    """A comment whose first attempt failed (malformed JSON); the call log is then cleared."""
+    """A comment whose first attempt failed (malformed JSON); the call log is then cleared.
+
+    Set-up, so through ``watcher``'s ``main`` in this process; the runs under test are processes."""
     export = write_export(tmp_path / "export.json", [label])
     fake.script(label, "malformed")
-    proc = _scan(data_dir, fake, export)
+    proc = run_main("cli", "scan", "--source", str(export), "--json", data_dir=data_dir, env=fake.env())
     assert proc.returncode == 0, proc.stderr
     assert inbox.state_of(_record(data_dir, label)) == "failed"
     fake.calls.clear()
@@ -158,7 +160,7 @@ def test_kill_after_verdict_saved_before_index_is_repaired_without_a_call(
     assert _record(data_dir, "one").verdict is not None
     assert not (data_dir / "seen.json").exists()
     assert fake.calls == ["one"]
-    again = _scan(data_dir, fake, export)
+    again = run_main("cli", "scan", "--source", str(export), "--json", data_dir=data_dir, env=fake.env())
     assert again.returncode == 0, again.stderr
     assert fake.calls == ["one"]
     seen_doc = json.loads((data_dir / "seen.json").read_text())
@@ -234,7 +236,7 @@ def test_mark_during_batch_returns_promptly_and_survives_the_batch_save(
         data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
     """`watcher mark X replied` while a batch holds the pipeline lock: fast, and not overwritten."""
     export = write_export(tmp_path / "export.json", ["done1"])
-    assert _scan(data_dir, fake, export).returncode == 0
+    assert run_main("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env()).returncode == 0
     export2 = write_export(tmp_path / "export2.json", ["done1", "slow"])
     fake.script("slow", "hold")
     batch = start("cli", "scan", "--source", str(export2), data_dir=data_dir, env=fake.env())
