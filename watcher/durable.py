@@ -242,8 +242,13 @@ def _read_once(
 
 def _read_all(fd: int, size: int) -> bytes:
     chunks = []
-    while chunk := os.read(fd, max(size + 1, 65536)):  # +1: the usual file ends in one read
+    got = 0
+    ask = max(size + 1, 65536)  # +1: the usual file ends in one read
+    while chunk := os.read(fd, ask):
         chunks.append(chunk)
+        got += len(chunk)
+        if len(chunk) < ask and got >= size:
+            break  # a short read of a regular file past its size is its end: no read of b"" to learn it
     return b"".join(chunks)
 
 
