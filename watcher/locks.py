@@ -12,7 +12,7 @@ signals lock is taken once per model call (bench/ figure 1); opening the file an
 same ``flock`` ourselves is ~20 µs, and still contends with any ``FileLock`` on the file.
 What ``FileLock`` did that matters here is kept: ``O_NOFOLLOW``, a wait that gives up after
 the timeout, and a lock file deleted while we waited is opened afresh, not held as an orphan.
-filelock before 3.30 has no ``lock_descriptor``: there the ``FileLock`` object is used still.
+``lock_descriptor`` is filelock 3.30's, hence the project's ``filelock>=3.30``.
 """
 
 from __future__ import annotations
@@ -55,17 +55,16 @@ def hold(path: Path, *, timeout: float, what: str = "another watcher run") -> It
     symlink or a directory; :class:`StateError` when the filesystem has no ``flock`` (locks are
     local, SPEC §11).
     """
-    lock, unlock = _primitive()
-    if lock is None or unlock is None:
-        with _hold_filelock(path, timeout=timeout, what=what):
-            yield
-        return
-    fd = _acquire(path, timeout, what, lock)
+    # Imported on first use: filelock costs a noticeable part of start-up (bench/ figure 5), and
+    # read-only commands (status, inbox, show on a current index) never take a lock.
+    from filelock import lock_descriptor, unlock_descriptor
+
+    fd = _acquire(path, timeout, what, lock_descriptor)
     try:
         yield
     finally:
         try:
-            unlock(fd)
+            unlock_descriptor(fd)
         finally:
             os.close(fd)  # closing would release the flock anyway; unlock first says so
 
@@ -114,45 +113,6 @@ def _open(path: Path) -> int:
         return os.open(path, _OPEN_FLAGS, _MODE)
     except OSError as exc:
         raise _cannot_lock(path, exc) from exc
-
-
-_Lock = Callable[..., bool]
-_Unlock = Callable[[int], None]
-_resolved: tuple[_Lock | None, _Unlock | None] | None = None
-
-
-def _primitive() -> tuple[_Lock | None, _Unlock | None]:
-    """filelock's descriptor lock, or ``(None, None)`` before filelock 3.30 (then FileLock)."""
-    global _resolved
-    if _resolved is None:
-        # Imported on first use: filelock costs a noticeable part of start-up (bench/ figure 5),
-        # and read-only commands (status, inbox, show on a current index) never take a lock.
-        try:
-            from filelock import lock_descriptor, unlock_descriptor
-        except ImportError:
-            _resolved = (None, None)
-        else:
-            _resolved = (lock_descriptor, unlock_descriptor)
-    return _resolved
-
-
-@contextmanager
-def _hold_filelock(path: Path, *, timeout: float, what: str) -> Iterator[None]:
-    """:func:`hold` through a ``FileLock`` object, for filelock 3.29.5–3.29.x."""
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(str(path), timeout=timeout)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lock.acquire()
-    except Timeout:
-        raise LockBusy(path, timeout, what=what) from None
-    except OSError as exc:  # after Timeout, which is an OSError (TimeoutError) too
-        raise _cannot_lock(path, exc) from exc
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def _cannot_lock(path: Path, exc: OSError) -> StateError:
