@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fake_provider import VERDICT, running_fake
+from _fake_provider import VERDICT, FakeProvider, running_fake
 from _faults.sitecustomize import KILL_POINTS
 from _proc import envelope, run, start
 from _rel_harness import AGENT_ENV, LONG, TALLY, Baseline, inproc, recover_until_quiet
-from _rel_invariants import Expect, check_all, records, snapshot
+from _rel_invariants import Expect, Snapshot, check_all, records, snapshot
 
 from watcher.inbox import state_of
 
@@ -83,12 +83,18 @@ def crash_case(baseline: Baseline, work: Path, point: str, command: str, entry: 
             problems.append(f"kill point not reached (exit {proc.returncode}): {proc.stderr[-500:]}")
         recovery = recover_until_quiet(data, fake.env(), baseline.full_export, fake=fake)
         problems += recovery.problems
-        problems += check_all(data, fake.calls, before=before, expect=Expect(marks=baseline.marks))
-        states = {cid: state_of(r) for cid, r in records(data).items()}
-        want = {cid: "exhausted" if cid == "bad" else "done" for cid in [*before.attempts, "newa", "newb", "newc"]}
-        if states != want:
-            problems.append(f"after recovery the comments are {states}, expected {want}")
+        problems += _recovered(data, fake, baseline, before)
     return [f"{point} × {command} × {entry}: {p}" for p in problems]
+
+
+def _recovered(data: Path, fake: FakeProvider, baseline: Baseline, before: Snapshot) -> list[str]:
+    """After recovery: every promise held, and every comment ended with a verdict ("bad" spent)."""
+    problems = check_all(data, fake.calls, before=before, expect=Expect(marks=baseline.marks))
+    states = {cid: state_of(r) for cid, r in records(data).items()}
+    want = {cid: "exhausted" if cid == "bad" else "done" for cid in [*before.attempts, "newa", "newb", "newc"]}
+    if states != want:
+        problems.append(f"after recovery the comments are {states}, expected {want}")
+    return problems
 
 
 @pytest.mark.parametrize("point", _points())
@@ -147,11 +153,7 @@ def agent_crash_case(baseline: Baseline, work: Path, case: str, entry: str) -> l
         problems += recovery.problems
         if claimed is not None:
             problems += _late_submit_changes_nothing(data, entry, claimed)
-        problems += check_all(data, fake.calls, before=before, expect=Expect(marks=baseline.marks))
-        states = {cid: state_of(r) for cid, r in records(data).items()}
-        want = {cid: "exhausted" if cid == "bad" else "done" for cid in [*before.attempts, "newa", "newb", "newc"]}
-        if states != want:
-            problems.append(f"after recovery the comments are {states}, expected {want}")
+        problems += _recovered(data, fake, baseline, before)
     return [f"{case} × agent {entry}: {p}" for p in problems]
 
 
