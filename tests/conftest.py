@@ -66,6 +66,27 @@ def pytest_make_collect_report(
         sys.dont_write_bytecode = saved
 
 
+# ---- the code the tests' processes run, compiled once ---------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile watcher/, bridge/ and the fault hooks to bytecode once, before any test starts one.
+
+    Under PYTHONDONTWRITEBYTECODE=1 (some sandboxes and CI images set it) nothing writes
+    ``__pycache__``, so in a fresh clone every ``watcher`` process the suite starts (~300) would
+    compile each module it imports that no test module imported at collection, again. Reading
+    bytecode is still allowed under the variable; only writing it is not. In the controller only
+    (the workers start after it), and cheap when the files are up to date.
+    """
+    if hasattr(config, "workerinput"):
+        return
+    import compileall
+
+    root = Path(__file__).resolve().parent.parent
+    for tree in (root / "watcher", root / "bridge", root / "tests" / "_faults"):
+        compileall.compile_dir(tree, quiet=1)
+
+
 # ---- the reliability rig's closing line, also under pytest-xdist ---------------------------------
 
 
