@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -59,62 +60,66 @@ SETTINGS_HELP = {
 
 @dataclass(frozen=True)
 class Paths:
-    """Every file of one data directory (SPEC §4). Pure: building it touches nothing."""
+    """Every file of one data directory (SPEC §4). Pure: building it touches nothing.
+
+    Each path is built once per instance (a run asks for ``inbox`` and ``quarantine`` thousands
+    of times in a big batch); ``cached_property`` stores it in the instance's ``__dict__``,
+    which a frozen dataclass still has."""
 
     root: Path
 
-    @property
+    @cached_property
     def inbox(self) -> Path:
         return self.root / "inbox"
 
     def inbox_file(self, comment_id: str) -> Path:
         return self.inbox / f"{comment_id}.json"
 
-    @property
+    @cached_property
     def seen(self) -> Path:
         return self.root / "seen.json"
 
-    @property
+    @cached_property
     def provider_state(self) -> Path:
         return self.root / "provider.json"
 
-    @property
+    @cached_property
     def observations(self) -> Path:
         return self.root / "observations.jsonl"
 
-    @property
+    @cached_property
     def signals_dir(self) -> Path:
         return self.root / "signals"
 
-    @property
+    @cached_property
     def signals_state(self) -> Path:
         return self.signals_dir / "state.json"
 
-    @property
+    @cached_property
     def signals_cursor(self) -> Path:
         return self.signals_dir / "cursor.json"
 
-    @property
+    @cached_property
     def locks(self) -> Path:
         return self.root / "locks"
 
-    @property
+    @cached_property
     def pipeline_lock(self) -> Path:
         return self.locks / "pipeline.lock"
 
-    @property
+    @cached_property
     def seen_lock(self) -> Path:
         return self.locks / "seen.lock"
 
-    @property
+    @cached_property
     def signals_lock(self) -> Path:
         return self.locks / "signals.lock"
 
-    @property
+    @cached_property
     def quarantine(self) -> Path:
         return self.root / "quarantine"
 
-    @property
+    @cached_property
     def config_file(self) -> Path:
         return self.root / "config.toml"
 
