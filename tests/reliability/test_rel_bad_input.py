@@ -1,23 +1,26 @@
 """Bad input: whatever a model server or a Forem payload says, watcher stores it or rejects it.
 
 Hypothesis drives the real openai provider (over an ``httpx.MockTransport``) and the real export
-reader; what they return must survive the durable write and read back. Then real processes:
-ids that try to leave the data dir, and an API key that must never reach it, nor any output, in
-any JSON spelling (SPEC §13.5): echoed in a verdict, ``\\/``- or ``\\u``-escaped, in a 4xx message.
+reader; what they return must survive the durable write and read back. Then the front ends
+against the loopback fake: ids that try to leave the data dir, and an API key that must never
+reach it, nor any output, in any JSON spelling (SPEC §13.5): echoed in a verdict, ``\\/``- or
+``\\u``-escaped, in a 4xx message. The scans of the hostile export and of each echo are real
+processes speaking HTTP; the commands after them that only read or are refused (show, inbox, ids
+on the command line) run the real front end's ``main`` in this process (:func:`run_main`): the
+same parsing, core, rendering and exit code, without an interpreter start each.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from _fake_provider import key_leaks, running_fake, u_escaped
-from _proc import envelope, run, write_export
+from _proc import envelope, run, run_main, write_export
 from _rel_harness import LONG, TALLY, inproc
 from _rel_invariants import files_containing
 from hypothesis import HealthCheck, given, settings
@@ -202,7 +205,7 @@ def test_any_forem_payload_yields_safe_comments_that_store(doc: Any) -> None:
     TALLY.add("bad_inputs")
 
 
-# ---- real processes: ids that try to leave the data dir, and the key ----------------------------------
+# ---- the front ends: ids that try to leave the data dir, and the key ------------------------------------
 
 
 def _hostile_export(path: Path) -> Path:
@@ -229,8 +232,8 @@ def test_ids_that_try_to_escape_the_data_dir_are_rejected(entry: str, tmp_path: 
         assert len(doc["rejected"]) == len(HOSTILE_IDS)
         hostile = (["show", "../seen"], ["mark", "../../x", "replied"], ["recheck", "a/b"], ["show", ".."],
                    ["mark", "ABC", "ignored"], ["recheck", "x" * 17])
-        with ThreadPoolExecutor(max_workers=3) as pool:  # each is refused before it touches anything
-            procs = list(pool.map(lambda args: run(entry, *args, "--json", data_dir=data, env=fake.env()), hostile))
+        # In process, one after another: each is refused before it touches anything.
+        procs = [run_main(entry, *args, "--json", data_dir=data, env=fake.env()) for args in hostile]
         for args, proc in zip(hostile, procs, strict=True):
             assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
             TALLY.add("bad_inputs")
@@ -278,14 +281,16 @@ READS = [("cli", ("show", "echo1")), ("cli", ("show", "echo1", "--json")), ("cli
 @pytest.mark.parametrize("behaviour", ECHOES)
 def test_an_echoed_key_is_in_no_file_and_no_output(behaviour: str, tmp_path: Path) -> None:
     """A server echoing the key (in a verdict, \\/- or \\u-escaped, in a 4xx message): a real scan
-    through the loopback, then show and inbox; the key is in no file and no output, in any spelling."""
+    (a process) through the loopback, then show and inbox (the front ends' ``main`` in process);
+    the key is in no file and no output, in any spelling."""
     data = tmp_path / "data"
     export = write_export(tmp_path / "export.json", ["echo1"])
     with running_fake() as fake:
         env = {**fake.env(), "WATCHER_API_KEY": KEY, "COLUMNS": "500"}
         fake.script("echo1", behaviour)
         procs = [run("cli", "scan", "--source", str(export), data_dir=data, env=env)]
-        procs += [run(entry, *args, data_dir=data, env=env) for entry, args in READS]
+        # The reads in process: the real front end and its rendering, COLUMNS included.
+        procs += [run_main(entry, *args, data_dir=data, env=env) for entry, args in READS]
         assert fake.calls == ["echo1"]
     record = inbox.load(Paths(data), "echo1")
     assert record is not None and "[redacted]" in (record.attempts[0].raw or "")  # it did come back
