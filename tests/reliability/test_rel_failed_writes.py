@@ -5,7 +5,8 @@ operations counted are the ones a durable write or a signal append is made of: c
 temp file (``tempfile.mkstemp``), ``os.write``, ``os.fsync`` (file and directory) and
 ``os.replace``. For N = 1, 2, … the N-th one raises (once, as a transient EIO; or from then on,
 as a full disk) until a cycle completes without reaching N. After each case: the command that
-met the fault exited non-zero, and a clean recovery restores every promise.
+met the fault exited non-zero, and a clean recovery restores every promise. The Ns of a mode are
+dealt out to a few tests (chunks) so pytest-xdist can run them side by side.
 """
 
 from __future__ import annotations
@@ -108,17 +109,30 @@ def failed_write_case(baseline: Baseline, work: Path, at: int, persistent: bool)
     return bool(fault.hit_in), [f"write #{at} fails ({mode}): {p}" for p in problems]
 
 
-@pytest.mark.parametrize("persistent", [False, True], ids=["transient-eio", "disk-full"])
-def test_every_failed_write_is_loud_and_recoverable(persistent: bool, baseline: Baseline, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail write op N = 1, 2, … of a full cycle: loud exit, then a clean run keeps every promise."""
+# How many chunks each mode's Ns are dealt to (about 3 s of work each): chunk ``part`` takes every
+# ``parts``-th N of the mode from its ``part``-th, so together they run exactly the mode's Ns.
+PARTS = {False: 4, True: 2}
+CHUNKS = [pytest.param(persistent, part, id=f"{name}-{part + 1}of{PARTS[persistent]}")
+          for persistent, name in ((False, "transient-eio"), (True, "disk-full"))
+          for part in range(PARTS[persistent])]
+
+
+@pytest.mark.parametrize(("persistent", "part"), CHUNKS)
+def test_every_failed_write_is_loud_and_recoverable(persistent: bool, part: int, baseline: Baseline,
+                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail write op N = 1, 2, … of a full cycle: loud exit, then a clean run keeps every promise.
+
+    This chunk's share of the Ns. A cycle makes the same operations every time, so N is reached
+    exactly when it is at most their number: every chunk stops at the same boundary.
+    """
     found: list[str] = []
     cases = 0
     # A full disk fails everything after N too, so neighbouring N differ little: the quick mode
     # takes every third one; the long mode (and the transient case always) takes every N.
     step = 3 if persistent and not LONG else 1
+    stride = step * PARTS[persistent]
     with counted_ops(monkeypatch):
-        for at in range(1, 10_000, step):
+        for at in range(1 + step * part, 10_000, stride):
             reached, violations = failed_write_case(baseline, tmp_path / str(at), at, persistent)
             if not reached:
                 break
@@ -127,5 +141,6 @@ def test_every_failed_write_is_loud_and_recoverable(persistent: bool, baseline: 
             if found and not LONG:
                 break  # the first broken case says enough; long mode collects them all
     TALLY.add("failed_writes", cases, found)
-    assert cases > 100 // step, "the cycle should contain many durable write operations"
     assert found == []
+    # Over 100 operations in a cycle: over 100 // stride of them fall to each chunk.
+    assert cases > 100 // stride, "the cycle should contain many durable write operations"
