@@ -10,9 +10,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _forkserver import ForkedProcess
+
 BIN = Path(sys.executable).parent
 FAULTS = Path(__file__).parent / "_faults"
 ENTRYPOINTS = {"cli": BIN / "watcher", "bridge": BIN / "watcher-bridge"}
+MODULES = {"cli": "watcher.cli", "bridge": "bridge.cli"}  # whose ``main`` each console script runs
+# Every process a real exec of its console script instead of a fork (tests/_forkserver.py).
+EXEC = os.environ.get("WATCHER_TESTS_EXEC", "") == "1"
 
 
 # The pipeline-lock wait of lock-busy tests other than the one that proves the real 5 s: long
@@ -80,14 +85,34 @@ def command(entry: str, *args: str) -> list[str]:
 
 def run(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None, fault: str | None = None,
         timeout: float = 60, lock_wait: float | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command(entry, *args), env=env_for(data_dir, env, fault, lock_wait=lock_wait),
-                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+    """``entry`` as a process of its own, to its end (see :func:`start` for how it is started)."""
+    child_env = env_for(data_dir, env, fault, lock_wait=lock_wait)
+    if EXEC:
+        return subprocess.run(command(entry, *args), env=child_env, capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+    proc = ForkedProcess(command(entry, *args), MODULES[entry], child_env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode or 0, out, err)
 
 
 def start(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None, fault: str | None = None,
-          notices: Notices | None = None, lock_wait: float | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(command(entry, *args), env=env_for(data_dir, env, fault, notices, lock_wait),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+          notices: Notices | None = None, lock_wait: float | None = None) -> subprocess.Popen[str] | ForkedProcess:
+    """``entry`` started as a process of its own, stdout and stderr piped, stdin /dev/null.
+
+    Forked from the worker's fork server (tests/_forkserver.py: the libraries come preloaded,
+    watcher itself is imported fresh in the child), or a real ``exec`` of the console script
+    under ``WATCHER_TESTS_EXEC=1``. Either way a real process: its own pid, locks, signals.
+    """
+    child_env = env_for(data_dir, env, fault, notices, lock_wait)
+    if EXEC:
+        return subprocess.Popen(command(entry, *args), env=child_env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    return ForkedProcess(command(entry, *args), MODULES[entry], child_env)
 
 
 def run_main(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None,

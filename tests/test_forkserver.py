@@ -1,0 +1,67 @@
+"""The fork server (tests/_forkserver.py) starts processes that behave as an exec'd console script.
+
+The suite's ``watcher`` / ``watcher-bridge`` processes come from it; these tests hold it to the
+real thing: the same output, exit code and fault hooks, a process of its own, killable.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from _fake_provider import running_fake
+from _forkserver import ForkedProcess
+from _proc import MODULES, command, env_for, write_export
+
+CASES = [
+    ("cli", ("status", "--json")),
+    ("cli", ("status",)),  # the human table
+    ("cli", ("show", "nosuch")),  # exit 2, a message on stderr
+    ("cli", ("recheck", "--limit", "x")),  # a usage error from the option parser
+    ("cli", ("--help",)),
+    ("bridge", ("status",)),
+    ("bridge", ("mark", "../x", "replied")),
+]
+
+
+def _both(entry: str, args: tuple[str, ...], env: dict[str, str]) -> tuple[tuple[int, str, str], ...]:
+    execed = subprocess.run(command(entry, *args), env=env, capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL, check=False)
+    forked = ForkedProcess(command(entry, *args), MODULES[entry], env)
+    out, err = forked.communicate(timeout=60)
+    return (execed.returncode, execed.stdout, execed.stderr), (forked.wait(), out, err)
+
+
+@pytest.mark.parametrize(("entry", "args"), CASES, ids=[" ".join((e, *a)) for e, a in CASES])
+def test_a_forked_process_answers_as_the_execed_console_script(entry: str, args: tuple[str, ...],
+                                                                data_dir: Path) -> None:
+    execed, forked = _both(entry, args, env_for(data_dir, {"COLUMNS": "100"}))
+    assert forked == execed
+
+
+def test_a_forked_process_has_the_fault_hooks_its_pythonpath_names(data_dir: Path, tmp_path: Path) -> None:
+    """sitecustomize comes from PYTHONPATH as at start-up: a kill point kills the forked child."""
+    export = write_export(tmp_path / "e.json", ["a1"])
+    env = env_for(data_dir, {"WATCHER_PROVIDER": "offline"}, fault="kill_at=after_lock")
+    execed, forked = _both("cli", ("scan", "--source", str(export), "--json"), env)
+    assert execed[0] == forked[0] == -signal.SIGKILL
+    assert forked[1] == execed[1] == ""
+
+
+def test_a_forked_process_is_its_own_process_and_sigkill_ends_it(data_dir: Path, tmp_path: Path) -> None:
+    """Held in a model call: its own pid and working directory, still running; SIGKILL ends it."""
+    export = write_export(tmp_path / "e.json", ["a1"])
+    with running_fake() as fake:
+        fake.script("a1", "hold")
+        proc = ForkedProcess(command("cli", "scan", "--source", str(export)), MODULES["cli"],
+                             env_for(data_dir, fake.env()))
+        fake.wait_in_flight()
+        assert proc.pid != os.getpid() and proc.poll() is None
+        assert Path(f"/proc/{proc.pid}/cwd").resolve() == Path.cwd().resolve()
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        fake.release()
+    assert proc.returncode == -signal.SIGKILL
