@@ -97,7 +97,7 @@ def run(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = Non
         proc.kill()
         proc.communicate()
         raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode or 0, out, err)
+    return subprocess.CompletedProcess(proc.args, proc.wait(), out, err)
 
 
 def start(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None, fault: str | None = None,
