@@ -1,7 +1,8 @@
 """SPEC §7 with real processes: every attempt reserved first, never a fourth call, never stale.
 
-Each test drives the real ``watcher`` / ``watcher-bridge`` executables against a temp data dir
-and a loopback provider that records every call; assertions are on that call log. Runs that only
+Each test drives real ``watcher`` / ``watcher-bridge`` processes (``_proc.start``/``run``) against
+a temp data dir and a loopback provider that records every call; assertions are on that call log.
+Runs that only
 set the scene or read the answer afterwards go through the entry points' ``main`` in this process
 (``_proc.run_main``); the runs that are killed, faulted, or race each other are processes.
 """
