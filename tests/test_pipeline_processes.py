@@ -2,9 +2,9 @@
 
 Each test drives real ``watcher`` / ``watcher-bridge`` processes (``_proc.start``/``run``) against
 a temp data dir and a loopback provider that records every call; assertions are on that call log.
-Runs that only
-set the scene or read the answer afterwards go through the entry points' ``main`` in this process
-(``_proc.run_main``); the runs that are killed, faulted, or race each other are processes.
+Runs that only set the scene or read the answer afterwards go through the entry points' ``main``
+in this process (``_proc.run_main``); the runs that are killed, faulted, or race each other are
+processes.
 """
 
 from __future__ import annotations
