@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from watcher import durable
 from watcher.commands import Context
 from watcher.config import Settings
 from watcher.models import Comment, InboxRecord, Prompt, SeenFile, Verdict
-from watcher.pipeline import Hooks, Run
+from watcher.pipeline import Hooks, Run, new_run_id
 from watcher.source import SOURCES, FetchResult, fetch_devto
+from watcher.store import durable
 
 T0 = "2026-05-14T09:00:00.000000Z"
 VERDICT = Verdict(needs_reply=True, category="question", priority="normal",
@@ -92,9 +92,8 @@ def run_of(s: Settings, command: Any, *, limit: int, hooks: Hooks) -> Run:
     cost: the pipeline takes a Run of 200 calls as it is, so the bench needs no patching to
     measure one batch of 200.
     """
-    from watcher import signals
 
-    return Run(settings=s, command=command, entrypoint="cli", run_id=signals.new_run_id(), limit=limit,
+    return Run(settings=s, command=command, entrypoint="cli", run_id=new_run_id(), limit=limit,
                hooks=hooks)
 
 

@@ -37,13 +37,15 @@ from _common import (
     timed,
     write_plain,
 )
+from _records import emit as _emit
 
-from watcher import durable, inbox, pipeline, seen
+from watcher import pipeline, records
 from watcher.config import Settings
-from watcher.models import AttemptError, InboxRecord, Prompt, Usage
+from watcher.models import AttemptError, InboxRecord, Prompt, SeenFile, Usage
 from watcher.pipeline import Hooks
 from watcher.pipeline.batch import Batch
 from watcher.providers.base import CallResult, ProbeResult
+from watcher.store import FileStore, durable
 
 RAW = json.dumps(VERDICT.model_dump())
 
@@ -69,13 +71,13 @@ INSTANT = Hooks(make_provider=lambda _settings: InstantProvider())
 
 def _new_record(i: int) -> InboxRecord:
     c = comment(i, article_id=1 + i // 50)
-    return inbox.new_record(c, prompt_for(c))
+    return records.new_record(c, prompt_for(c))
 
 
 def _failed_record(i: int) -> InboxRecord:
-    reserved = inbox.reserve(_new_record(i), command="scan", entrypoint="cli", provider="bench", model="instant")
+    reserved = records.reserve(_new_record(i), command="scan", entrypoint="cli", provider="bench", model="instant")
     error = AttemptError(kind="malformed_json", message="the model answered text that is not JSON")
-    return inbox.finish(reserved, verdict=None, error=error, raw="Sure! Here is my verdict: needs reply.",
+    return records.finish(reserved, verdict=None, error=error, raw="Sure! Here is my verdict: needs reply.",
                         duration_ms=800)
 
 
@@ -84,7 +86,7 @@ def _seed_failed(s: Settings, n: int) -> list[InboxRecord]:
     records = [_failed_record(i) for i in range(n)]
     for record in records:
         write_plain(s.paths.inbox_file(record.comment.id), record_bytes(record))
-    index, _ = seen.reconcile(s.paths, seen.SeenFile())
+    index, _ = FileStore(s.paths).reconcile_index(SeenFile())
     durable.write_model(s.paths.seen, index)
     return records
 
@@ -100,8 +102,8 @@ def _floor_writer(directory: Path, records: list[InboxRecord],
     """
     pairs = []
     for record in records:
-        reserved = inbox.reserve(record, command="recheck", entrypoint="cli", provider="bench", model="instant")
-        finished = inbox.finish(reserved, verdict=VERDICT, error=None, raw=RAW,
+        reserved = records.reserve(record, command="recheck", entrypoint="cli", provider="bench", model="instant")
+        finished = records.finish(reserved, verdict=VERDICT, error=None, raw=RAW,
                                 usage=Usage(input_tokens=300, output_tokens=40), duration_ms=0)
         pairs.append((directory / f"{record.comment.id}.json", reserved.model_dump(mode="json"),
                       finished.model_dump(mode="json")))
@@ -183,7 +185,6 @@ def bench_instant(base: Path | None, n: int, reps: int) -> Row:
 
 def _diagnose(base: Path | None, n: int) -> list[str]:
     """Where the time above the floor goes: the per-outcome observation append, measured."""
-    from watcher import signals
     from watcher.config import Paths
 
     with temp_dir(base, "diag") as root:
@@ -195,7 +196,7 @@ def _diagnose(base: Path | None, n: int) -> list[str]:
                                          lambda: _recheck(s, n, INSTANT), None)
         paths = Paths(root / "emit")
         write = timed(lambda: [durable.write_json(root / "floor" / "one.json", {"x": 1}) for _ in range(n)])
-        emit = timed(lambda: [signals.emit(paths, "verdict.ok", run="bench", entrypoint="cli", comment="b0000001")
+        emit = timed(lambda: [_emit(paths, "verdict.ok", run="bench", entrypoint="cli", comment="b0000001")
                               for _ in range(n)])
     return [f"diagnosis: the same batch with observation appends switched off: {measured / floor:.2f}× the floor",
             (f"diagnosis: one observation append (signals lock + one write) costs {ms(emit / n)}, "

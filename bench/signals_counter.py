@@ -19,8 +19,8 @@ from pathlib import Path
 
 from _common import Row, cid, median, ms, temp_dir, timed
 
-from watcher import signals
 from watcher.config import Paths
+from watcher.store import signals
 
 KEYS = ("verdict.ok", "verdict.ok", "verdict.ok", "verdict.error.malformed_json", "verdict.error.overloaded",
         "item.deferred", "state.repaired", "attempt.interrupted")

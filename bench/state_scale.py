@@ -37,18 +37,19 @@ from _common import (
     timed,
 )
 
-from watcher import commands, inbox, seen
+from watcher import commands, records
 from watcher.config import Settings
 from watcher.models import Usage
+from watcher.store import FileStore, _index
 
 PER_ARTICLE = 50
 
 
 def _template() -> bytes:
     c = comment(0, article_id=1)
-    reserved = inbox.reserve(inbox.new_record(c, prompt_for(c)), command="scan", entrypoint="cli",
+    reserved = records.reserve(records.new_record(c, prompt_for(c)), command="scan", entrypoint="cli",
                              provider="openai", model="gpt-4o-mini", pid=4242)
-    done = inbox.finish(reserved, verdict=VERDICT, error=None, raw=json.dumps(VERDICT.model_dump()),
+    done = records.finish(reserved, verdict=VERDICT, error=None, raw=json.dumps(VERDICT.model_dump()),
                         usage=Usage(input_tokens=310, output_tokens=41), duration_ms=812)
     return (json.dumps(done.model_dump(mode="json"), ensure_ascii=False, indent=1) + "\n").encode()
 
@@ -81,10 +82,10 @@ def settle(s: Settings) -> None:
 
     An idle account's inbox/ was last written by a scan minutes or hours ago; the setup has
     just written all of it. watcher trusts a directory's times to stand for "no file changed"
-    only once it is older than any clock tick that could hide a change (``seen._QUIET_NS``,
+    only once it is older than any clock tick that could hide a change (``_index._QUIET_NS``,
     3 s), so a scan measured right after the setup would meet a state no cron run meets."""
     st = os.stat(s.paths.inbox)
-    left = (max(st.st_mtime_ns, st.st_ctime_ns) + seen._QUIET_NS) / 1e9 - time.time()
+    left = (max(st.st_mtime_ns, st.st_ctime_ns) + _index._QUIET_NS) / 1e9 - time.time()
     if left > 0:
         time.sleep(left + 0.1)
 
@@ -108,7 +109,7 @@ def _listing(n: int) -> Any:
 
 
 def _floor(s: Settings) -> None:
-    seen.load(s.paths)
+    FileStore(s.paths).load_index()
     os.listdir(s.paths.inbox)
 
 

@@ -10,8 +10,8 @@ No MCP SDK import: the plain bridge may load this module.
 from __future__ import annotations
 
 from watcher.errors import exit_code_legend
-from watcher.inbox import LEASE
 from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT
+from watcher.records import LEASE
 
 # SPEC §14: how long a claim waits for its submit (the core's figure, in the words' unit).
 LEASE_MINUTES = round(LEASE.total_seconds() / 60)

@@ -34,7 +34,7 @@ from watcher.models import (
     TriageBy,
     Verdict,
 )
-from watcher.pipeline import Outcome
+from watcher.pipeline import ItemOutcome as Outcome
 
 # ---- scan / recheck: the batch summary (watcher.pipeline.batch.BatchResult.to_json) ----------------------
 

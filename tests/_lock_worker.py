@@ -12,10 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from watcher import locks
 from watcher.config import Paths
 from watcher.errors import LockBusy, exit_code_for
-from watcher.locks import pipeline_lock
+from watcher.store import locks
+from watcher.store.locks import pipeline_lock
 
 
 def hold(paths: Paths, held: Path) -> None:

@@ -3,7 +3,9 @@ subprocess workers (importable because pytest puts tests/ on sys.path, and the w
 
 from __future__ import annotations
 
+from watcher.config import Paths
 from watcher.models import AttemptError, Comment, InboxRecord, Prompt, SeenComment, Verdict
+from watcher.store import FileStore
 
 T0 = "2026-05-14T09:00:00.000000Z"
 
@@ -49,3 +51,8 @@ def entry(*, attempts: int = 0, status: str = "pending", triage: str = "open", a
         updated_at=updated_at,
         inbox_stamp=stamp,
     )
+
+
+def emit(paths: Paths, key: str, *, run: str, entrypoint: str, comment: str | None = None) -> None:
+    """One observation line through the store, as a run's :meth:`Batch.emit` appends it."""
+    FileStore(paths).append_signals([{"key": key, "comment": comment, "run": run, "entrypoint": entrypoint}])

@@ -1,7 +1,7 @@
 """Subprocess worker for test_seen_processes: one writer of seen.json.
 
     python _seen_worker.py DATA_DIR START_FILE mark K      -> marks via seen.patch_triage
-    python _seen_worker.py DATA_DIR START_FILE batch K     -> batch saves via seen.save(base, mine)
+    python _seen_worker.py DATA_DIR START_FILE batch K     -> batch saves via FileStore(base).save_index(mine)
 
 Every worker waits for START_FILE so they all hit the seen lock together. What each one writes is
 a pure function of its role and K (see the plan functions), so the test can compute the result.
@@ -20,6 +20,7 @@ from _records import entry
 from watcher import seen
 from watcher.config import Paths
 from watcher.models import SeenFile
+from watcher.store import FileStore
 
 SHARED = [f"c{i}" for i in range(8)]  # comments every writer touches
 ROUNDS = 6
@@ -60,13 +61,13 @@ def _wait(start: Path, name: str) -> None:
 def run_marker(paths: Paths, k: int) -> None:
     for triage in marks_of(k):
         for cid in marked_by(k):
-            if seen.patch_triage(paths, cid, triage) is None:  # type: ignore[arg-type]
+            if FileStore(paths).patch_triage(cid, triage) is None:  # type: ignore[arg-type]
                 raise SystemExit(f"marker {k}: {cid} unknown")
 
 
 def run_batch(paths: Paths, k: int) -> None:
     for rnd in range(ROUNDS):
-        base = seen.load(paths)
+        base = FileStore(paths).load_index()
         comments = dict(base.comments)
         for cid in SHARED:
             old = comments[cid]
@@ -75,7 +76,7 @@ def run_batch(paths: Paths, k: int) -> None:
         mine = SeenFile(comments=comments, articles=base.articles)
         mine = seen.record_article(mine, 100 + k * ROUNDS + rnd, title=f"a{k}", url=None, comments_count=rnd)
         time.sleep(0.001 * (k % 3))  # let other writers move theirs on: base goes stale
-        seen.save(paths, base, mine)
+        FileStore(paths).save_index(base, mine)
 
 
 def main() -> None:

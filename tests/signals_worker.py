@@ -16,8 +16,8 @@ import random
 import sys
 from pathlib import Path
 
-from watcher import signals
 from watcher.config import Paths
+from watcher.store import signals
 
 
 def append(data_dir: Path, name: str, n: int, keys: list[str]) -> None:

@@ -18,13 +18,14 @@ from _fake_provider import VERDICT, FakeProvider, in_process_context
 from _proc import write_export
 from typer.testing import CliRunner
 
-from watcher import commands, inbox, seen
+from watcher import commands, records
 from watcher.cli import build_app
 from watcher.commands import Context, Envelope
 from watcher.config import Paths, load_settings
 from watcher.models import InboxRecord
 from watcher.pipeline import Hooks
 from watcher.providers.parse import verdict_json_schema
+from watcher.store import FileStore
 from watcher.timeutil import parse_iso, utcnow
 
 AGENT_ENV = {"WATCHER_PROVIDER": "agent"}
@@ -61,13 +62,13 @@ def _submit(data_dir: Path, cid: str, n: int, verdict: Any) -> Envelope:
 
 
 def _record(data_dir: Path, cid: str) -> InboxRecord:
-    record = inbox.load(Paths(data_dir), cid)
+    record = FileStore(Paths(data_dir)).load_record(cid)
     assert record is not None
     return record
 
 
 def _status_of(data_dir: Path, cid: str) -> tuple[str, int]:
-    entry = seen.load(Paths(data_dir)).comments[cid]
+    entry = FileStore(Paths(data_dir)).load_index().comments[cid]
     return entry.status, entry.attempts
 
 
@@ -87,7 +88,7 @@ def test_scan_with_agent_makes_no_call_and_leaves_comments_pending(data_dir: Pat
     assert planned == [0]  # the progress a front end shows: no model call planned
     result = envelope.result
     assert (result["calls"], result["for_agent"], result["items"], result["provider"]) == (0, 2, [], "agent")
-    assert [inbox.state_of(_record(data_dir, cid)) for cid in ("aa1", "bb2")] == ["pending", "pending"]
+    assert [records.state_of(_record(data_dir, cid)) for cid in ("aa1", "bb2")] == ["pending", "pending"]
     assert _status_of(data_dir, "aa1") == ("pending", 0)
 
 
@@ -105,7 +106,7 @@ def test_scan_with_agent_is_not_stopped_by_a_cooldown_or_a_breaker(data_dir: Pat
     """No call is made, so a 429 cooldown left by a real provider does not apply: exit 0."""
     from watcher.pipeline.provider_state import write_cooldown
 
-    write_cooldown(_ctx(data_dir).settings, 3600, reason="rate_limited: left by openai")
+    write_cooldown(_ctx(data_dir).store, 3600, reason="rate_limited: left by openai")
     envelope = _scan(data_dir, tmp_path, ["aa1"])
     assert envelope.exit_code == 0 and envelope.result["for_agent"] == 1 and envelope.result["stopped"] is None
 
@@ -274,7 +275,7 @@ def test_submit_refuses_an_attempt_a_model_run_reserved(data_dir: Path, tmp_path
     _scan(data_dir, tmp_path, ["aa1"])
     paths = Paths(data_dir)
     record = _record(data_dir, "aa1")
-    inbox.save(paths, inbox.reserve(record, command="scan", entrypoint="cli", provider="openai", model="m"))
+    FileStore(paths).save_record(records.reserve(record, command="scan", entrypoint="cli", provider="openai", model="m"))
     before = paths.inbox_file("aa1").read_bytes()
     envelope = _submit(data_dir, "aa1", 1, VERDICT)
     assert envelope.exit_code == 2 and envelope.error is not None and envelope.error["kind"] == "submit_refused"

@@ -12,12 +12,13 @@ import pytest
 from _fake_provider import FakeProvider, in_process_context
 from typer.testing import CliRunner
 
-from watcher import commands, inbox, seen
+from watcher import commands, records
 from watcher.cli import build_app
 from watcher.commands import Context
 from watcher.config import Paths, Settings
 from watcher.models import SeenFile
 from watcher.source import FetchResult, read_export
+from watcher.store import FileStore
 from watcher.timeutil import iso, utcnow
 
 
@@ -75,7 +76,7 @@ def test_a_first_scan_records_the_backlog_as_baseline_and_calls_only_recent_comm
     assert out.error is None and fake.calls == ["new1"]
     assert out.result["baseline"] == 2 and out.result["discovered"] == 3
     paths = Paths(data_dir)
-    assert {cid: inbox.state_of(inbox.load(paths, cid)) for cid in ("old1", "old2", "new1")} == {  # type: ignore[arg-type]
+    assert {cid: records.state_of(FileStore(paths).load_record(cid)) for cid in ("old1", "old2", "new1")} == {  # type: ignore[arg-type]
         "old1": "baseline", "old2": "baseline", "new1": "done"}
     commands.scan(_ctx(data_dir, fake), source="account-e")
     commands.recheck(_ctx(data_dir, fake))
@@ -96,8 +97,8 @@ def test_scan_since_queues_the_baseline_created_since_that_date(data_dir: Path, 
     since = (utcnow() - timedelta(days=30)).date().isoformat()
     out = commands.scan(_ctx(data_dir, fake), source="account-e", since=since)
     assert out.error is None and fake.calls == ["new1", "old2"]
-    record = inbox.load(Paths(data_dir), "old1")
-    assert record is not None and inbox.state_of(record) == "baseline"
+    record = FileStore(Paths(data_dir)).load_record("old1")
+    assert record is not None and records.state_of(record) == "baseline"
 
 
 def test_a_later_scan_checks_an_old_comment_it_had_not_seen(data_dir: Path, tmp_path: Path) -> None:
@@ -131,9 +132,9 @@ def test_a_persons_mark_always_wins_over_devto(data_dir: Path, tmp_path: Path) -
     fake = FakeProvider()
     commands.scan(_ctx(data_dir, fake), source=str(_export(tmp_path / "e.json", {"a1": 1, "a2": 1})))
     paths = Paths(data_dir)
-    seen.patch_triage(paths, "a2", "open")  # the person reopened it on purpose
-    marked = seen.note_author_replies(paths, {"a1": iso(), "a2": iso()})
-    index = seen.load(paths)
+    FileStore(paths).patch_triage("a2", "open")  # the person reopened it on purpose
+    marked = FileStore(paths).note_author_replies({"a1": iso(), "a2": iso()})
+    index = FileStore(paths).load_index()
     assert marked == ["a1"]
     assert (index.comments["a1"].triage, index.comments["a1"].triage_by) == ("replied", "devto")
     assert (index.comments["a2"].triage, index.comments["a2"].triage_by) == ("open", "person")
@@ -148,9 +149,9 @@ def test_a_comment_the_author_already_answered_is_never_called(data_dir: Path, t
     out = commands.scan(_ctx(data_dir, fake), source=str(export))
     assert out.error is None and fake.calls == ["open1"] and out.result["answered"] == 1
     paths = Paths(data_dir)
-    record = inbox.load(paths, "ans1")
-    assert record is not None and inbox.state_of(record) == "answered" and record.attempts == []
-    entry = seen.load(paths).comments["ans1"]
+    record = FileStore(paths).load_record("ans1")
+    assert record is not None and records.state_of(record) == "answered" and record.attempts == []
+    entry = FileStore(paths).load_index().comments["ans1"]
     assert (entry.triage, entry.triage_by) == ("replied", "devto")
     runner = CliRunner()
     assert "you replied at" in runner.invoke(build_app("cli"), ["show", "ans1"]).stdout
@@ -166,8 +167,8 @@ def test_a_reply_to_a_pending_comment_closes_it_before_its_first_call(data_dir: 
     out = commands.scan(_ctx(data_dir, fake),
                         source=str(_export(tmp_path / "b.json", {"p1": 2, "p2": 1}, replies={"p2": "r1"})))
     assert out.error is None and fake.calls == ["p1"]
-    record = inbox.load(Paths(data_dir), "p2")
-    assert record is not None and inbox.state_of(record) == "answered"
+    record = FileStore(Paths(data_dir)).load_record("p2")
+    assert record is not None and records.state_of(record) == "answered"
 
 
 def test_replying_after_the_verdict_empties_the_inbox_and_a_persons_open_stands(
@@ -184,7 +185,7 @@ def test_replying_after_the_verdict_empties_the_inbox_and_a_persons_open_stands(
     assert "v1" not in runner.invoke(build_app("cli"), ["inbox"]).stdout
     assert runner.invoke(build_app("cli"), ["mark", "v1", "open"]).exit_code == 0
     commands.scan(_ctx(data_dir, fake), source=str(replied))
-    assert seen.load(Paths(data_dir)).comments["v1"].triage == "open"
+    assert FileStore(Paths(data_dir)).load_index().comments["v1"].triage == "open"
 
 
 def test_a_source_stopped_midway_processes_what_it_fetched_and_exits_3(

@@ -15,11 +15,12 @@ import pytest
 from _fake_provider import FakeProvider, in_process, running_fake
 from _proc import run, run_main, write_export
 
-from watcher import commands, inbox
+from watcher import commands
 from watcher.commands import Context, Envelope, execute
 from watcher.config import Paths, load_settings
 from watcher.models import ProviderState
 from watcher.pipeline import Hooks
+from watcher.store import FileStore
 
 LABELS = ["c1", "c2", "c3"]
 
@@ -40,7 +41,7 @@ def _run(data_dir: Path, fake: FakeProvider, command: str, export: Path | None =
 
 def _attempts(data_dir: Path) -> int:
     paths = Paths(data_dir)
-    return sum(len(r.attempts) for cid in inbox.list_ids(paths) if (r := inbox.load(paths, cid)) is not None)
+    return sum(len(r.attempts) for cid in FileStore(paths).record_ids() if (r := FileStore(paths).load_record(cid)) is not None)
 
 
 def _breaker(data_dir: Path) -> dict[str, object] | None:

@@ -182,9 +182,10 @@ def test_cooldown_makes_runs_exit_3_even_with_nothing_to_call_while_status_still
     """During a provider cooldown scan/recheck exit 3 and say until when; status and mark work."""
     from watcher.config import load_settings
     from watcher.pipeline import write_cooldown
+    from watcher.store import FileStore
 
     sample("--limit", "2")
-    until = write_cooldown(load_settings(), 60, reason="rate_limited: test")
+    until = write_cooldown(FileStore(load_settings().paths), 60, reason="rate_limited: test")
     for args in (["recheck", "--json"], ["--data-dir", os.environ["WATCHER_DATA_DIR"], "scan", "--source", "sample",
                                          "--limit", "1", "--json"]):
         result = invoke(*args)
@@ -212,19 +213,19 @@ def test_bridge_routes_mcp_with_global_options_before_or_after(data_dir: Path) -
 
 def test_recheck_reports_a_failed_comment_whose_inbox_file_vanished(data_dir: Path, tmp_path: Path) -> None:
     """A failed comment known to the index whose inbox file is gone is reported, not skipped silently."""
-    from watcher import inbox as inbox_mod
     from watcher.config import Paths
     from watcher.models import AttemptError
+    from watcher.store import FileStore
 
     export = write_export(tmp_path / "e.json", ["gone1"])
     paths = Paths(data_dir)
     invoke("scan", "--source", str(export))
-    record = inbox_mod.load(paths, "gone1")
+    record = FileStore(paths).load_record("gone1")
     assert record is not None
     # turn it into a failed comment, index it, then lose its inbox file
     failed = record.model_copy(update={"verdict": None, "attempts": [record.attempts[0].model_copy(
         update={"outcome": "error", "error": AttemptError(kind="malformed_json", message="x")})]})
-    inbox_mod.save(paths, failed)
+    FileStore(paths).save_record(failed)
     invoke("status")
     paths.inbox_file("gone1").unlink()
     doc = json.loads(invoke("recheck", "--json").stdout)["result"]

@@ -18,11 +18,11 @@ from typing import Self
 import pytest
 from _records import record
 
-from watcher import durable
 from watcher.config import Paths
-from watcher.durable import quarantine, read_model, write_bytes, write_json, write_model
 from watcher.errors import EXIT_STATE, SaveFailed, WatcherError, exit_code_for
 from watcher.models import InboxRecord
+from watcher.store import durable
+from watcher.store.durable import quarantine, read_model, write_bytes, write_json, write_model
 
 OLD = {"schema_version": 1, "value": "old"}
 NEW = {"schema_version": 1, "value": "new"}
@@ -224,7 +224,7 @@ def test_sweep_removes_only_old_temp_files_of_killed_writers(tmp_path: Path) -> 
     import os
     import time
 
-    from watcher.durable import sweep_stale_temps
+    from watcher.store.durable import sweep_stale_temps
 
     where = tmp_path / "dir"
     where.mkdir()

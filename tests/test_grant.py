@@ -10,10 +10,11 @@ from _fake_provider import FakeProvider, in_process_context
 from _proc import write_export
 from typer.testing import CliRunner
 
-from watcher import commands, inbox
+from watcher import commands, records
 from watcher.cli import build_app
 from watcher.commands import Context
 from watcher.config import Paths
+from watcher.store import FileStore
 
 runner = CliRunner()
 
@@ -31,8 +32,8 @@ def exhausted(data_dir: Path, tmp_path: Path) -> FakeProvider:
     for _ in range(3):
         commands.recheck(_ctx(data_dir, fake))
     assert fake.calls == ["ex1"] * 3
-    record = inbox.load(Paths(data_dir), "ex1")
-    assert record is not None and inbox.state_of(record) == "exhausted"
+    record = FileStore(Paths(data_dir)).load_record("ex1")
+    assert record is not None and records.state_of(record) == "exhausted"
     return fake
 
 
@@ -42,7 +43,7 @@ def test_grant_gives_an_exhausted_comment_exactly_the_granted_attempts(data_dir:
     assert result.exit_code == 0, result.stdout
     doc = json.loads(result.stdout)["result"]
     assert (doc["granted"], doc["attempts"], doc["cap"], doc["state"]) == (1, 3, 4, "failed")
-    record = inbox.load(Paths(data_dir), "ex1")
+    record = FileStore(Paths(data_dir)).load_record("ex1")
     assert record is not None and [g.n for g in record.grants] == [1]
     for _ in range(3):
         commands.recheck(_ctx(data_dir, exhausted))
@@ -66,7 +67,7 @@ def test_grant_takes_1_to_3_attempts(data_dir: Path, exhausted: FakeProvider, at
     """--attempts outside 1–3 is a usage error and grants nothing."""
     result = runner.invoke(build_app("cli"), ["grant", "ex1", "--attempts", attempts])
     assert result.exit_code == 2
-    record = inbox.load(Paths(data_dir), "ex1")
+    record = FileStore(Paths(data_dir)).load_record("ex1")
     assert record is not None and record.grants == []
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from _records import error, record, verdict
 
-from watcher import inbox
+from watcher import records
 from watcher.config import Paths
-from watcher.inbox import (
+from watcher.models import InboxRecord, Usage
+from watcher.records import (
     EMPTY,
     RAW_LIMIT,
     Fingerprint,
@@ -17,7 +18,7 @@ from watcher.inbox import (
     reserve,
     state_of,
 )
-from watcher.models import InboxRecord, Usage
+from watcher.store import FileStore, _index
 
 
 def _reserve(rec: InboxRecord) -> InboxRecord:
@@ -33,7 +34,7 @@ def _failed(times: int) -> InboxRecord:
 
 def test_new_record_is_pending_with_cached_prompt_and_cap_3() -> None:
     """A fresh record has no attempts, no verdict, cap 3, and its prompt cached."""
-    rec = inbox.new_record(record().comment, record().prompt)
+    rec = records.new_record(record().comment, record().prompt)
     assert (state_of(rec), rec.cap, rec.attempts, rec.verdict) == ("pending", 3, [], None)
     assert rec.prompt == record().prompt
 
@@ -174,28 +175,28 @@ def test_fingerprint_tracks_attempts_outcome_error_kind_and_verdict() -> None:
 def test_save_then_load_round_trips(paths: Paths) -> None:
     """save writes inbox/<id>.json durably; load reads it back equal."""
     rec = _failed(1)
-    inbox.save(paths, rec)
+    FileStore(paths).save_record(rec)
     assert paths.inbox_file("abc1").exists()
-    assert inbox.load(paths, "abc1") == rec
-    assert inbox.load(paths, "zzz9") is None
+    assert FileStore(paths).load_record("abc1") == rec
+    assert FileStore(paths).load_record("zzz9") is None
 
 
 def test_stamp_changes_on_every_save(paths: Paths) -> None:
     """The stamp identifies a version: a new save gives a new stamp; a missing file gives None."""
-    assert inbox.stamp(paths.inbox_file("abc1")) is None
-    inbox.save(paths, record())
-    first = inbox.stamp(paths.inbox_file("abc1"))
-    inbox.save(paths, record())
-    assert first is not None and inbox.stamp(paths.inbox_file("abc1")) != first
+    assert _index.stamp(paths.inbox_file("abc1")) is None
+    FileStore(paths).save_record(record())
+    first = _index.stamp(paths.inbox_file("abc1"))
+    FileStore(paths).save_record(record())
+    assert first is not None and _index.stamp(paths.inbox_file("abc1")) != first
 
 
 @pytest.mark.parametrize("cid", ["abc1", "z", "0123456789abcdef"])
 def test_valid_ids(cid: str) -> None:
     """Forem id_codes: lower-case letters and digits, 1–16 chars."""
-    assert inbox.is_valid_id(cid)
+    assert records.is_valid_id(cid)
 
 
 @pytest.mark.parametrize("cid", ["", "ABC", "a/b", "..", "a.json", "0123456789abcdef0", "a b", "é"])
 def test_invalid_ids(cid: str) -> None:
     """Anything that could walk out of inbox/ or collide is rejected."""
-    assert not inbox.is_valid_id(cid)
+    assert not records.is_valid_id(cid)

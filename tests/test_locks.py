@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from watcher import locks
 from watcher.config import Paths
 from watcher.errors import EXIT_LOCK_BUSY, LockBusy
-from watcher.locks import PIPELINE_WAIT_S, hold, pipeline_lock, seen_lock, signals_lock
+from watcher.store import locks
+from watcher.store.locks import PIPELINE_WAIT_S, hold, pipeline_lock, seen_lock, signals_lock
 
 WORKER = Path(__file__).with_name("_lock_worker.py")
 

@@ -28,9 +28,9 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
 
 from bridge.mcp_server import build_server
-from watcher import inbox
 from watcher.config import Paths
 from watcher.models import InboxRecord
+from watcher.store import FileStore
 
 pytestmark = pytest.mark.slow
 
@@ -113,7 +113,7 @@ def doc(result: CallToolResult) -> dict[str, Any]:
 
 
 def record(data_dir: Path, cid: str) -> InboxRecord:
-    loaded = inbox.load(Paths(data_dir), cid)
+    loaded = FileStore(Paths(data_dir)).load_record(cid)
     assert loaded is not None
     return loaded
 
@@ -188,6 +188,7 @@ def test_bad_arguments_are_usage_tool_errors_and_the_server_keeps_serving(data_d
 STRAY_HOOK = """
 import os
 from watcher import commands
+from watcher.store import FileStore
 
 _status = commands.status
 

@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 from _proc import write_export
+from _records import emit as _emit
 
 from bridge.wording import cli_words_left, for_agents
-from watcher import commands, signals
+from watcher import commands
 from watcher.commands import Context
 from watcher.config import Paths
+from watcher.store import signals
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,7 +64,7 @@ def test_every_core_message_an_agent_can_meet_is_left_without_cli_words(
     monkeypatch.delenv("WATCHER_PROVIDER")
     messages.append(error_of(lambda c: commands.scan(c, source=str(write_export(tmp_path / "e.json", ["a"])))))
     paths = Paths(data_dir)
-    signals.emit(paths, "test.one", run="r", entrypoint="cli")
+    _emit(paths, "test.one", run="r", entrypoint="cli")
     signals.run_counter(paths)
     paths.observations.write_text("something else entirely\n")  # the log was replaced
     messages.append(error_of(lambda c: commands.signals_cmd(c)))

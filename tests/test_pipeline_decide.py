@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from _records import error, record, verdict
 
-from watcher.inbox import LEASE, fingerprint, finish, reserve
 from watcher.models import InboxRecord
 from watcher.pipeline import Decision, decide
+from watcher.records import LEASE, fingerprint, finish, reserve
 from watcher.timeutil import iso, parse_iso
 
 NOW = parse_iso("2026-05-14T10:00:00Z")
@@ -82,6 +82,6 @@ def test_every_decision_value_is_reached_by_the_table() -> None:
 
 def test_every_no_call_decision_is_an_outcome_name() -> None:
     """What decide() returns instead of "call" is the item's outcome in the summary (SPEC §7.1)."""
-    from watcher.pipeline import Outcome
+    from watcher.pipeline import ItemOutcome
 
-    assert set(Decision.__args__) - {"call"} <= set(Outcome.__args__)  # type: ignore[attr-defined]
+    assert set(Decision.__args__) - {"call"} <= set(ItemOutcome.__args__)  # type: ignore[attr-defined]

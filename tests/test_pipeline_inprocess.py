@@ -7,11 +7,12 @@ from pathlib import Path
 from _fake_provider import FakeProvider, in_process_context
 from _proc import write_export
 
-from watcher import commands, inbox
+from watcher import commands
 from watcher.commands import Context
 from watcher.config import Paths
 from watcher.errors import RateLimited
 from watcher.pipeline import ItemResult, Partial
+from watcher.store import FileStore
 
 
 def _ctx(data_dir: Path, fake: FakeProvider, **hooks: object) -> Context:
@@ -28,7 +29,7 @@ def test_scan_calls_the_injected_provider_once_per_new_comment(data_dir: Path, t
     assert isinstance(out, Partial) and out.error is None
     assert fake.calls == ["aa1", "bb2"]
     assert planned == [2] and [(i.id, i.outcome) for i in items] == [("aa1", "verdict"), ("bb2", "verdict")]
-    record = inbox.load(Paths(data_dir), "aa1")
+    record = FileStore(Paths(data_dir)).load_record("aa1")
     assert record is not None and record.verdict is not None and len(record.attempts) == 1
     assert out.result["signals"]["new_lines"] >= 2
 

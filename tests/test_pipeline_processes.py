@@ -20,8 +20,9 @@ import pytest
 from _fake_provider import FakeProvider, running_fake
 from _proc import Notices, envelope, run, run_main, start, write_export
 
-from watcher import inbox
+from watcher import records
 from watcher.config import Paths
+from watcher.store import FileStore
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,7 @@ def _scan(data_dir: Path, fake: FakeProvider, export: Path, *extra: str, entry: 
 
 
 def _record(data_dir: Path, cid: str):  # type: ignore[no-untyped-def]
-    record = inbox.load(Paths(data_dir), cid)
+    record = FileStore(Paths(data_dir)).load_record(cid)
     assert record is not None
     return record
 
@@ -61,7 +62,7 @@ def _failed_once(data_dir: Path, fake: FakeProvider, tmp_path: Path, label: str 
     fake.script(label, "malformed")
     proc = run_main("cli", "scan", "--source", str(export), "--json", data_dir=data_dir, env=fake.env())
     assert proc.returncode == 0, proc.stderr
-    assert inbox.state_of(_record(data_dir, label)) == "failed"
+    assert records.state_of(_record(data_dir, label)) == "failed"
     fake.calls.clear()
     return export
 

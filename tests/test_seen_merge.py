@@ -12,10 +12,11 @@ from _records import entry, error, record, verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from watcher import inbox, seen
+from watcher import records
 from watcher.config import Paths
-from watcher.models import SeenArticle, SeenComment, SeenFile
+from watcher.models import InboxRecord, SeenArticle, SeenComment, SeenFile
 from watcher.seen import merge
+from watcher.store import FileStore, _index
 
 IDS = ["a", "b", "c", "d"]
 STATUSES = ["done", "pending", "failed", "exhausted", "reserved"]
@@ -183,10 +184,10 @@ def test_patch_equal_to_an_old_read_still_applies() -> None:
 def test_save_writes_the_merge_under_the_lock_and_returns_it(paths: Paths) -> None:
     """save re-reads theirs, merges, writes, and returns what it wrote; the lock file stays."""
     theirs = SeenFile(comments={"a": entry(triage="replied")})
-    seen.save(paths, SeenFile(), theirs)
+    FileStore(paths).save_index(SeenFile(), theirs)
     mine = SeenFile(comments={"b": entry(attempts=1, status="failed")})
-    result = seen.save(paths, SeenFile(), mine)
-    assert seen.load(paths) == result
+    result = FileStore(paths).save_index(SeenFile(), mine)
+    assert FileStore(paths).load_index() == result
     assert set(result.comments) == {"a", "b"} and result.comments["a"].triage == "replied"
     assert paths.seen_lock.exists()
 
@@ -194,21 +195,21 @@ def test_save_writes_the_merge_under_the_lock_and_returns_it(paths: Paths) -> No
 def test_save_without_changes_does_not_rewrite(paths: Paths) -> None:
     """An unchanged index is not rewritten (same inode)."""
     same = SeenFile(comments={"a": entry()})
-    seen.save(paths, SeenFile(), same)
-    before = inbox.stamp(paths.seen)
-    seen.save(paths, same, same)
-    assert inbox.stamp(paths.seen) == before
+    FileStore(paths).save_index(SeenFile(), same)
+    before = _index.stamp(paths.seen)
+    FileStore(paths).save_index(same, same)
+    assert _index.stamp(paths.seen) == before
 
 
 def test_reconcile_adds_missing_and_repairs_moved_on_entries(paths: Paths) -> None:
     """Inbox files missing from the index are added; one whose inbox moved on is repaired."""
-    inbox.save(paths, record("a"))
-    index, changed = seen.reconcile(paths, SeenFile())
+    FileStore(paths).save_record(record("a"))
+    index, changed = FileStore(paths).reconcile_index(SeenFile())
     assert changed == ["a"] and index.comments["a"].status == "pending"
     index = index.model_copy(update={"comments": {"a": index.comments["a"].model_copy(update={"triage": "ignored"})}})
-    reserved = inbox.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
-    inbox.save(paths, inbox.finish(reserved, verdict=verdict(), error=None))
-    repaired, changed = seen.reconcile(paths, index)
+    reserved = records.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
+    FileStore(paths).save_record(records.finish(reserved, verdict=verdict(), error=None))
+    repaired, changed = FileStore(paths).reconcile_index(index)
     assert changed == ["a"]
     assert (repaired.comments["a"].status, repaired.comments["a"].attempts) == ("done", 1)
     assert repaired.comments["a"].triage == "ignored"
@@ -216,31 +217,31 @@ def test_reconcile_adds_missing_and_repairs_moved_on_entries(paths: Paths) -> No
 
 def test_reconcile_reads_only_files_whose_stamp_changed(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
     """An up-to-date index costs a stat per comment, no reads."""
-    inbox.save(paths, record("a"))
-    index, _ = seen.reconcile(paths, SeenFile())
+    FileStore(paths).save_record(record("a"))
+    index, _ = FileStore(paths).reconcile_index(SeenFile())
 
-    def no_reads(*args: object) -> None:
-        raise AssertionError("read an unchanged inbox file")
+    class NoReads(FileStore):
+        def load_record(self, comment_id: str) -> None:
+            raise AssertionError("read an unchanged inbox file")
 
-    monkeypatch.setattr(inbox, "load", no_reads)
-    assert seen.reconcile(paths, index) == (index, [])
+    assert NoReads(paths).reconcile_index(index) == (index, [])
 
 
 def _quiet_inbox(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
     """inbox/ as an idle account's: last changed long ago (its mtime), trusted at once."""
     os.utime(paths.inbox, ns=(1_000_000_000, 1_000_000_000))
-    monkeypatch.setattr(seen, "_QUIET_NS", 0)
+    monkeypatch.setattr(_index, "_QUIET_NS", 0)
 
 
 def _count_stats(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     stats: list[str] = []
-    real = inbox.stamp
+    real = _index.stamp
 
     def counted(path: str | Path) -> str | None:
         stats.append(str(path))
         return real(path)
 
-    monkeypatch.setattr(inbox, "stamp", counted)
+    monkeypatch.setattr(_index, "stamp", counted)
     return stats
 
 
@@ -249,28 +250,28 @@ def test_a_second_full_reconcile_of_the_same_index_makes_no_stat(paths: Paths,
     """Reconciling the same index again (a run: before planning, then under the lock) while
     inbox/ is unchanged gives the first result back without a stat per comment."""
     for cid in ("a", "b"):
-        inbox.save(paths, record(cid))
+        FileStore(paths).save_record(record(cid))
     _quiet_inbox(paths, monkeypatch)
     base = SeenFile()
-    first = seen.reconcile(paths, base)
+    first = FileStore(paths).reconcile_index(base)
     stats = _count_stats(monkeypatch)
-    assert seen.reconcile(paths, base) == first
+    assert FileStore(paths).reconcile_index(base) == first
     assert stats == []
-    assert seen.reconcile(paths, first[0]) == (first[0], [])  # another index: a full pass
+    assert FileStore(paths).reconcile_index(first[0]) == (first[0], [])  # another index: a full pass
     assert len(stats) == 2
 
 
 def test_a_write_into_inbox_between_two_reconciles_is_seen(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
     """Any inbox write (a temp file renamed into inbox/) moves the directory's times, so the
     second reconcile of the same index is a full one and repairs what changed."""
-    inbox.save(paths, record("a"))
+    FileStore(paths).save_record(record("a"))
     _quiet_inbox(paths, monkeypatch)
     base = SeenFile()
-    seen.reconcile(paths, base)
-    reserved = inbox.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
-    inbox.save(paths, reserved)
-    inbox.save(paths, record("b"))
-    again, changed = seen.reconcile(paths, base)
+    FileStore(paths).reconcile_index(base)
+    reserved = records.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
+    FileStore(paths).save_record(reserved)
+    FileStore(paths).save_record(record("b"))
+    again, changed = FileStore(paths).reconcile_index(base)
     assert changed == ["a", "b"]
     assert (again.comments["a"].status, again.comments["a"].attempts) == ("reserved", 1)
 
@@ -278,69 +279,70 @@ def test_a_write_into_inbox_between_two_reconciles_is_seen(paths: Paths, monkeyp
 def test_a_recently_changed_inbox_is_never_trusted(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
     """inbox/ changed within the last two seconds (a clock tick could hide a further change):
     every full reconcile stats every comment."""
-    inbox.save(paths, record("a"))
+    FileStore(paths).save_record(record("a"))
     base = SeenFile()
-    seen.reconcile(paths, base)
+    FileStore(paths).reconcile_index(base)
     stats = _count_stats(monkeypatch)
-    seen.reconcile(paths, base)
+    FileStore(paths).reconcile_index(base)
     assert len(stats) == 1
 
 
-def test_a_record_the_caller_just_wrote_is_not_read_again(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``written`` records are used while their file keeps the stamp of that write; a file
-    written again since (another stamp) is read."""
-    mine = inbox.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
-    inbox.save(paths, mine)
-    inbox.save(paths, record("b"))
-    written = {"a": (inbox.stamp(paths.inbox_file("a")), mine),
-               "b": ("stale-stamp", record("b"))}
+def test_a_record_the_store_just_wrote_is_not_read_again(paths: Paths) -> None:
+    """A store uses the records it wrote itself while their file keeps the stamp of that write; a
+    file written again since (by another writer: another stamp) is read."""
     loaded: list[str] = []
-    real = inbox.load
 
-    def counted(where: Paths, cid: str) -> object:
-        loaded.append(cid)
-        return real(where, cid)
+    class Counted(FileStore):
+        def load_record(self, comment_id: str) -> InboxRecord | None:
+            loaded.append(comment_id)
+            return super().load_record(comment_id)
 
-    monkeypatch.setattr(inbox, "load", counted)
-    index, changed = seen.reconcile(paths, SeenFile(), ["a", "b"], written=written)
+    store = Counted(paths)
+    mine = records.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
+    store.save_record(mine)
+    store.save_record(record("b"))
+    FileStore(paths).save_record(records.reserve(record("b"), command="scan", entrypoint="cli", provider="offline",
+                                                 model="m"))
+    index, changed = store.reconcile_index(SeenFile(), ["a", "b"])
     assert loaded == ["b"] and changed == ["a", "b"]
     assert (index.comments["a"].status, index.comments["a"].attempts) == ("reserved", 1)
+    assert (index.comments["b"].status, index.comments["b"].attempts) == ("reserved", 1)
 
 
 def test_reconcile_never_lowers_attempts(paths: Paths) -> None:
     """An index entry with more attempts than the inbox file shows keeps its count."""
-    reserved = inbox.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
-    inbox.save(paths, inbox.finish(reserved, verdict=None, error=error()))
+    reserved = records.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
+    FileStore(paths).save_record(records.finish(reserved, verdict=None, error=error()))
     index = SeenFile(comments={"a": entry(attempts=2, status="failed", stamp="stale")})
-    fixed, _ = seen.reconcile(paths, index)
+    fixed, _ = FileStore(paths).reconcile_index(index)
     assert fixed.comments["a"].attempts == 2
 
 
 def test_patch_triage_marks_a_comment_known_only_to_the_inbox(paths: Paths) -> None:
     """mark reconciles the one comment first, so a comment not yet indexed can be marked."""
-    inbox.save(paths, record("a"))
-    saved = seen.patch_triage(paths, "a", "replied")
+    FileStore(paths).save_record(record("a"))
+    saved = FileStore(paths).patch_triage("a", "replied")
     assert saved is not None and saved.triage == "replied"
-    assert seen.load(paths).comments["a"].triage == "replied"
+    assert FileStore(paths).load_index().comments["a"].triage == "replied"
 
 
 def test_patch_triage_of_an_unknown_comment_returns_none_and_writes_nothing(paths: Paths) -> None:
     """No inbox file, no index entry: None, and no seen.json is created."""
-    assert seen.patch_triage(paths, "zzz", "ignored") is None
+    assert FileStore(paths).patch_triage("zzz", "ignored") is None
     assert not paths.seen.exists()
 
 
 def test_batch_save_after_a_mark_keeps_the_mark(paths: Paths) -> None:
     """A batch that read before the mark and saves after it does not undo it."""
-    inbox.save(paths, record("a"))
-    batch_base, _ = seen.reconcile(paths, SeenFile())
-    seen.save(paths, SeenFile(), batch_base)
-    batch_base = seen.load(paths)
-    seen.patch_triage(paths, "a", "ignored")
-    reserved = inbox.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
-    inbox.save(paths, inbox.finish(reserved, verdict=verdict(), error=None))
-    batch_mine, _ = seen.reconcile(paths, batch_base)
-    result = seen.save(paths, batch_base, batch_mine)
+    FileStore(paths).save_record(record("a"))
+    batch_base, _ = FileStore(paths).reconcile_index(SeenFile())
+    FileStore(paths).save_index(SeenFile(), batch_base)
+    batch_base = FileStore(paths).load_index()
+    FileStore(paths).patch_triage("a", "ignored")
+    reserved = records.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
+    FileStore(paths).save_record(records.finish(reserved, verdict=verdict(), error=None))
+    batch_mine, _ = FileStore(paths).reconcile_index(batch_base)
+    result = FileStore(paths).save_index(batch_base, batch_mine)
     assert (result.comments["a"].triage, result.comments["a"].status) == ("ignored", "done")
 
 
@@ -348,17 +350,16 @@ def test_save_with_nothing_of_ours_to_apply_neither_reads_nor_writes(paths) -> N
     """An idle batch's save (mine is base, entry for entry) skips the lock, the re-read and the write."""
     from _records import entry as make_entry
 
-    from watcher import seen as seen_mod
-
-    base = seen_mod.SeenFile(comments={"abc1": make_entry(attempts=1, status="failed")})
-    seen_mod.save(paths, seen_mod.SeenFile(), base)
+    store = FileStore(paths)
+    base = SeenFile(comments={"abc1": make_entry(attempts=1, status="failed")})
+    store.save_index(SeenFile(), base)
     before = paths.seen.stat()
     mine = base.model_copy(update={"comments": dict(base.comments)})  # a copy holding the same entries
     # another writer changes the file meanwhile; an untouched save must not bring base back
     other = base.model_copy(update={"comments": {"abc1": make_entry(attempts=2, status="failed", triage="replied")}})
-    seen_mod.save(paths, base, other)
+    store.save_index(base, other)
     after_other = paths.seen.stat()
     assert (after_other.st_ino, after_other.st_mtime_ns) != (before.st_ino, before.st_mtime_ns)
-    assert seen_mod.save(paths, base, mine) is mine
+    assert store.save_index(base, mine) is mine
     assert paths.seen.stat().st_ino == after_other.st_ino
-    assert seen_mod.load(paths).comments["abc1"].attempts == 2
+    assert store.load_index().comments["abc1"].attempts == 2

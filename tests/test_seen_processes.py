@@ -11,9 +11,9 @@ from pathlib import Path
 import _seen_worker as plan
 from _records import record
 
-from watcher import inbox, seen
 from watcher.config import Paths
 from watcher.models import SeenFile
+from watcher.store import FileStore
 
 WORKER = Path(__file__).with_name("_seen_worker.py")
 MARKERS = BATCHERS = 4
@@ -21,9 +21,9 @@ MARKERS = BATCHERS = 4
 
 def _seed(paths: Paths) -> None:
     for cid in plan.SHARED:
-        inbox.save(paths, record(cid))
-    index, _ = seen.reconcile(paths, SeenFile())
-    seen.save(paths, SeenFile(), index)
+        FileStore(paths).save_record(record(cid))
+    index, _ = FileStore(paths).reconcile_index(SeenFile())
+    FileStore(paths).save_index(SeenFile(), index)
 
 
 def _run_all(paths: Paths, start: Path) -> list[subprocess.Popen[bytes]]:
@@ -50,7 +50,7 @@ def test_eight_concurrent_writers_lose_nothing(paths: Paths, tmp_path: Path) -> 
         _out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
 
-    final = seen.load(paths)
+    final = FileStore(paths).load_index()
     for k in range(MARKERS):
         for cid in plan.marked_by(k):
             assert final.comments[cid].triage == plan.final_mark(k), (cid, k)

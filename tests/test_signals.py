@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _records import emit as _emit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from watcher import durable, signals
 from watcher.config import Paths
 from watcher.errors import CorruptState, LogReplaced, SaveFailed, exit_code_for
 from watcher.models import SignalCursor, SignalState
+from watcher.pipeline import new_run_id
+from watcher.store import durable, signals
 
 
 def _line(key: str, width: int = 40) -> bytes:
@@ -101,7 +103,7 @@ def test_append_puts_all_lines_of_one_call_in_a_single_write(
 
 def test_emit_appends_one_line_and_leaves_out_a_missing_comment(paths: Paths) -> None:
     """emit() writes one line; comment=None is omitted rather than written as null."""
-    signals.emit(paths, "batch.stopped.rate_limited", run="r9", entrypoint="bridge")
+    _emit(paths, "batch.stopped.rate_limited", run="r9", entrypoint="bridge")
     (record,) = [json.loads(line) for line in paths.observations.read_text().splitlines()]
     assert record["key"] == "batch.stopped.rate_limited"
     assert "comment" not in record and record["run"] == "r9" and record["entrypoint"] == "bridge"
@@ -123,7 +125,7 @@ def test_append_rejects_an_event_without_a_string_key(paths: Paths) -> None:
 def test_append_starts_a_fresh_line_after_a_torn_tail(paths: Paths) -> None:
     """A dead writer's unterminated fragment becomes one invalid line, not part of ours."""
     _write_raw(paths, b'{"key":"half')
-    signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")
+    _emit(paths, "verdict.ok", run="r", entrypoint="cli")
     result = signals.run_counter(paths)
     assert result.counts == {"verdict.ok": 1}
     assert result.invalid == 1
@@ -132,14 +134,14 @@ def test_append_starts_a_fresh_line_after_a_torn_tail(paths: Paths) -> None:
 def test_append_raises_save_failed_when_the_disk_fails(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
     """An OSError while appending surfaces as SaveFailed (exit 5)."""
 
-    signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")  # the log exists already
+    _emit(paths, "verdict.ok", run="r", entrypoint="cli")  # the log exists already
 
     def write(fd: int, data: bytes) -> int:
         raise OSError(28, "No space left on device (injected)")
 
     monkeypatch.setattr(os, "write", write)
     with pytest.raises(SaveFailed) as caught:
-        signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")
+        _emit(paths, "verdict.ok", run="r", entrypoint="cli")
     assert exit_code_for(caught.value) == 5
     assert str(paths.observations) in str(caught.value)
 
@@ -148,9 +150,9 @@ def test_counted_lines_are_fsynced_before_the_watermark_that_claims_them(
         paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
     """Appends skip fsync; the counter fsyncs the log before saving state, so applied never
     points past durable bytes after a power cut."""
-    from watcher import durable
+    from watcher.store import durable
 
-    signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")
+    _emit(paths, "verdict.ok", run="r", entrypoint="cli")
     events: list[str] = []
     real_fsync, real_write_model = os.fsync, durable.write_model
 
@@ -165,7 +167,7 @@ def test_counted_lines_are_fsynced_before_the_watermark_that_claims_them(
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(durable, "write_model", write_model)
-    signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")
+    _emit(paths, "verdict.ok", run="r", entrypoint="cli")
     assert events == []  # the append itself made no fsync of the log
     signals.run_counter(paths)
     assert events[:2] == ["log fsync", "write state.json"]
@@ -173,7 +175,7 @@ def test_counted_lines_are_fsynced_before_the_watermark_that_claims_them(
 
 def test_new_run_id_is_short_and_unique() -> None:
     """Run ids are short lowercase hex strings that do not repeat."""
-    ids = {signals.new_run_id() for _ in range(200)}
+    ids = {new_run_id() for _ in range(200)}
     assert len(ids) == 200
     assert all(len(i) <= 16 and i.isalnum() and i == i.lower() for i in ids)
 
@@ -192,7 +194,7 @@ def test_each_line_is_counted_once_across_runs(paths: Paths) -> None:
     """Lines are counted when first seen and never again; later lines add on top."""
     signals.append(paths, [{"key": "verdict.ok"}, {"key": "verdict.ok"}, {"key": "item.deferred"}])
     first = signals.run_counter(paths)
-    signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")
+    _emit(paths, "verdict.ok", run="r", entrypoint="cli")
     second = signals.run_counter(paths)
     third = signals.run_counter(paths)
     assert first.counts == {"verdict.ok": 2, "item.deferred": 1} and first.new_lines == 3
@@ -376,7 +378,7 @@ def test_state_lost_while_reading_is_recounted_from_the_watermark_under_the_lock
 def test_read_state_is_none_before_the_first_count_then_the_saved_counts(paths: Paths) -> None:
     """read_state (for `watcher status`) reads what the counter saved, without counting."""
     assert signals.read_state(paths) is None
-    signals.emit(paths, "lock.busy", run="r", entrypoint="cli")
+    _emit(paths, "lock.busy", run="r", entrypoint="cli")
     assert signals.read_state(paths) is None
     signals.run_counter(paths)
     state = signals.read_state(paths)
@@ -456,7 +458,7 @@ def test_reset_without_a_log_clears_counts_of_a_removed_log(paths: Paths) -> Non
     paths.observations.unlink()
     result = signals.run_counter(paths, reset=True)
     assert (result.counts, result.applied, _cursor(paths)) == ({}, 0, 0)
-    signals.emit(paths, "verdict.ok", run="r", entrypoint="cli")
+    _emit(paths, "verdict.ok", run="r", entrypoint="cli")
     assert signals.run_counter(paths).counts == {"verdict.ok": 1}
 
 

@@ -17,12 +17,12 @@ import pytest
 from _proc import write_export
 from typer.testing import CliRunner
 
-from watcher import durable, signals
 from watcher.cli import build_app
 from watcher.config import Paths
 from watcher.errors import LogReplaced, StateError
-from watcher.locks import signals_lock
 from watcher.models import SignalState
+from watcher.store import durable, signals
+from watcher.store.locks import signals_lock
 
 runner = CliRunner()
 

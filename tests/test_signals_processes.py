@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from _proc import envelope, run, run_main
 
-from watcher import durable, signals
 from watcher.config import Paths
 from watcher.models import SignalCursor
+from watcher.store import durable, signals
 
 WORKER = Path(__file__).with_name("signals_worker.py")
 KEYS = ["verdict.ok", "verdict.error.malformed_json", "item.deferred"]

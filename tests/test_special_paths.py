@@ -24,13 +24,14 @@ import pytest
 from _proc import envelope, run, run_main, write_export
 from _records import comment, record
 
-from watcher import durable, inbox, locks, seen, signals
+from watcher import records
 from watcher.config import Paths, Settings
 from watcher.errors import EXIT_STATE, EXIT_USAGE, CorruptState, SaveFailed, UnsafePath, exit_code_for
 from watcher.models import COMMENT_ID_RE, Comment, ProviderState, SeenFile, SignalCursor, SignalState
 from watcher.pipeline import provider_state
 from watcher.providers.classify import MAX_RETRY_AFTER_S, retry_after_seconds
 from watcher.source import read_export
+from watcher.store import FileStore, durable, locks, signals
 from watcher.timeutil import iso, parse_iso, utcnow
 
 OFFLINE = {"WATCHER_PROVIDER": "offline"}
@@ -55,14 +56,14 @@ Loader = Callable[[Paths], object]
 
 
 def _load_provider(paths: Paths) -> object:
-    return provider_state.load(Settings(data_dir=paths.root))
+    return FileStore(Settings(data_dir=paths.root).paths).load_provider_state()
 
 
 STATE_FILES: dict[str, tuple[Callable[[Paths], Path], Loader, str, bytes]] = {
     # name -> (path, loader, quarantine label, healthy bytes)
-    "inbox": (lambda p: p.inbox_file("abc1"), lambda p: inbox.load(p, "abc1"), "inbox-abc1.json",
+    "inbox": (lambda p: p.inbox_file("abc1"), lambda p: FileStore(p).load_record("abc1"), "inbox-abc1.json",
               record("abc1").model_dump_json().encode()),
-    "seen": (lambda p: p.seen, seen.load, "seen.json", SeenFile().model_dump_json().encode()),
+    "seen": (lambda p: p.seen, lambda p: FileStore(p).load_index(), "seen.json", SeenFile().model_dump_json().encode()),
     "provider": (lambda p: p.provider_state, _load_provider, "provider.json",
                  ProviderState().model_dump_json().encode()),
     "signals-state": (lambda p: p.signals_state, signals.read_state, "state.json",
@@ -163,10 +164,10 @@ def test_an_unreachable_path_is_exit_5_naming_it(paths: Paths) -> None:
     """inbox/ as a symbolic link loop: listing and reading it say so (exit 5), not ELOOP as exit 1."""
     os.symlink("inbox", paths.inbox)
     with pytest.raises(UnsafePath) as listing:
-        inbox.list_ids(paths)
+        FileStore(paths).record_ids()
     assert str(paths.inbox) in str(listing.value)
     with pytest.raises(UnsafePath) as reading:
-        inbox.load(paths, "abc1")
+        FileStore(paths).load_record("abc1")
     assert str(paths.inbox_file("abc1")) in str(reading.value) and "loop" in str(reading.value)
 
 
@@ -179,7 +180,7 @@ def test_a_planted_link_at_quarantine_is_refused_so_nothing_moves_out_of_the_dat
     os.symlink(elsewhere, paths.quarantine)
     paths.seen.write_bytes(b"{not json")
     with pytest.raises(UnsafePath) as info:
-        seen.load(paths)
+        FileStore(paths).load_index()
     assert str(paths.quarantine) in str(info.value)
     assert list(elsewhere.iterdir()) == [] and paths.seen.read_bytes() == b"{not json"
 
@@ -388,19 +389,19 @@ def test_an_inbox_file_holding_another_comment_is_quarantined(paths: Paths) -> N
     content = record("abc2").model_dump_json().encode()
     paths.inbox_file("abc1").write_bytes(content)
     with pytest.raises(CorruptState) as info:
-        inbox.load(paths, "abc1")
+        FileStore(paths).load_record("abc1")
     assert "holds comment 'abc2', not 'abc1'" in str(info.value)
     assert info.value.moved_to is not None and info.value.moved_to.read_bytes() == content
 
 
 def test_a_hard_link_under_another_name_is_quarantined_and_the_real_file_kept(paths: Paths) -> None:
     """inbox/abc9.json hard-linked to abc1.json: loading abc9 moves that name; abc1 loads as before."""
-    inbox.save(paths, record("abc1"))
+    FileStore(paths).save_record(record("abc1"))
     os.link(paths.inbox_file("abc1"), paths.inbox_file("abc9"))
     with pytest.raises(CorruptState):
-        inbox.load(paths, "abc9")
+        FileStore(paths).load_record("abc9")
     assert not paths.inbox_file("abc9").exists()
-    assert inbox.load(paths, "abc1") == record("abc1")
+    assert FileStore(paths).load_record("abc1") == record("abc1")
 
 
 # ---- ids are a full match ----------------------------------------------------------------------
@@ -409,7 +410,7 @@ def test_a_hard_link_under_another_name_is_quarantined_and_the_real_file_kept(pa
 @pytest.mark.parametrize("cid", ["ok1\n", "ok1\r\n", "\nok1", "ok1\x00"])
 def test_an_id_with_a_trailing_newline_is_not_an_id(cid: str) -> None:
     """"$" matched before a final newline; ids now match in full everywhere."""
-    assert not inbox.is_valid_id(cid)
+    assert not records.is_valid_id(cid)
     assert COMMENT_ID_RE.match(cid) is None
     with pytest.raises(ValueError, match="does not match"):
         Comment(**{**comment("ok1").model_dump(), "id": cid})
@@ -492,26 +493,26 @@ def test_a_cooldown_a_year_ahead_is_capped_at_7_days_and_ends(settings: Settings
     """Written while the clock ran a year ahead: read as now + 7 days, written down, over after 7 days."""
     far = iso(utcnow() + timedelta(days=365))
     durable.write_model(settings.paths.provider_state, ProviderState(cooldown_until=far, reason="rate_limited"))
-    cooldown = provider_state.read_cooldown(settings)
+    cooldown = provider_state.read_cooldown(FileStore(settings.paths))
     assert cooldown is not None
     assert parse_iso(cooldown.until) <= utcnow() + timedelta(days=7)
-    assert provider_state.load(settings).cooldown_until == cooldown.until  # the cap is on disk
+    assert FileStore(settings.paths).load_provider_state().cooldown_until == cooldown.until  # the cap is on disk
     _clock(monkeypatch, timedelta(days=7, minutes=1))
-    assert provider_state.read_cooldown(settings) is None
+    assert provider_state.read_cooldown(FileStore(settings.paths)) is None
 
 
 def test_a_cooldown_within_7_days_is_left_as_written(settings: Settings) -> None:
     """The cap changes nothing for an ordinary Retry-After."""
-    until = provider_state.write_cooldown(settings, 3600, reason="rate_limited")
-    cooldown = provider_state.read_cooldown(settings)
+    until = provider_state.write_cooldown(FileStore(settings.paths), 3600, reason="rate_limited")
+    cooldown = provider_state.read_cooldown(FileStore(settings.paths))
     assert cooldown is not None and cooldown.until == until
-    assert provider_state.load(settings).cooldown_until == until
+    assert FileStore(settings.paths).load_provider_state().cooldown_until == until
 
 
 @pytest.mark.parametrize("seconds", [float("inf"), float("nan"), 10.0**12])
 def test_an_endless_wait_is_written_as_7_days(settings: Settings, seconds: float) -> None:
     """write_cooldown never overflows a datetime and never waits more than 7 days."""
-    until = parse_iso(provider_state.write_cooldown(settings, seconds, reason="rate_limited"))
+    until = parse_iso(provider_state.write_cooldown(FileStore(settings.paths), seconds, reason="rate_limited"))
     assert timedelta(days=7) - timedelta(minutes=1) <= until - utcnow() <= timedelta(days=7)
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from _records import entry, record
 
-from watcher import inbox, seen
 from watcher.config import Paths
 from watcher.errors import EXIT_STATE, CorruptState, NewerSchema, UnsafePath, exit_code_for
+from watcher.models import SeenFile
+from watcher.store import FileStore
 
 _GOOD_INBOX = record("abc1").model_dump(mode="json")
 
@@ -40,8 +41,8 @@ CORRUPT: dict[str, bytes] = {
 
 Loader = Callable[[Paths], object]
 TARGETS: dict[str, tuple[Callable[[Paths], Path], Loader, str]] = {
-    "inbox": (lambda p: p.inbox_file("abc1"), lambda p: inbox.load(p, "abc1"), "inbox-abc1.json"),
-    "seen": (lambda p: p.seen, seen.load, "seen.json"),
+    "inbox": (lambda p: p.inbox_file("abc1"), lambda p: FileStore(p).load_record("abc1"), "inbox-abc1.json"),
+    "seen": (lambda p: p.seen, lambda p: FileStore(p).load_index(), "seen.json"),
 }
 
 
@@ -97,13 +98,13 @@ def test_a_directory_with_files_at_a_state_path_is_a_state_error_left_in_place(p
     """A directory holding files is never moved (UnsafePath, exit 5); an empty one is quarantined."""
     (paths.seen / "x").mkdir(parents=True)
     with pytest.raises(UnsafePath) as info:
-        seen.load(paths)
+        FileStore(paths).load_index()
     assert exit_code_for(info.value) == EXIT_STATE
     assert "left it in place" in str(info.value) and str(paths.seen) in str(info.value)
     assert paths.seen.is_dir()
     (paths.seen / "x").rmdir()
     with pytest.raises(CorruptState) as moved:
-        seen.load(paths)
+        FileStore(paths).load_index()
     assert moved.value.moved_to is not None and moved.value.moved_to.is_dir() and not paths.seen.exists()
 
 
@@ -111,29 +112,29 @@ def test_seen_save_over_a_corrupt_file_never_overwrites_it(paths: Paths) -> None
     """A save that meets a corrupt seen.json fails loudly and does not write a fresh index over it."""
     content = b'{"schema_version": 1, "comments": 7}'
     _plant(paths, "seen", content)
-    empty = seen.SeenFile()
-    mine = seen.SeenFile(comments={"abc1": entry()})
+    empty = SeenFile()
+    mine = SeenFile(comments={"abc1": entry()})
     with pytest.raises(CorruptState) as info:
-        seen.save(paths, empty, mine)
+        FileStore(paths).save_index(empty, mine)
     assert info.value.moved_to is not None and info.value.moved_to.read_bytes() == content
     assert not paths.seen.exists()
 
 
 def test_valid_files_load_without_touching_quarantine(paths: Paths) -> None:
     """Healthy files load and nothing appears in quarantine/."""
-    inbox.save(paths, record("abc1"))
-    seen.save(paths, seen.SeenFile(), seen.SeenFile())
-    assert inbox.load(paths, "abc1") == record("abc1")
-    assert seen.load(paths) == seen.SeenFile()
+    FileStore(paths).save_record(record("abc1"))
+    FileStore(paths).save_index(SeenFile(), SeenFile())
+    assert FileStore(paths).load_record("abc1") == record("abc1")
+    assert FileStore(paths).load_index() == SeenFile()
     assert not paths.quarantine.exists()
 
 
 def test_list_ids_ignores_temp_and_unsafe_names(paths: Paths) -> None:
     """Only <valid id>.json counts as an inbox file; temp files and odd names do not."""
-    inbox.save(paths, record("abc1"))
+    FileStore(paths).save_record(record("abc1"))
     for name in (".abc1.json.x1.tmp", "ABC.json", "notes.txt", "a-b.json", "x" * 17 + ".json"):
         (paths.inbox / name).write_bytes(b"{}")
-    assert inbox.list_ids(paths) == ["abc1"]
+    assert FileStore(paths).record_ids() == ["abc1"]
 
 
 def test_files_that_do_not_use_this_releases_fields_keep_the_first_releases_shape(paths: Paths) -> None:

@@ -15,10 +15,11 @@ import pytest
 from _fake_provider import FakeProvider, in_process_context, running_fake
 from _proc import command, env_for, envelope, run, run_main, start, write_export
 
-from watcher import commands, inbox, seen
+from watcher import commands, records
 from watcher.commands import Context, execute
 from watcher.config import Paths
 from watcher.errors import CorruptState, SaveFailed
+from watcher.store import FileStore
 
 
 @pytest.fixture
@@ -32,7 +33,7 @@ def _ctx(data_dir: Path, fake: FakeProvider) -> Context:
 
 
 def _record(data_dir: Path, cid: str):  # type: ignore[no-untyped-def]
-    record = inbox.load(Paths(data_dir), cid)
+    record = FileStore(Paths(data_dir)).load_record(cid)
     assert record is not None
     return record
 
@@ -93,7 +94,7 @@ def test_scan_closes_an_orphaned_reservation_it_meets(data_dir: Path, tmp_path: 
     commands.scan(_ctx(data_dir, fake), source=str(export), limit=1)  # orf done? no: oldest first → orf
     paths = Paths(data_dir)
     record = _record(data_dir, "new")
-    inbox.save(paths, inbox.reserve(record, command="scan", entrypoint="cli", provider="openai",
+    FileStore(paths).save_record(records.reserve(record, command="scan", entrypoint="cli", provider="openai",
                                     model="fake-model", pid=999_999))
     out = commands.scan(_ctx(data_dir, fake), source=str(export))
     assert [(i["id"], i["outcome"]) for i in out.result["items"]] == [("new", "interrupted")]
@@ -105,16 +106,16 @@ def test_a_failed_index_save_still_reports_the_batch(data_dir: Path, tmp_path: P
     """Calls made, verdicts saved, then seen.json cannot be written: exit 5, but the summary of the
     calls is still there (the table is printed)."""
     fake = FakeProvider()
-    real_save = seen.save
 
-    def failing(paths: Paths, base, mine, patches=None):  # type: ignore[no-untyped-def]
-        if mine.comments:
-            raise SaveFailed(paths.seen, PermissionError(13, "Permission denied"))
-        return real_save(paths, base, mine, patches)
+    class IndexUnwritable(FileStore):
+        def save_index(self, base, mine, patches=None):  # type: ignore[no-untyped-def]
+            if mine.comments:
+                raise SaveFailed(self.paths.seen, PermissionError(13, "Permission denied"))
+            return super().save_index(base, mine, patches)
 
-    monkeypatch.setattr(seen, "save", failing)
     export = write_export(tmp_path / "e.json", ["s1", "s2"])
-    envelope_ = execute("scan", _ctx(data_dir, fake), lambda c: commands.scan(c, source=str(export)))
+    ctx = in_process_context(data_dir, fake, make_store=IndexUnwritable)
+    envelope_ = execute("scan", ctx, lambda c: commands.scan(c, source=str(export)))
     assert envelope_.exit_code == 5 and envelope_.error["kind"] == "save_failed"
     assert envelope_.result["calls"] == 2 and [i["outcome"] for i in envelope_.result["items"]] == ["verdict"] * 2
 
@@ -123,13 +124,11 @@ def test_an_oserror_while_reporting_a_failure_still_gives_one_envelope(
         data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A corrupt file on a read-only mount: recording the observation fails with an OSError, and the
     command still answers with exactly its envelope (exit 5), never a traceback."""
-    from watcher import signals
+    class ReadOnlyLog(FileStore):
+        def append_signals(self, events):  # type: ignore[no-untyped-def]
+            raise PermissionError(13, "Read-only file system")
 
-    def read_only(*_a: object, **_k: object) -> None:
-        raise PermissionError(13, "Read-only file system")
-
-    monkeypatch.setattr(signals, "emit", read_only)
-    ctx = _ctx(data_dir, FakeProvider())
+    ctx = in_process_context(data_dir, FakeProvider(), make_store=ReadOnlyLog)
 
     def corrupt(c: Context) -> None:
         raise CorruptState(Paths(data_dir).seen, None, "not valid JSON")

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from watcher import inbox, pipeline, seen
+from watcher import pipeline, records
 from watcher.config import Settings, load_settings
 from watcher.errors import (
     EXIT_OK,
@@ -35,8 +35,11 @@ from watcher.pipeline import (
     Run,
     check_id,
     check_limit,
+    new_run_id,
+    open_store,
     read_cooldown,
 )
+from watcher.store import Store
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "TRIAGE_CHOICES", "Context", "Envelope", "Partial", "execute"]
 
@@ -56,12 +59,20 @@ class Context:
     notice: Callable[[str], None] = lambda _msg: None
     hooks: Hooks = field(default_factory=Hooks)
     _settings: Settings | None = None
+    _store: Store | None = None
 
     @property
     def settings(self) -> Settings:
         if self._settings is None:
             self._settings = load_settings(data_dir=self.data_dir, overrides=self.overrides)
         return self._settings
+
+    @property
+    def store(self) -> Store:
+        """The state of the settings' data dir (the hooks' store in tests)."""
+        if self._store is None:
+            self._store = open_store(self.settings.paths, self.hooks)
+        return self._store
 
 
 @dataclass
@@ -104,12 +115,10 @@ def _signal_failure(ctx: Context, exc: WatcherError) -> None:
     key = "lock.busy" if isinstance(exc, LockBusy) else "state.quarantined" if isinstance(exc, CorruptState) else None
     if key is None or ctx._settings is None:
         return
-    from watcher import signals
-
     # The failure being reported is louder than a lost observation, and this must never raise:
     # an OSError from a read-only lock would otherwise escape and print no envelope at all.
     with contextlib.suppress(Exception):
-        signals.emit(ctx.settings.paths, key, run=signals.new_run_id(), entrypoint=ctx.entrypoint)
+        ctx.store.append_signals([{"key": key, "run": new_run_id(), "entrypoint": ctx.entrypoint}])
 
 
 # ---- scan / recheck: arguments in, a Run to the pipeline ------------------------------------------
@@ -117,7 +126,7 @@ def _signal_failure(ctx: Context, exc: WatcherError) -> None:
 
 def scan(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, source: str | None = None,
          since: str | None = None, full: bool = False) -> Partial:
-    check_limit(limit)  # a bad option first: nothing else is looked at
+    check_limit(limit)  # a bad option first: nothing else is looked at (before the settings are read)
     since_at = _since(since)
     if source == SAMPLE:
         ctx = _demo(ctx)
@@ -125,8 +134,8 @@ def scan(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, sou
         # Cron does not inherit shell exports: scanning the sample instead would exit 0 forever.
         raise ConfigError("no comment source: set DEVTO_USERNAME (or pass --source FILE); "
                           "`watcher demo` shows what watcher does on the bundled sample comments")
-    return pipeline.scan(_run(ctx, "scan", limit=limit, dry_run=dry_run), source=source, notice=ctx.notice,
-                         since=since_at, full=full)
+    return pipeline.scan(_batch_run(ctx, "scan", limit=limit, dry_run=dry_run), source=source,
+                         notice=ctx.notice, since=since_at, full=full)
 
 
 def _since(text: str | None) -> datetime | None:
@@ -142,7 +151,8 @@ def _since(text: str | None) -> datetime | None:
 
 
 def recheck(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, ids: Sequence[str] = ()) -> Partial:
-    return pipeline.recheck(_run(ctx, "recheck", limit=limit, dry_run=dry_run), ids=ids, notice=ctx.notice)
+    check_limit(limit)
+    return pipeline.recheck(_batch_run(ctx, "recheck", limit=limit, dry_run=dry_run), ids=ids, notice=ctx.notice)
 
 
 def claim(ctx: Context, *, limit: int = DEFAULT_LIMIT) -> Partial:
@@ -151,7 +161,7 @@ def claim(ctx: Context, *, limit: int = DEFAULT_LIMIT) -> Partial:
 
     check_limit(limit)
     agent.require_agent(ctx.settings.provider)
-    return agent.claim(_run(ctx, "claim", limit=limit, dry_run=False), notice=ctx.notice)
+    return agent.claim(_batch_run(ctx, "claim", limit=limit, dry_run=False), notice=ctx.notice)
 
 
 def submit(ctx: Context, comment_id: str, n: int, verdict: Any) -> Partial:
@@ -159,7 +169,7 @@ def submit(ctx: Context, comment_id: str, n: int, verdict: Any) -> Partial:
     from watcher.pipeline import agent
 
     # No provider or key check: the attempt says whether an agent claimed it, whatever is configured now.
-    return agent.submit(_plain_run(ctx, "submit"), comment_id, n, verdict, notice=ctx.notice)
+    return agent.submit(_run_of(ctx, "submit"), comment_id, n, verdict, notice=ctx.notice)
 
 
 def demo(ctx: Context) -> Partial:
@@ -169,7 +179,8 @@ def demo(ctx: Context) -> Partial:
     runs: list[dict[str, Any]] = []
     error: WatcherError | None = None
     while len(runs) < 5:  # 23 sample comments at 20 calls a run: two runs
-        out = pipeline.scan(_run(ctx, "scan", limit=MAX_LIMIT, dry_run=False), source=SAMPLE, notice=ctx.notice)
+        out = pipeline.scan(_batch_run(ctx, "scan", limit=MAX_LIMIT, dry_run=False), source=SAMPLE,
+                            notice=ctx.notice)
         runs.append(out.result)
         error = out.error
         if error is not None or not out.result["remaining"]:
@@ -182,11 +193,12 @@ def _demo(ctx: Context) -> Context:
 
     from watcher.config import demo_settings
 
-    return replace(ctx, _settings=demo_settings(ctx.data_dir))
+    return replace(ctx, _settings=demo_settings(ctx.data_dir), _store=None)
 
 
-def _run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) -> Run:
-    check_limit(limit)
+def _batch_run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) -> Run:
+    """A run that may call the model: the provider choice and the key are checked first (the
+    command checked its limit before reading any setting)."""
     settings = ctx.settings
     if settings.provider_defaulted:
         # Offline verdicts for real comments count as done and would never reach the real model
@@ -196,38 +208,34 @@ def _run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) 
                           "or WATCHER_PROVIDER=offline for the built-in heuristic; `watcher check` tests the setup")
     if not dry_run:
         settings.require_key()  # before any work; read-only commands never need a key
-    return _plain_run(ctx, command, limit=limit, dry_run=dry_run)
+    return _run_of(ctx, command, limit=limit, dry_run=dry_run)
 
 
-def _plain_run(ctx: Context, command: pipeline.Command, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False) -> Run:
-    from watcher import signals
-
-    return Run(settings=ctx.settings, command=command, entrypoint=ctx.entrypoint, run_id=signals.new_run_id(),
-               limit=limit, dry_run=dry_run, hooks=ctx.hooks)
+def _run_of(ctx: Context, command: pipeline.Command, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False) -> Run:
+    return Run(settings=ctx.settings, store=ctx.store, command=command, entrypoint=ctx.entrypoint,
+               run_id=new_run_id(), limit=limit, dry_run=dry_run, hooks=ctx.hooks)
 
 
 # ---- read commands and marks -----------------------------------------------------------------------
 
 
-def _index(ctx: Context) -> SeenFile:
-    """The reconciled index; a repair found here is saved (every command repairs the index)."""
-    settings = ctx.settings
-    if not settings.data_dir.exists():
+def _repaired_index(ctx: Context) -> SeenFile:
+    """The reconciled index; a repair found here is saved (every command repairs the index, §4.2)."""
+    settings, store = ctx.settings, ctx.store
+    if not store.exists():
         # `cd /tmp; watcher inbox` said "Nothing needs a reply." about a directory that is not there.
         ctx.notice(f"note: data dir {settings.data_dir} does not exist (yet): nothing has been scanned there — "
                    "check --data-dir / WATCHER_DATA_DIR, or run `watcher scan`")
-    base = seen.load(settings.paths)
-    index, changed = seen.reconcile(settings.paths, base)
+    base = store.load_index()
+    index, changed = store.reconcile_index(base)
     if changed:
-        index = seen.save(settings.paths, base, index)
+        index = store.save_index(base, index)
     return index
 
 
 def status(ctx: Context) -> dict[str, Any]:
-    from watcher import signals
-
-    settings = ctx.settings
-    index = _index(ctx)
+    settings, store = ctx.settings, ctx.store
+    index = _repaired_index(ctx)
     states: dict[str, int] = dict.fromkeys(State.__args__, 0)  # type: ignore[attr-defined]
     triage: dict[str, int] = dict.fromkeys(TRIAGE_CHOICES, 0)
     for entry in index.comments.values():
@@ -235,13 +243,13 @@ def status(ctx: Context) -> dict[str, Any]:
         triage[entry.triage] += 1
     from watcher.pipeline import provider_state
 
-    state = provider_state.load(settings)
-    cooldown = read_cooldown(settings, state)
+    state = store.load_provider_state()
+    cooldown = read_cooldown(store, state)
     breaker = provider_state.breaker_of(settings, state)
-    counted = signals.read_state(settings.paths)
+    counted = store.read_signal_state()
     signal_doc: dict[str, Any] = ({"counts": counted.counts, "invalid": counted.invalid} if counted
                                   else {"counts": {}, "invalid": 0})
-    trouble = signals.log_trouble(settings.paths, counted)  # no lock, no count: a warning, never exit 5
+    trouble = store.signal_trouble(counted)  # no lock, no count: a warning, never exit 5
     if trouble:
         signal_doc["warning"] = trouble
     return {
@@ -273,11 +281,11 @@ def _claims(ctx: Context, index: SeenFile) -> dict[str, Any]:
     for cid, entry in index.comments.items():
         if entry.status != "reserved":
             continue
-        record = inbox.load(ctx.settings.paths, cid)
+        record = ctx.store.load_record(cid)
         last = record.attempts[-1] if record and record.attempts else None
         if last is None or last.lease_until is None or last.outcome is not None:
             continue
-        if inbox.lease_active(last, now):
+        if records.lease_active(last, now):
             in_flight.append(last.lease_until)
         else:
             ended += 1
@@ -289,15 +297,15 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> di
     listed, and remember these as listed — for a cron line that mails its output."""
     if show_all and new:
         raise UsageError("--new lists only comments needing a reply; it cannot be combined with --all")
-    settings = ctx.settings
-    index = _index(ctx)
+    store = ctx.store
+    index = _repaired_index(ctx)
     rows: list[dict[str, Any]] = []
     for cid, entry in index.comments.items():
         if not show_all and (entry.status != "done" or entry.triage != "open"):
             continue
         if new and entry.listed_at is not None:
             continue
-        record = inbox.load(settings.paths, cid)
+        record = store.load_record(cid)
         if record is None:
             continue
         verdict = record.verdict
@@ -308,11 +316,11 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> di
             "author": record.comment.author, "article": record.comment.article_title,
             "url": record.comment.url, "created_at": record.comment.created_at,
             "verdict": verdict.model_dump() if verdict else None,
-            "verdict_by": inbox.verdict_by(record),
+            "verdict_by": records.verdict_by(record),
             "hint": _hint(cid, entry.status),
         })
     if new and rows:
-        claimed = set(seen.claim_listed(settings.paths, [r["id"] for r in rows]))
+        claimed = set(store.claim_listed([r["id"] for r in rows]))
         rows = [r for r in rows if r["id"] in claimed]
     rows.sort(key=lambda r: (PRIORITY_ORDER.get((r["verdict"] or {}).get("priority", "low"), 3), r["created_at"]))
     unresolved = dict.fromkeys(("pending", "failed", "reserved", "exhausted", "baseline"), 0)
@@ -335,19 +343,19 @@ def _hint(comment_id: str, state: str) -> str | None:
 
 
 def show(ctx: Context, comment_id: str) -> dict[str, Any]:
-    settings = ctx.settings
     check_id(comment_id)
-    record = inbox.load(settings.paths, comment_id)
+    store = ctx.store
+    record = store.load_record(comment_id)
     if record is None:
-        raise UsageError(f"no comment {comment_id} in {settings.paths.inbox} — `watcher inbox --all` lists them")
-    entry = _index(ctx).comments.get(comment_id)
+        raise UsageError(f"no comment {comment_id} in {store.paths.inbox} — `watcher inbox --all` lists them")
+    entry = _repaired_index(ctx).comments.get(comment_id)
     doc = record.model_dump(mode="json")
     # The file leaves this release's fields out while unused (models._unset); the result has them all.
     doc.update(grants=[g.model_dump() for g in record.grants], baseline=record.baseline)
-    doc["state"] = inbox.state_of(record)
-    doc["verdict_by"] = inbox.verdict_by(record)
-    doc["cap"] = inbox.cap_of(record)
-    lease = inbox.open_lease(record)
+    doc["state"] = records.state_of(record)
+    doc["verdict_by"] = records.verdict_by(record)
+    doc["cap"] = records.cap_of(record)
+    lease = records.open_lease(record)
     doc["hint"] = (f"attempt {len(record.attempts)} is claimed by an agent until {lease}: its verdict comes by "
                    "submit; after that time the next run closes it as interrupted" if lease
                    else _hint(comment_id, doc["state"]))
@@ -361,7 +369,7 @@ def mark(ctx: Context, comment_id: str, triage: str) -> dict[str, Any]:
     check_id(comment_id)
     if triage not in TRIAGE_CHOICES:
         raise UsageError(f"mark takes one of {', '.join(TRIAGE_CHOICES)}, got {triage!r}")
-    entry = seen.patch_triage(ctx.settings.paths, comment_id, triage)  # type: ignore[arg-type]
+    entry = ctx.store.patch_triage(comment_id, triage)  # type: ignore[arg-type]
     if entry is None:
         raise UsageError(f"no comment {comment_id} — `watcher inbox --all` lists the known ones")
     return {"id": comment_id, "triage": entry.triage, "state": entry.status}
@@ -382,12 +390,10 @@ def grant(ctx: Context, comment_id: str, *, attempts: int = 1) -> dict[str, Any]
     check_id(comment_id)
     from watcher.pipeline.grant import grant as grant_attempts
 
-    return grant_attempts(ctx.settings, comment_id, attempts, entrypoint=ctx.entrypoint)
+    return grant_attempts(ctx.store, comment_id, attempts, entrypoint=ctx.entrypoint, run_id=new_run_id())
 
 
 def signals_cmd(ctx: Context, *, reset: bool = False) -> dict[str, Any]:
-    from watcher import signals
-
-    counted = signals.run_counter(ctx.settings.paths, reset=reset)
+    counted = ctx.store.count_signals(reset=reset)
     return {"reset": reset, "counts": counted.counts, "invalid": counted.invalid,
             "applied": counted.applied, "new_lines": counted.new_lines}

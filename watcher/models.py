@@ -1,7 +1,7 @@
 """The file formats, as pydantic models: the only place that knows them (SPEC §4).
 
 Every model forbids unknown fields and every state file carries ``schema_version: 1``; reading
-a newer version is refused in :mod:`watcher.durable` before validation.
+a newer version is refused in :mod:`watcher.store.durable` before validation.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from watcher.timeutil import parse_iso
 
 # \A…\Z, not ^…$: "$" also matches before a trailing newline, so "ok1\n" from an export passed
-# and became the file "ok1\n.json" (issue 14). Check ids with fullmatch all the same.
+# and became the file "ok1\n.json" (SPEC §13.5). Check ids with fullmatch all the same.
 COMMENT_ID_SHAPE = "[a-z0-9]{1,16}"  # for messages
 COMMENT_ID_RE = re.compile(rf"\A{COMMENT_ID_SHAPE}\Z")
 CAP = 3
@@ -55,7 +55,7 @@ def _unset(value: object) -> bool:
 
 def _iso_time(value: str | None) -> str | None:
     """A timestamp the code will compare with now: one that does not parse ("tomorrow") makes the
-    file invalid, so it is quarantined instead of failing every later run (issue 14)."""
+    file invalid, so it is quarantined instead of failing every later run (SPEC §13.5)."""
     if value is not None:
         parse_iso(value)  # ValueError → pydantic ValidationError → quarantine
     return value
@@ -151,7 +151,7 @@ class InboxRecord(_Strict):
     comment: Comment
     prompt: Prompt
     # Written for readers of the file; never trusted: the cap is CAP plus the grants
-    # (:func:`watcher.inbox.cap_of`), so a hand-edited "cap": 50 buys nothing.
+    # (:func:`watcher.records.cap_of`), so a hand-edited "cap": 50 buys nothing.
     cap: int = Field(default=CAP, ge=1)
     attempts: list[Attempt] = Field(default_factory=list)
     verdict: Verdict | None = None

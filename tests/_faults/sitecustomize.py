@@ -6,16 +6,15 @@ of this (SPEC §12), and none of these variables is read outside this file.
 - ``save_outcome``            saving an attempt's outcome fails (SaveFailed, as on a full disk)
 - ``kill_before_seen_save``   SIGKILL instead of saving seen.json
 - ``kill_at=<point>[:<n>]``   SIGKILL the process the ``n``-th time (default 1) it reaches a
-  step boundary of SPEC §7/§8; :data:`KILL_POINTS` names them. The wrappers sit on the module
-  attributes the pipeline calls through, so the real code runs up to the boundary.
+  step boundary of SPEC §7/§8; :data:`KILL_POINTS` names them. The wrappers sit on the store's
+  methods (:class:`watcher.store.FileStore`), so the real code runs up to the boundary.
 - ``notify_at=<point>[:<n>]`` the ``n``-th time the process reaches ``point`` (a kill point, or
   one of :data:`NOTIFY_ONLY_POINTS`), append the point's name as a line to the file
   ``WATCHER_TEST_NOTIFY`` names, and go on. A test waits for that line instead of sleeping
   "long enough" for another process to get somewhere (STYLE rule 12).
 
-``WATCHER_TEST_LOCK_WAIT=<seconds>`` sets :data:`watcher.locks.PIPELINE_WAIT_S`, which
-``pipeline_lock`` reads at call time: lock-busy tests other than the one that proves the real
-5 s wait do not have to wait 5 s.
+``WATCHER_TEST_LOCK_WAIT=<seconds>`` is the store's pipeline-lock wait instead of the real 5 s:
+lock-busy tests other than the one that proves the real 5 s wait do not have to wait 5 s.
 
 ``WATCHER_TEST_CLOCK_SHIFT=<seconds>`` runs the process that much later: :func:`watcher.timeutil.utcnow`
 is moved on before any watcher module binds it. A run "after an agent's 15-minute lease"
@@ -26,7 +25,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -109,40 +108,52 @@ class _Points:
 
 
 def _install_points(points: _Points) -> None:
-    from watcher import durable, inbox, seen, signals
+    """Wrap the store's methods (and the HTTP provider's call) with the named points.
+
+    The store is the one seam for state (:class:`watcher.store.FileStore`): every write, append and
+    lock of a run goes through these methods, however the product code imports things, so a
+    point here is reached exactly where the real write happens. The wrappers are set on the class
+    because this runs before the front end builds its store; in-process tests hand the pipeline a
+    wrapping store through ``Hooks.make_store`` instead.
+    """
     from watcher.errors import LockBusy
-    from watcher.pipeline import agent, locked, provider_state
     from watcher.providers import _http
+    from watcher.store import FileStore, signals
 
     at = points.at
-    real_lock = locked.pipeline_lock
+    real_lock = FileStore.pipeline_lock
 
     @contextmanager
-    def lock(paths: Any, **kwargs: Any) -> Iterator[None]:
+    def pipeline_lock(self: Any, **kwargs: Any) -> Iterator[None]:
         at("after_plan")
         with ExitStack() as held:
+            if LOCK_WAIT and kwargs.get("timeout") is None:
+                kwargs["timeout"] = float(LOCK_WAIT)
             if points.watched("lock_queued"):
                 # One extra zero-wait try, only when a test waits for the queue: if it is busy,
                 # say so, then wait in line exactly as the real call would.
                 try:
-                    held.enter_context(real_lock(paths, timeout=0))
+                    held.enter_context(real_lock(self, timeout=0))
                 except LockBusy:
                     at("lock_queued")
-                    held.enter_context(real_lock(paths, **kwargs))
+                    held.enter_context(real_lock(self, **kwargs))
             else:
-                held.enter_context(real_lock(paths, **kwargs))
+                held.enter_context(real_lock(self, **kwargs))
             at("after_lock")
             yield
 
-    locked.pipeline_lock = lock
+    FileStore.pipeline_lock = pipeline_lock  # type: ignore[method-assign]
 
-    real_save = inbox.save
+    real_save = FileStore.save_record
 
-    def save(paths: Any, record: Any) -> None:
+    def save_record(self: Any, record: Any) -> None:
         last = record.attempts[-1] if record.attempts else None
         if last is not None and last.outcome is None:
             at("before_reserve_write")
-        real_save(paths, record)
+        elif last is not None and last.provider == "agent" and (last.error is None or last.error.kind != "interrupted"):
+            # An agent's verdict was checked against the schema (submit), the outcome not written.
+            at("after_submit_validated")
+        real_save(self, record)
         if last is None:
             at("after_inbox_create")
         elif last.outcome is None and last.lease_until is not None:
@@ -154,7 +165,7 @@ def _install_points(points: _Points) -> None:
         else:
             at("after_outcome_write")
 
-    inbox.save = save
+    FileStore.save_record = save_record  # type: ignore[method-assign]
 
     real_complete = _http.HttpProvider.complete
 
@@ -165,85 +176,75 @@ def _install_points(points: _Points) -> None:
 
     _http.HttpProvider.complete = complete  # type: ignore[method-assign]
 
-    real_validate = agent.validate_verdict
+    real_append = FileStore._append
 
-    def validate_verdict(text: str) -> Any:
-        answer = real_validate(text)  # a verdict or an invalid_verdict error: either is about to be written
-        at("after_submit_validated")
-        return answer
-
-    agent.validate_verdict = validate_verdict
-
-    real_append = signals._append_bytes
-
-    def append_bytes(path: Any, payload: bytes) -> None:
+    def append(self: Any, path: Any, payload: bytes) -> None:
         if points.kills_next("torn_signal_append"):
             # A writer dying in the middle of its line: half the bytes, no newline.
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            os.write(fd, payload[: max(1, len(payload) // 2)])
-            os.fsync(fd)
-            os.close(fd)
+            signals.append_bytes(path, payload[: max(1, len(payload) // 2)].rstrip(b"\n"))
             at("torn_signal_append")
-        real_append(path, payload)
+        real_append(self, path, payload)
         at("after_signal_append")
 
-    signals._append_bytes = append_bytes
+    FileStore._append = append  # type: ignore[method-assign]
 
-    real_seen_save = seen.save
+    real_save_index = FileStore.save_index
 
-    def seen_save(*args: Any, **kwargs: Any) -> Any:
+    def save_index(self: Any, *args: Any, **kwargs: Any) -> Any:
         at("before_seen_save")
-        saved = real_seen_save(*args, **kwargs)
+        saved = real_save_index(self, *args, **kwargs)
         at("after_seen_save")
         return saved
 
-    seen.save = seen_save
+    FileStore.save_index = save_index  # type: ignore[method-assign]
 
-    def wrap_write(module: Any, hook: Callable[[Any], tuple[str | None, str | None]]) -> None:
-        real = module.write_model
+    real_write = FileStore._write
 
-        def write_model(path: Any, model: Any) -> None:
-            before, after = hook(path)
-            if before:
-                at(before)
-            real(path, model)
-            if after:
-                at(after)
+    def write(self: Any, path: Any, model: Any) -> None:
+        before, after = _write_points(path)
+        if before:
+            at(before)
+        real_write(self, path, model)
+        if after:
+            at(after)
 
-        module.write_model = write_model
+    FileStore._write = write  # type: ignore[method-assign]
 
-    def counter_points(path: Any) -> tuple[str | None, str | None]:
-        if path.parent.name == "signals" and path.name == "state.json":
-            return "counter_before_state", "counter_after_state"
-        if path.parent.name == "signals" and path.name == "cursor.json":
-            return None, "counter_after_cursor"
-        return None, None
 
-    wrap_write(durable, counter_points)  # signals writes through durable.write_model
-    wrap_write(provider_state, lambda path: (None, "after_cooldown_write"))  # only write_cooldown uses it
+def _write_points(path: Any) -> tuple[str | None, str | None]:
+    """The points around one durable write that is not a record's (the counter's two files; the
+    provider state, which a 429's cooldown writes)."""
+    if path.parent.name == "signals" and path.name == "state.json":
+        return "counter_before_state", "counter_after_state"
+    if path.parent.name == "signals" and path.name == "cursor.json":
+        return None, "counter_after_cursor"
+    if path.name == "provider.json":
+        return None, "after_cooldown_write"
+    return None, None
 
 
 def _install_save_outcome() -> None:
-    from watcher import inbox
     from watcher.errors import SaveFailed
+    from watcher.store import FileStore
 
-    real_save = inbox.save
+    real_save = FileStore.save_record
 
-    def save(paths, record):  # type: ignore[no-untyped-def]
+    def save_record(self: Any, record: Any) -> None:
         if record.attempts and record.attempts[-1].outcome is not None:
-            raise SaveFailed(paths.inbox_file(record.comment.id), OSError(28, "No space left on device (injected)"))
-        real_save(paths, record)
+            raise SaveFailed(self.paths.inbox_file(record.comment.id),
+                             OSError(28, "No space left on device (injected)"))
+        real_save(self, record)
 
-    inbox.save = save
+    FileStore.save_record = save_record  # type: ignore[method-assign]
 
 
 def _install_kill_before_seen_save() -> None:
-    from watcher import seen
+    from watcher.store import FileStore
 
-    def save(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def save_index(self: Any, *args: Any, **kwargs: Any) -> Any:
         os.kill(os.getpid(), signal.SIGKILL)
 
-    seen.save = save
+    FileStore.save_index = save_index  # type: ignore[method-assign]
 
 
 def _install_clock(seconds: float) -> None:
@@ -259,13 +260,22 @@ def _install_clock(seconds: float) -> None:
     timeutil.utcnow = later
 
 
+def _install_lock_wait(seconds: float) -> None:
+    from watcher.store import FileStore
+
+    real_lock = FileStore.pipeline_lock
+
+    def pipeline_lock(self: Any, *, timeout: float | None = None) -> Any:
+        return real_lock(self, timeout=seconds if timeout is None else timeout)
+
+    FileStore.pipeline_lock = pipeline_lock  # type: ignore[method-assign]
+
+
 def _install() -> None:
     if CLOCK_SHIFT:
         _install_clock(float(CLOCK_SHIFT))
-    if LOCK_WAIT:
-        from watcher import locks
-
-        locks.PIPELINE_WAIT_S = float(LOCK_WAIT)
+    if LOCK_WAIT and not any(f.startswith(("kill_at=", "notify_at=")) for f in FAULTS):
+        _install_lock_wait(float(LOCK_WAIT))
     points = _Points()
     # The plain faults first: the point wrappers then wrap them, so a point after a failing
     # save is never reached, as in a real run.

@@ -23,11 +23,13 @@ from _fake_provider import FakeProvider, in_process
 from _proc import write_export
 from _tally import TALLY  # noqa: F401 - the rig imports it from here
 
-from watcher import commands, inbox
+from watcher import commands, records
 from watcher.commands import Context, Envelope
 from watcher.config import Paths, Settings, load_settings
+from watcher.models import InboxRecord
 from watcher.pipeline import Hooks
 from watcher.providers.base import Provider
+from watcher.store import FileStore, Reservation
 from watcher.timeutil import utcnow
 
 # A provider factory (:attr:`watcher.pipeline.Hooks.make_provider`); ``None``: the real one.
@@ -59,16 +61,17 @@ def next_pid() -> int:
         return next(_pids)
 
 
-def reserve_with_run_pid(real: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap :func:`watcher.inbox.reserve` so in-process runs stamp their own pid."""
+class RunPidStore(FileStore):
+    """The store of in-process runs (``Hooks.make_store``): each run stamps its own synthetic pid on
+    the attempts it reserves, as separate processes would, so the invariants can tell the runs of
+    one test process apart."""
 
-    def reserve(record: Any, **kwargs: Any) -> Any:
+    def write_reservation(self, record: InboxRecord) -> Reservation:
         pid = getattr(_local, "pid", None)
-        if pid is not None and kwargs.get("pid") is None:
-            kwargs["pid"] = pid
-        return real(record, **kwargs)
-
-    return reserve
+        last = record.attempts[-1]
+        if pid is not None and last.pid == os.getpid():
+            record = record.model_copy(update={"attempts": [*record.attempts[:-1], last.model_copy(update={"pid": pid})]})
+        return super().write_reservation(record)
 
 
 @contextmanager
@@ -95,7 +98,8 @@ def inproc(data_dir: Path, env: Mapping[str, str], entry: str, command: str, *,
     ``provider`` (e.g. :func:`_fake_provider.in_process`) swaps only the wire: everything else
     of SPEC §7 runs for real, and the fake's call log is the same as over loopback HTTP.
     ``clock``: the run's "now" for leases (SPEC §14)."""
-    ctx = Context(entrypoint=entry, data_dir=data_dir, hooks=Hooks(make_provider=provider, clock=clock))
+    ctx = Context(entrypoint=entry, data_dir=data_dir, hooks=Hooks(make_provider=provider, clock=clock,
+                                                                    make_store=RunPidStore))
     ctx._settings = load_settings(data_dir=data_dir, env={**env, "WATCHER_DATA_DIR": str(data_dir)})
     fns: dict[str, Callable[[Context], Any]] = {
         "scan": lambda c: commands.scan(c, limit=kw.get("limit", 20), source=str(kw["source"])),
@@ -159,9 +163,9 @@ def build_baseline(data_dir: Path, fake: FakeProvider, work: Path) -> Baseline:
     env_scan = inproc(data_dir, env, "cli", "scan", source=base, provider=provider)
     assert env_scan.exit_code == 0, env_scan.to_json()
     paths = Paths(data_dir)
-    record = inbox.load(paths, "orph")
+    record = FileStore(paths).load_record("orph")
     assert record is not None
-    inbox.save(paths, inbox.reserve(record, command="recheck", entrypoint="bridge", provider="openai",
+    FileStore(paths).save_record(records.reserve(record, command="recheck", entrypoint="bridge", provider="openai",
                                     model="fake-model", pid=next_pid()))
     for cid, triage in BASE_MARKS.items():
         assert inproc(data_dir, env, "bridge", "mark", id=cid, triage=triage).exit_code == 0

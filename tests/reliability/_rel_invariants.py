@@ -200,7 +200,7 @@ def triage_kept(data_dir: Path, marks: Mapping[str, str]) -> list[str]:
 
 def index_follows_inbox(data_dir: Path, recs: Mapping[str, InboxRecord]) -> list[str]:
     """§4.2 after a quiet run: the index knows every comment, with its state and attempts."""
-    from watcher.inbox import state_of
+    from watcher.records import state_of
 
     entries = seen_file(data_dir).comments
     out = []

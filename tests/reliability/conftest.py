@@ -13,17 +13,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from _fake_provider import running_fake
-from _rel_harness import Baseline, build_baseline, reserve_with_run_pid
+from _rel_harness import Baseline, build_baseline
 
-from watcher import inbox
 from watcher.providers import _http
-
-
-@pytest.fixture(autouse=True)
-def run_pids(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """In-process runs stamp a synthetic pid per run on the attempts they reserve."""
-    monkeypatch.setattr(inbox, "reserve", reserve_with_run_pid(inbox.reserve))
-    yield
 
 
 @pytest.fixture(autouse=True)
@@ -52,6 +44,5 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Baseline:
     work = tmp_path_factory.mktemp("baseline")
     data = work / "data"
     data.mkdir()
-    with pytest.MonkeyPatch.context() as mp, running_fake() as fake:
-        mp.setattr(inbox, "reserve", reserve_with_run_pid(inbox.reserve))
+    with running_fake() as fake:
         return build_baseline(data, fake, work)

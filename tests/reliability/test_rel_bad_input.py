@@ -26,13 +26,14 @@ from _rel_invariants import files_containing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from watcher import inbox, prompts, seen
+from watcher import prompts, records, seen
 from watcher.config import Paths, load_settings
-from watcher.durable import read_model, write_model
 from watcher.errors import UsageError
 from watcher.models import COMMENT_ID_RE, ERROR_KINDS, Comment, InboxRecord, Prompt, SeenFile
 from watcher.providers.openai import OpenAIProvider
 from watcher.source import read_export
+from watcher.store import FileStore
+from watcher.store.durable import read_model, write_model
 
 # Unique: any file holding it (in any spelling, see key_leaks) leaked the key. The "/" is what a
 # server escapes as "\/"; "+" and "=" are in real keys too.
@@ -103,7 +104,7 @@ def responses(draw: st.DrawFn) -> tuple[int, dict[str, str], bytes]:
 def _record(tag: str) -> InboxRecord:
     comment = Comment(id="abc123", article_id=1, article_title="T", article_url="https://dev.to/a/t", author="r",
                       created_at="2026-05-14T09:00:00Z", text=f"TAG:{tag} hi", url="https://dev.to/r/comment/abc123")
-    return inbox.new_record(comment, Prompt(template="verdict", template_sha256="0" * 64, system="s", user="u"))
+    return records.new_record(comment, Prompt(template="verdict", template_sha256="0" * 64, system="s", user="u"))
 
 
 @SETTINGS
@@ -121,11 +122,11 @@ def test_any_model_answer_is_classified_stored_and_read_back(answer: tuple[int, 
         assert (result.verdict is None) != (result.error is None)
         assert result.error is None or result.error.kind in ERROR_KINDS
         assert result.raw is not None  # a response arrived: its body is kept
-        reserved = inbox.reserve(_record("x"), command="scan", entrypoint="cli", provider="openai", model="m")
-        finished = inbox.finish(reserved, verdict=result.verdict, error=result.error, raw=result.raw,
+        reserved = records.reserve(_record("x"), command="scan", entrypoint="cli", provider="openai", model="m")
+        finished = records.finish(reserved, verdict=result.verdict, error=result.error, raw=result.raw,
                                 usage=result.usage, duration_ms=result.duration_ms)
-        inbox.save(Paths(data), finished)  # must not raise: the answer is kept (SPEC §1.2)
-        again = inbox.load(Paths(data), "abc123")
+        FileStore(Paths(data)).save_record(finished)  # must not raise: the answer is kept (SPEC §1.2)
+        again = FileStore(Paths(data)).load_record("abc123")
         assert again is not None and len(again.attempts) == 1 and again.attempts[0].outcome is not None
         assert files_containing(data, KEY.encode()) == [] and _leaked(data) == []
         said = [result.raw, result.error.message if result.error else ""]
@@ -189,8 +190,8 @@ def test_any_forem_payload_yields_safe_comments_that_store(doc: Any) -> None:
         for comment in fetched.comments:
             assert COMMENT_ID_RE.match(comment.id)
             parent = fetched.parent_texts.get(comment.parent_id) if comment.parent_id else None
-            inbox.save(paths, inbox.new_record(comment, prompts.render(comment, parent_text=parent)))
-            assert inbox.load(paths, comment.id) is not None
+            FileStore(paths).save_record(records.new_record(comment, prompts.render(comment, parent_text=parent)))
+            assert FileStore(paths).load_record(comment.id) is not None
         index = SeenFile()
         for article in fetched.articles:
             index = seen.record_article(index, article.id, title=article.title, url=article.url,
@@ -265,7 +266,7 @@ def test_api_key_never_reaches_the_data_dir(tmp_path: Path) -> None:
             outputs.append(proc)
             assert KEY not in proc.stdout + proc.stderr
         assert set(fake.calls) == set(labels)
-    echoed = inbox.load(Paths(data), "k0")
+    echoed = FileStore(Paths(data)).load_record("k0")
     assert echoed is not None and "[redacted]" in (echoed.attempts[0].raw or "")  # it did come back
     assert files_containing(data, KEY.encode()) == [] and _leaked(data) == []
     assert all(not key_leaks(json.dumps(o.to_json()), KEY) for o in outputs if hasattr(o, "to_json"))
@@ -292,7 +293,7 @@ def test_an_echoed_key_is_in_no_file_and_no_output(behaviour: str, tmp_path: Pat
         # The reads in process: the real front end and its rendering, COLUMNS included.
         procs += [run_main(entry, *args, data_dir=data, env=env) for entry, args in READS]
         assert fake.calls == ["echo1"]
-    record = inbox.load(Paths(data), "echo1")
+    record = FileStore(Paths(data)).load_record("echo1")
     assert record is not None and "[redacted]" in (record.attempts[0].raw or "")  # it did come back
     if behaviour not in ("echo-key-400", "echo-key-401"):
         assert record.verdict is not None and "[redacted]" in record.verdict.summary

@@ -11,9 +11,10 @@ from _fake_provider import FakeProvider, running_fake
 from _rel_harness import Baseline, inproc, recover_until_quiet
 from _rel_invariants import Expect, Snapshot, check_all, snapshot
 
-from watcher import inbox
+from watcher import records
 from watcher.config import Paths
-from watcher.durable import write_model
+from watcher.store import FileStore
+from watcher.store.durable import write_model
 
 
 def _edit(data: Path, cid: str, fn: Callable[[dict], None]) -> None:  # type: ignore[type-arg]
@@ -91,10 +92,10 @@ def _quarantined(data: Path, fake: FakeProvider, before: Snapshot) -> None:
 
 
 def _reservation_left(data: Path, fake: FakeProvider, before: Snapshot) -> None:
-    record = inbox.load(Paths(data), "newb")
+    record = FileStore(Paths(data)).load_record("newb")
     assert record is not None
     record = record.model_copy(update={"verdict": None, "attempts": record.attempts[:-1]})
-    write_model(Paths(data).inbox_file("newb"), inbox.reserve(record, command="scan", entrypoint="cli",
+    write_model(Paths(data).inbox_file("newb"), records.reserve(record, command="scan", entrypoint="cli",
                                                               provider="openai", model="m", pid=1))
 
 

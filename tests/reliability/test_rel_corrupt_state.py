@@ -27,7 +27,7 @@ from _fake_provider import running_fake
 from _rel_harness import LONG, TALLY, Baseline, inproc, recover_until_quiet
 from _rel_invariants import Expect, check_all, snapshot
 
-from watcher.durable import quarantined_names
+from watcher.store.durable import quarantined_names
 
 # place -> (path inside the data dir, its quarantine label)
 PLACES = {
@@ -69,7 +69,7 @@ def _prepare(data: Path, rel: str, fake_env: dict[str, str]) -> bytes:
     """Make sure the file exists in its healthy form and return those bytes."""
     path = data / rel
     if rel == "provider.json" and not path.exists():
-        from watcher.durable import write_json
+        from watcher.store.durable import write_json
 
         write_json(path, {"schema_version": 1, "cooldown_until": None, "reason": None})
     return path.read_bytes()

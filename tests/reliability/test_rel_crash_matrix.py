@@ -26,7 +26,7 @@ from _proc import envelope, run, start
 from _rel_harness import AGENT_ENV, LONG, TALLY, Baseline, inproc, recover_until_quiet
 from _rel_invariants import Expect, Snapshot, check_all, records, snapshot
 
-from watcher.inbox import state_of
+from watcher.records import state_of
 
 pytestmark = pytest.mark.slow
 

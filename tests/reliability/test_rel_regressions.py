@@ -10,8 +10,8 @@ from _fake_provider import running_fake
 from _proc import envelope, run, write_export
 from _rel_harness import Baseline, inproc
 
-from watcher import inbox
 from watcher.config import Paths
+from watcher.store import FileStore
 
 
 def _quarantine_inbox(data: Path, env: dict[str, str], cid: str) -> None:
@@ -34,7 +34,7 @@ def test_comment_whose_inbox_file_was_quarantined_is_not_given_a_fresh_budget(
             assert items["flaky"]["outcome"] == "skipped"
             assert inproc(data, env, entry, "recheck").exit_code == 0
         assert "flaky" not in fake.calls[calls:]
-        assert inbox.load(Paths(data), "flaky") is None
+        assert FileStore(Paths(data)).load_record("flaky") is None
 
 
 def test_saved_verdict_whose_inbox_file_was_quarantined_is_never_requested_again(
@@ -62,7 +62,7 @@ def test_provider_error_text_with_a_lone_surrogate_is_saved_and_printed(entry: s
     assert proc.returncode == 2, proc.stderr
     item = envelope(proc)["result"]["items"][0]
     assert (item["outcome"], item["kind"]) == ("error", "bad_request")
-    record = inbox.load(Paths(data), "sur")
+    record = FileStore(Paths(data)).load_record("sur")
     assert record is not None and record.attempts[0].outcome == "error" and record.attempts[0].raw
 
 
@@ -77,7 +77,7 @@ def test_forem_text_with_a_lone_surrogate_is_stored_not_fatal(tmp_path: Path) ->
     source.write_text(json.dumps(doc))  # ensure_ascii: the file holds "\ud800" escapes
     scan = inproc(data, {"WATCHER_PROVIDER": "offline"}, "cli", "scan", source=source)
     assert scan.exit_code == 0, scan.error
-    record = inbox.load(Paths(data), "sur")
+    record = FileStore(Paths(data)).load_record("sur")
     assert record is not None and record.verdict is not None
 
 

@@ -2,16 +2,17 @@
 
     scan(run, source=, notice=) -> Partial      step 1 (fetch, plan) .. step 5 (save, counter)
     recheck(run, ids=, notice=) -> Partial
-    decide(command, record, fingerprint, now=) -> Decision      the pure core of step 4
-
 Where each step lives:
 
     plan.py      step 1    fetch from the source registry and plan, without the lock
     gate.py      §13.1     may the run call? cooldown, breaker + free probe; when a batch stops
     locked.py    steps 2–5 lock, reconcile, per item (re-read, decide, reserve, call, save), save seen
-    provider_state.py      provider.json: the cooldown after a 429 (§7.2) and the breaker (§13.1)
-    batch.py               the Batch a run carries down every step: settings, summary, signals, error
+    provider_state.py      the cooldown after a 429 (§7.2) and the breaker (§13.1)
+    batch.py               the Batch a run carries down every step: settings, store, summary, signals
     agent.py     §14       provider agent: claim (reserve with a lease, hand out prompts) and submit
+
+The decision for each comment is :func:`watcher.records.decide` (pure); every read and write of
+state is the run's store (:mod:`watcher.store`).
 
 The counter (SPEC §8) runs after the lock is released; ``--dry-run`` plans and stops there.
 Nothing here climbs back up into :mod:`watcher.commands`: commands turns arguments into a
@@ -24,7 +25,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from watcher import inbox, seen
 from watcher.errors import UsageError, WatcherError
 from watcher.models import SeenFile
 from watcher.pipeline.batch import (
@@ -32,17 +32,18 @@ from watcher.pipeline.batch import (
     MAX_LIMIT,
     Batch,
     BatchResult,
-    Command,
     Hooks,
+    ItemOutcome,
     ItemResult,
-    Outcome,
     Run,
     caught_signals,
     count_signals,
+    new_run_id,
+    open_store,
 )
-from watcher.pipeline.locked import Decision, decide
 from watcher.pipeline.plan import Plan, Planned, check_id, plan_recheck, plan_scan
 from watcher.pipeline.provider_state import read_cooldown, write_cooldown
+from watcher.records import Command, Decision, decide
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -52,14 +53,16 @@ __all__ = [
     "Command",
     "Decision",
     "Hooks",
+    "ItemOutcome",
     "ItemResult",
-    "Outcome",
     "Partial",
     "Planned",
     "Run",
     "check_id",
     "check_limit",
     "decide",
+    "new_run_id",
+    "open_store",
     "read_cooldown",
     "recheck",
     "scan",
@@ -85,31 +88,33 @@ def scan(run: Run, *, source: str | None = None, notice: Callable[[str], None] =
          since: datetime | None = None, full: bool = False) -> Partial:
     """Fetch, then make the first attempt for new and pending comments (SPEC §7, §13.3)."""
     batch = Batch(run, notice=notice)
-    base, index = _index(batch)
+    base, index = _read_index(batch)
     plan = plan_scan(batch, index, source, since=since, full=full)  # network here, before the lock
     if plan.interrupted is not None:
         # dev.to stopped answering midway: what was fetched goes through; the rest keeps its old
         # change signal, so the next scan fetches it. The run still ends loudly (exit 3).
         batch.notice(f"warning: {plan.interrupted} — the articles fetched so far are processed")
         batch.fail(plan.interrupted)
-    return _run(batch, plan, base)
+    return _carry_out(batch, plan, base)
 
 
 def recheck(run: Run, *, ids: Sequence[str] = (), notice: Callable[[str], None] = lambda _m: None) -> Partial:
     """Retry failed comments and close orphaned reservations, or exactly ``ids`` (SPEC §7)."""
     batch = Batch(run, notice=notice)
-    base, index = _index(batch)
-    return _run(batch, plan_recheck(batch, index, ids), base)
+    base, index = _read_index(batch)
+    return _carry_out(batch, plan_recheck(batch, index, ids), base)
 
 
-def _index(batch: Batch) -> tuple[SeenFile, SeenFile]:
-    base = seen.load(batch.settings.paths)
-    index, _ = seen.reconcile(batch.settings.paths, base)
+def _read_index(batch: Batch) -> tuple[SeenFile, SeenFile]:
+    """The index as stored (the merge's base) and reconciled for planning; nothing is saved here:
+    the locked part saves it with the run's changes (SPEC §4.2)."""
+    base = batch.store.load_index()
+    index, _ = batch.store.reconcile_index(base)
     return base, index
 
 
-def _run(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
-    from watcher.pipeline.locked import execute
+def _carry_out(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
+    from watcher.pipeline.locked import under_lock
 
     batch.result.planned = len(plan.items)
     if batch.run.dry_run:
@@ -123,7 +128,7 @@ def _run(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
     try:
         with caught_signals(batch):
             # Provider agent: nothing is called, so no cooldown or breaker can stop the run.
-            execute(batch, plan, base, gate.check(batch) if batch.calls_model else gate.GO)
+            under_lock(batch, plan, base, gate.evaluate(batch) if batch.calls_model else gate.GO)
     finally:
         batch.close()
     count_signals(batch)
@@ -133,12 +138,12 @@ def _run(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
 def _dry_run(batch: Batch, plan: Sequence[Planned]) -> None:
     """Say what a real run would do now, touching nothing: no lock, no writes, no calls."""
     result = batch.result
-    cooldown = read_cooldown(batch.settings)
+    cooldown = read_cooldown(batch.store)
     for position, item in enumerate(plan):
         if len(result.would_call) >= batch.run.limit:
             result.remaining = len(plan) - position
             break
-        record = None if item.comment is not None else inbox.load(batch.settings.paths, item.id)
+        record = None if item.comment is not None else batch.store.load_record(item.id)
         action = "call" if record is None else decide(batch.run.command, record, item.fingerprint, now=batch.now())
         if action == "call" and not batch.calls_model:
             result.for_agent += 1

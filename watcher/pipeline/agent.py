@@ -7,7 +7,7 @@
 
 The agent in the loop (Codex, Claude Code) is the model, so the budget holds the same way as for
 a model call: ``claim`` picks what scan and recheck would pick and decides with the same
-:func:`~watcher.pipeline.locked.decide`, and reserves each attempt durably *before* the agent
+:func:`~watcher.records.decide`, and reserves each attempt durably *before* the agent
 sees the prompt. ``submit`` is the outcome's compare-and-swap (§13.5): it writes only onto the
 open attempt it names. Both run under the pipeline lock from start to end, and call nothing.
 
@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from watcher import inbox, seen
+from watcher import records
 from watcher.errors import ConfigError, Interrupted, SaveFailed, SubmitRefused, UsageError
 from watcher.models import Attempt, AttemptError, InboxRecord, SeenFile, Verdict
 from watcher.pipeline import Partial, locked
@@ -44,7 +44,7 @@ def require_agent(provider: str) -> None:
 
 
 def _minutes() -> int | float:
-    minutes = inbox.LEASE.total_seconds() / 60
+    minutes = records.LEASE.total_seconds() / 60
     return int(minutes) if minutes.is_integer() else minutes
 
 
@@ -55,11 +55,10 @@ def claim(run: Run, *, notice: Callable[[str], None] = lambda _m: None) -> Parti
     """Reserve one attempt for each of the oldest ``run.limit`` comments that need a verdict."""
     require_agent(run.settings.provider)
     batch = Batch(run, notice=notice)
-    paths = batch.settings.paths
-    base = seen.load(paths)
+    base = batch.store.load_index()
     claimed: list[dict[str, Any]] = []
     try:
-        with caught_signals(batch), locked.hold_pipeline(paths):
+        with caught_signals(batch), batch.store.pipeline_lock():
             mine = locked.reconcile_index(batch, base)
             try:
                 _claim_each(batch, _candidates(batch, mine), mine, claimed)
@@ -76,18 +75,19 @@ def claim(run: Run, *, notice: Callable[[str], None] = lambda _m: None) -> Parti
 
 def _candidates(batch: Batch, index: SeenFile) -> list[InboxRecord]:
     """Pending, failed and reserved comments, read under the lock, oldest first (as plan.py orders)."""
-    records = []
+    found = []
     for cid, entry in index.comments.items():
         if entry.status in CLAIMABLE and (record := locked.reread(batch, cid)) is not None:
-            records.append(record)
-    return sorted(records, key=lambda r: (r.comment.created_at, r.comment.id))
+            found.append(record)
+    return sorted(found, key=lambda r: (r.comment.created_at, r.comment.id))
 
 
-def _claim_each(batch: Batch, records: Sequence[InboxRecord], index: SeenFile, claimed: list[dict[str, Any]]) -> None:
+def _claim_each(batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile,
+                claimed: list[dict[str, Any]]) -> None:
     from watcher.providers.parse import verdict_json_schema
 
-    run, paths = batch.run, batch.settings.paths
-    for position, record in enumerate(records):
+    run = batch.run
+    for position, record in enumerate(candidates):
         cid = record.comment.id
         if batch.interrupted is not None and not batch.stopped:
             batch.stop("interrupted", Interrupted(batch.interrupted))
@@ -95,21 +95,21 @@ def _claim_each(batch: Batch, records: Sequence[InboxRecord], index: SeenFile, c
             batch.add(ItemResult(cid, "not_started"))
             continue
         if len(claimed) >= run.limit:
-            batch.result.remaining = len(records) - position
+            batch.result.remaining = len(candidates) - position
             break
         now = batch.now()
         entry = index.comments.get(cid)
         # Read under the lock just now: the plan is the file, so only a running lease defers it.
-        action = locked.decide("claim", record, inbox.fingerprint(record), now=now,
+        action = records.decide("claim", record, records.fingerprint(record), now=now,
                                seen_attempts=entry.attempts if entry else 0)
         if action != "call":
             locked.no_call(batch, record, action)
             continue
-        lease_until = iso(now + inbox.LEASE)
-        reserved = inbox.reserve(record, command="claim", entrypoint=run.entrypoint, provider=NAME,
+        lease_until = iso(now + records.LEASE)
+        reserved = records.reserve(record, command="claim", entrypoint=run.entrypoint, provider=NAME,
                                  model=batch.settings.model, lease_until=lease_until)
         try:
-            inbox.save(paths, reserved)  # through the module: the fault rig's kill points wrap it
+            batch.store.write_reservation(reserved)
         except SaveFailed as exc:
             locked.state_stop(batch, cid, "reserve_failed", exc)  # not on disk: not handed out
             continue
@@ -144,19 +144,19 @@ def submit(run: Run, comment_id: str, n: int, verdict: Any, *,
         raise UsageError(f"n must be the attempt number claim handed out (a whole number from 1), got {n!r}")
     text = _verdict_text(verdict)
     batch = Batch(run, notice=notice)
-    paths = batch.settings.paths
-    with locked.hold_pipeline(paths):
-        record = inbox.load(paths, comment_id)
+    store = batch.store
+    with store.pipeline_lock():
+        record = store.load_record(comment_id)
         if record is None:
-            raise UsageError(f"no comment {comment_id} in {paths.inbox}: submit the id claim handed out")
+            raise UsageError(f"no comment {comment_id} in {store.paths.inbox}: submit the id claim handed out")
         attempt = _open_claim(record, n)
-        base = seen.load(paths)
-        answer = validate_verdict(text)  # through the module global: the fault rig wraps it
+        base = store.load_index()
+        answer = validate_verdict(text)
         error = answer if isinstance(answer, AttemptError) else None
         took = batch.now() - parse_iso(attempt.reserved_at)  # how long the agent took, for the record
-        finished = inbox.finish(record, verdict=answer if isinstance(answer, Verdict) else None, error=error,
+        finished = records.finish(record, verdict=answer if isinstance(answer, Verdict) else None, error=error,
                                 raw=text, duration_ms=max(0, int(took.total_seconds() * 1000)))
-        inbox.save(paths, finished)  # SaveFailed → exit 5; the claim stays open and counted
+        store.save_record(finished)  # SaveFailed → exit 5; the claim stays open and counted
         batch.emit("verdict.ok" if error is None else f"verdict.error.{error.kind}", comment=comment_id)
         locked.save_index(batch, base, base, {}, touched=[comment_id])
     count_signals(batch)
@@ -204,7 +204,7 @@ def _ended(attempt: Attempt) -> str:
 
 
 def _submitted(record: InboxRecord, n: int, error: AttemptError | None) -> dict[str, Any]:
-    cid, cap = record.comment.id, inbox.cap_of(record)
+    cid, cap = record.comment.id, records.cap_of(record)
     left = max(0, cap - len(record.attempts))
     message = None
     if error is not None:
@@ -214,4 +214,4 @@ def _submitted(record: InboxRecord, n: int, error: AttemptError | None) -> dict[
         message = f"{error.message} — {after}"
     return {"id": cid, "n": n, "outcome": "error" if error else "verdict", "kind": error.kind if error else None,
             "message": message, "attempts": len(record.attempts), "attempts_left": left,
-            "state": inbox.state_of(record), "verdict": record.verdict.model_dump() if record.verdict else None}
+            "state": records.state_of(record), "verdict": record.verdict.model_dump() if record.verdict else None}

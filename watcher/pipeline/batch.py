@@ -7,27 +7,30 @@ stop wins (:meth:`Batch.stop`), a lost observation only counts when nothing loud
 
 from __future__ import annotations
 
+import secrets
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from watcher.config import Settings
+from watcher.config import Paths, Settings
 from watcher.errors import LockBusy, LogReplaced, StateError, WatcherError
+from watcher.records import Command
+from watcher.store import Store
 
 if TYPE_CHECKING:
     from watcher.providers.base import Provider
+    from watcher.source import Source
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
 
-# claim and submit: the agent's side of SPEC §14 (the agent, not watcher, makes the "call").
-Command = Literal["scan", "recheck", "claim", "submit"]
 # SPEC §7.1, plus the two a dry run reports instead of acting.
-Outcome = Literal[
+ItemOutcome = Literal[
     "verdict", "error", "interrupted", "deferred", "exhausted", "repaired", "skipped",
     "reserve_failed", "save_failed", "save_conflict", "not_started", "would_call", "would_skip",
 ]
@@ -35,20 +38,38 @@ Outcome = Literal[
 
 @dataclass(frozen=True, kw_only=True)
 class Hooks:
-    """What a front end or a test hands the pipeline: progress callbacks and the provider factory.
+    """What a front end or a test hands the pipeline: progress callbacks and the three seams'
+    factories (STYLE rules 12 and 14).
 
-    ``make_provider`` is the test mode by injection (STYLE rule 12): a test passes a factory that
-    builds a provider over an ``httpx.MockTransport`` or an in-process fake, and the whole of
-    §7 — lock, reservation, save — runs for real around it.
+    ``make_provider``, ``make_store`` and ``make_source`` are the test mode by injection: a test
+    passes a provider over an ``httpx.MockTransport``, a store that fails or kills at a write
+    (the fault rig's), or a source over a fake, and the whole of §7 — lock, reservation, save —
+    runs for real around it. ``None`` is the real one.
     """
 
     on_planned: Callable[[int], None] | None = None
     on_call: Callable[[str], None] | None = None  # a comment's model call is about to go out
     on_item: Callable[[ItemResult], None] | None = None
     make_provider: Callable[[Settings], Provider] | None = None
+    make_store: Callable[[Paths], Store] | None = None
+    make_source: Callable[[str], Source] | None = None
     # "Now" for leases (SPEC §14): when a claim's lease ends, whether one has ended. A test moves
     # the clock past a lease instead of sleeping 15 minutes.
     clock: Callable[[], datetime] | None = None
+
+
+def open_store(paths: Paths, hooks: Hooks) -> Store:
+    """The store a command works on: the hooks' (a test's), else the files of SPEC §4."""
+    if hooks.make_store is not None:
+        return hooks.make_store(paths)
+    from watcher.store import FileStore
+
+    return FileStore(paths)
+
+
+def new_run_id() -> str:
+    """A short id for one run: seconds since the epoch in hex, then 6 random hex digits."""
+    return f"{int(time.time()):x}{secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +77,7 @@ class Run:
     """Who is running and how: the same for every item of one batch."""
 
     settings: Settings
+    store: Store
     command: Command
     entrypoint: str  # "cli" | "bridge"
     run_id: str
@@ -67,7 +89,7 @@ class Run:
 @dataclass
 class ItemResult:
     id: str
-    outcome: Outcome
+    outcome: ItemOutcome
     kind: str | None = None
     message: str | None = None
     attempts: int | None = None
@@ -212,6 +234,10 @@ class Batch:
         return self.run.settings
 
     @property
+    def store(self) -> Store:
+        return self.run.store
+
+    @property
     def calls_model(self) -> bool:
         """False for provider agent (SPEC §14): the agent claims and submits; watcher never calls."""
         from watcher.providers.registry import provider_spec
@@ -257,11 +283,9 @@ class Batch:
         mid-item (the attempt's outcome is already on disk), but the run still ends loudly."""
         if self.run.dry_run:
             return  # a dry run writes nothing, not even an observation
-        from watcher import signals
-
         try:
-            signals.emit(self.settings.paths, key, run=self.run.run_id, entrypoint=self.run.entrypoint,
-                         comment=comment)
+            self.store.append_signals([{"key": key, "comment": comment, "run": self.run.run_id,
+                                        "entrypoint": self.run.entrypoint}])
         except WatcherError as exc:
             self.notice(f"warning: observation {key} not recorded: {exc}")
             self._lost_signal = self._lost_signal or exc
@@ -271,10 +295,8 @@ def count_signals(batch: Batch) -> None:
     """SPEC §8 after the lock is released. A replaced log (or a busy signals lock) never fails the
     run (§13.5): it is a warning, so a `scan && recheck` cron goes on; `watcher signals` exits 5.
     A corrupt or unwritable counter file is a state error like any (§4), if nothing louder."""
-    from watcher import signals
-
     try:
-        counted = signals.run_counter(batch.settings.paths)
+        counted = batch.store.count_signals()
     except (LogReplaced, LockBusy) as exc:
         batch.notice(f"warning: observation signals not counted: {exc}")
         batch.result.signals = {"warning": str(exc)}

@@ -1,7 +1,7 @@
 """May this run call the model, and when must it stop? (SPEC §6 table, §7.2, §13.1)
 
 A broken setup (a down server, a wrong URL, a retired model, a revoked key) fails every comment
-the same way. Before this, each comment spent its attempts on it with exit 0. Now:
+the same way, so it must not be paid for comment by comment:
 
 - a setup kind (or two transient failures in a row) stops the batch at once and opens the
   *breaker* in provider.json;
@@ -37,14 +37,14 @@ TRANSIENT_STREAK = 2
 # The user must change something (exit 2); the rest should pass by waiting (exit 3).
 FIX_KINDS = frozenset({"auth", "model_not_found", "bad_request"})
 
-GateState = Literal["go", "half_open", "closed"]
+GateMode = Literal["go", "half_open", "closed"]
 
 
 @dataclass(frozen=True)
 class Gate:
     """What the run may do with the model. ``error`` is why it may not (``closed``)."""
 
-    verdict: GateState
+    mode: GateMode
     error: WatcherError | None = None
     stop: str = ""  # the summary's "stopped" when closed: cooldown | breaker
     close_breaker: bool = False  # a probe passed: close it under the lock before the first call
@@ -53,11 +53,11 @@ class Gate:
 GO = Gate("go")
 
 
-def check(batch: Batch) -> Gate:
+def evaluate(batch: Batch) -> Gate:
     """Decide before the lock (the probe is network). Never spends an attempt."""
     settings = batch.settings
-    state = provider_state.load(settings)
-    cooldown = provider_state.read_cooldown(settings, state)
+    state = batch.store.load_provider_state()
+    cooldown = provider_state.read_cooldown(batch.store, state)
     if cooldown is not None:
         return Gate("closed", cooldown, "cooldown")
     breaker = provider_state.breaker_of(settings, state)
@@ -104,10 +104,10 @@ def stop_for(batch: Batch, error: AttemptError) -> tuple[str, WatcherError]:
     if kind == "rate_limited":
         until = None
         if error.retry_after_s is not None:
-            until = provider_state.write_cooldown(settings, error.retry_after_s, reason=f"rate_limited: {said}")
+            until = provider_state.write_cooldown(batch.store, error.retry_after_s, reason=f"rate_limited: {said}")
         wait = f"; no model calls until {until}" if until else "; wait a minute before the next run"
         return kind, RateLimited(f"provider rate limit (HTTP 429){wait}")
-    provider_state.open_breaker(settings, kind=kind, message=said)
+    provider_state.open_breaker(batch.store, settings, kind=kind, message=said)
     setup = f"{settings.provider} model {settings.model} at {settings.base_url}"
     if kind == "auth":
         return kind, ProviderSetup(f"the provider rejected the API key ({said}) — check WATCHER_API_KEY; "

@@ -9,33 +9,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from watcher import inbox, seen, signals
-from watcher.config import Settings
+from watcher import records
 from watcher.errors import UsageError
-from watcher.locks import pipeline_lock
+from watcher.store import Store
 
 MAX_GRANT = 3
 
 
-def grant(settings: Settings, comment_id: str, attempts: int, *, entrypoint: str) -> dict[str, Any]:
+def grant(store: Store, comment_id: str, attempts: int, *, entrypoint: str, run_id: str) -> dict[str, Any]:
     """Append ``{"at", "n"}`` to the comment's ``grants`` durably; the cap becomes 3 + grants."""
     if not 1 <= attempts <= MAX_GRANT:
         raise UsageError(f"--attempts must be between 1 and {MAX_GRANT}, got {attempts}")
-    paths = settings.paths
-    with pipeline_lock(paths):
-        record = inbox.load(paths, comment_id)
+    with store.pipeline_lock():
+        record = store.load_record(comment_id)
         if record is None:
-            raise UsageError(f"no comment {comment_id} in {paths.inbox} — `watcher inbox --all` lists the known ones")
-        state = inbox.state_of(record)
+            raise UsageError(f"no comment {comment_id} in {store.paths.inbox} — `watcher inbox --all` lists the "
+                             "known ones")
+        state = records.state_of(record)
         if state == "done":
             raise UsageError(f"{comment_id} already has a verdict: nothing to try again")
         if state == "pending":
             raise UsageError(f"{comment_id} has not been tried yet: `watcher scan` makes its first attempt")
-        granted = inbox.grant(record, attempts)
-        inbox.save(paths, granted)
-        base = seen.load(paths)
-        index, _ = seen.reconcile(paths, base, [comment_id])
-        seen.save(paths, base, index)
-    signals.emit(paths, "item.granted", run=signals.new_run_id(), entrypoint=entrypoint, comment=comment_id)
-    return {"id": comment_id, "granted": attempts, "attempts": len(granted.attempts), "cap": inbox.cap_of(granted),
-            "state": inbox.state_of(granted)}
+        granted = records.grant(record, attempts)
+        store.save_record(granted)
+        base = store.load_index()
+        index, _ = store.reconcile_index(base, [comment_id])
+        store.save_index(base, index)
+    store.append_signals([{"key": "item.granted", "comment": comment_id, "run": run_id, "entrypoint": entrypoint}])
+    return {"id": comment_id, "granted": attempts, "attempts": len(granted.attempts),
+            "cap": records.cap_of(granted), "state": records.state_of(granted)}

@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from watcher import inbox
+from watcher import records
 from watcher.errors import UsageError, WatcherError
-from watcher.inbox import Fingerprint
 from watcher.models import Comment, SeenFile
 from watcher.pipeline.batch import Batch
+from watcher.records import Fingerprint
 from watcher.source import FetchResult, Source, SourceArticle, resolve_source
 from watcher.timeutil import parse_iso, utcnow
 
@@ -48,7 +48,7 @@ class Plan:
 
 
 def check_id(comment_id: str) -> None:
-    if not inbox.is_valid_id(comment_id):
+    if not records.is_valid_id(comment_id):
         raise UsageError(f"{comment_id!r} is not a comment id (expected 1–16 lower-case letters or digits)")
 
 
@@ -63,13 +63,15 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
     """New comments (no inbox file yet), pending ones (no attempt) and orphaned reservations,
     oldest first. On an account's first scan, comments older than the backlog window are recorded
     as baseline, not called (``since`` moves the window); answered ones are never called."""
-    chosen = resolve_source(source or "devto")
+    name = source or "devto"
+    make_source = batch.run.hooks.make_source
+    chosen = make_source(name) if make_source is not None else resolve_source(name)
     fetched = _fetch(batch, chosen, index, full=full)
     for rejection in fetched.rejected:
         batch.result.rejected.append({"item": rejection.item, "message": rejection.message})
         batch.notice(f"rejected {rejection.item or 'item'}: {rejection.message}")
         batch.emit("input.rejected")
-    paths = batch.settings.paths
+    store = batch.store
     replies = dict(fetched.author_replies)
     cutoff = since
     if cutoff is None and chosen.name == "devto" and not index.comments and not index.articles:
@@ -80,11 +82,11 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
     discovered: list[Planned] = []
     planned: dict[str, tuple[str, Planned]] = {}
     for comment in fetched.comments:
-        if paths.inbox_file(comment.id).exists():
+        if store.has_record(comment.id):
             continue
         parent = fetched.parent_texts.get(comment.parent_id) if comment.parent_id else None
         old = cutoff is not None and _created(comment.created_at) < cutoff
-        item = Planned(comment.id, inbox.EMPTY, comment, parent, baseline=old, replied_at=replies.get(comment.id))
+        item = Planned(comment.id, records.EMPTY, comment, parent, baseline=old, replied_at=replies.get(comment.id))
         discovered.append(item)
         if not item.baseline and item.replied_at is None:
             planned[comment.id] = (comment.created_at, item)
@@ -98,10 +100,10 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
             continue  # a 500-comment backlog must not cost 500 file reads on every idle scan
         # Pending ones get their first attempt; reserved ones are orphans of a dead run, which
         # scan closes as interrupted like recheck does (no call for them this run).
-        record = inbox.load(paths, cid)
+        record = store.load_record(cid)
         if record is None:
             continue
-        state = inbox.state_of(record)
+        state = records.state_of(record)
         if state in ("pending", "baseline") and cid in replies:
             answered[cid] = replies[cid]
             continue
@@ -111,7 +113,7 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
             requeued.add(cid)
         elif state not in ("pending", "reserved"):
             continue
-        planned[cid] = (record.comment.created_at, Planned(cid, inbox.fingerprint(record)))
+        planned[cid] = (record.comment.created_at, Planned(cid, records.fingerprint(record)))
     items = [p for _, p in sorted(planned.values(), key=lambda pair: (pair[0], pair[1].id))]
     articles = [a for a in fetched.articles if a.id in fetched.fetched_article_ids]
     return Plan(items, articles, discovered, answered, replies, frozenset(requeued), fetched.interrupted)
@@ -126,7 +128,7 @@ def _created(text: str) -> datetime:
 
 def plan_recheck(batch: Batch, index: SeenFile, ids: Sequence[str]) -> Plan:
     """Failed comments and orphaned reservations (or exactly ``ids``), oldest first."""
-    paths = batch.settings.paths
+    store = batch.store
     if ids:
         for cid in ids:
             check_id(cid)
@@ -135,13 +137,13 @@ def plan_recheck(batch: Batch, index: SeenFile, ids: Sequence[str]) -> Plan:
         candidates = [cid for cid, e in index.comments.items() if e.status in ("failed", "reserved")]
     planned: list[tuple[str, Planned]] = []
     for cid in candidates:
-        record = inbox.load(paths, cid)
+        record = store.load_record(cid)
         if record is None:
             if ids:
-                raise UsageError(f"no comment {cid} in {paths.inbox} — run `watcher scan` first, or check the id")
+                raise UsageError(f"no comment {cid} in {store.paths.inbox} — run `watcher scan` first, or check the id")
             # The index knows it but its inbox file is gone (quarantined?): keep it in the plan so
             # the run reports it as skipped instead of passing over it in silence.
-            planned.append(("", Planned(cid, inbox.EMPTY)))
+            planned.append(("", Planned(cid, records.EMPTY)))
             continue
-        planned.append((record.comment.created_at, Planned(cid, inbox.fingerprint(record))))
+        planned.append((record.comment.created_at, Planned(cid, records.fingerprint(record))))
     return Plan([p for _, p in sorted(planned, key=lambda pair: (pair[0], pair[1].id))])

@@ -31,19 +31,19 @@ import errno
 import hashlib
 import json
 import os
-import secrets
 import stat
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from watcher import durable
+from pydantic import BaseModel
+
 from watcher.config import Paths
 from watcher.errors import LogReplaced, SaveFailed, StateError, UnsafePath
-from watcher.locks import signals_lock
 from watcher.models import LogIdentity, SignalCursor, SignalState
+from watcher.store import durable
+from watcher.store.locks import signals_lock
 from watcher.timeutil import iso
 
 # The first line and the line ending at `applied` are hashed to recognise the log; lines are
@@ -56,15 +56,14 @@ PASS_BYTES = 1 << 20
 _READ_BLOCK = 64 * 1024
 
 
-def new_run_id() -> str:
-    """A short id for one run: seconds since the epoch in hex, then 6 random hex digits."""
-    return f"{int(time.time()):x}{secrets.token_hex(3)}"
-
-
 # --------------------------------------------------------------------------------------- append
 
 
-def append(paths: Paths, events: Iterable[Mapping[str, Any]]) -> None:
+AppendBytes = Callable[[Path, bytes], None]
+WriteModel = Callable[[Path, BaseModel], None]
+
+
+def append(paths: Paths, events: Iterable[Mapping[str, Any]], *, writer: AppendBytes | None = None) -> None:
     """Append one JSON line per event to ``observations.jsonl``.
 
     Each event needs a non-empty string ``"key"``; other fields (``comment``, ``run``,
@@ -80,14 +79,9 @@ def append(paths: Paths, events: Iterable[Mapping[str, Any]]) -> None:
     path = paths.observations
     with signals_lock(paths):
         try:
-            _append_bytes(path, payload)
+            (writer or append_bytes)(path, payload)
         except OSError as exc:
             raise SaveFailed(path, exc) from exc
-
-
-def emit(paths: Paths, key: str, *, run: str, entrypoint: str, comment: str | None = None) -> None:
-    """Append one signal line; see :func:`append` for what it raises."""
-    append(paths, [{"key": key, "comment": comment, "run": run, "entrypoint": entrypoint}])
 
 
 def _encode(event: Mapping[str, Any], ts: str) -> bytes:
@@ -105,7 +99,8 @@ def _encode(event: Mapping[str, Any], ts: str) -> bytes:
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def _append_bytes(path: Path, payload: bytes) -> None:
+def append_bytes(path: Path, payload: bytes) -> None:
+    """Append ``payload`` (whole lines) to the log at ``path``, starting a fresh line after a torn one."""
     try:
         try:
             fd = os.open(path, _APPEND_FLAGS, 0o644)
@@ -130,7 +125,7 @@ def _append_bytes(path: Path, payload: bytes) -> None:
         while written < len(payload):  # a short write; we hold the lock, so still contiguous
             written += os.write(fd, payload[written:])
         # No fsync per append: one per model call made bookkeeping ~1.6x the floor of its two
-        # durable writes (bench/ figure 1). The counter fsyncs the log before it saves a
+        # durable writes (bench/run.py figure 1). The counter fsyncs the log before it saves a
         # watermark past these lines, so a counted line is always durable; a power cut can only
         # lose lines nobody has counted yet (never a process kill: the page cache survives it).
     finally:
@@ -172,7 +167,7 @@ def read_state(paths: Paths) -> SignalState | None:
     return durable.read_model(paths.signals_state, SignalState, quarantine_dir=paths.quarantine)
 
 
-def run_counter(paths: Paths, *, reset: bool = False) -> CountResult:
+def run_counter(paths: Paths, *, reset: bool = False, write: WriteModel | None = None) -> CountResult:
     """Count every complete log line not counted yet, exactly once; return the saved totals.
 
     ``reset=True`` discards the saved counts and recounts the current log from offset 0 (what
@@ -181,19 +176,20 @@ def run_counter(paths: Paths, *, reset: bool = False) -> CountResult:
     than what was counted), :class:`SaveFailed` when a state or cursor write fails,
     :class:`CorruptState`/:class:`NewerSchema` for unreadable state, :class:`LockBusy`.
     """
+    write = write or durable.write_model
     fd = _open_log(paths)
     if fd is None:
-        return _count_without_log(paths, reset=reset)
+        return _count_without_log(paths, reset=reset, write=write)
     try:
         if reset:
-            _reset(paths, _identity(fd)[0])
+            _reset(paths, _identity(fd)[0], write)
         # Lines appended after this snapshot wait for the next run, so a busy log cannot keep
         # one run going forever.
         stop = os.fstat(fd).st_size
         new_lines = lines_read = 0
         synced = [False]  # one fsync of the log per run covers every pass (all read below `stop`)
         while True:
-            batch, state, new = _one_pass(paths, fd, stop, synced)
+            batch, state, new = _one_pass(paths, fd, stop, synced, write)
             new_lines += new
             lines_read += len(batch.lines)
             if not batch.lines or batch.end >= stop:
@@ -203,7 +199,8 @@ def run_counter(paths: Paths, *, reset: bool = False) -> CountResult:
     return CountResult(dict(state.counts), state.invalid, state.applied, new_lines, lines_read)
 
 
-def _one_pass(paths: Paths, fd: int, stop: int, synced: list[bool]) -> tuple[_Batch, SignalState, int]:
+def _one_pass(paths: Paths, fd: int, stop: int, synced: list[bool],
+              write: WriteModel) -> tuple[_Batch, SignalState, int]:
     # Read before taking the lock, so appenders are not kept waiting while we parse.
     start, cursor = _start_offset(paths)
     batch = _read_batch(fd, start, stop)
@@ -216,18 +213,18 @@ def _one_pass(paths: Paths, fd: int, stop: int, synced: list[bool]) -> tuple[_Ba
             batch = _read_batch(fd, state.applied, stop)
         new_state, new = _apply(state, batch, identity)
         if new_state != state:
-            # Appends are not fsynced (see _append_bytes): make the counted lines durable before
+            # Appends are not fsynced (see append_bytes): make the counted lines durable before
             # the watermark that claims them, or a power cut could leave applied past the log's end.
             if not synced[0]:
                 os.fsync(fd)
                 synced[0] = True
             # Counts and watermark in ONE durable write: the unit that makes replays harmless.
-            durable.write_model(paths.signals_state, new_state)
+            write(paths.signals_state, new_state)
         # Only now may the cursor move. It is written under the lock so two counters cannot
         # leave it behind each other's watermark; a crash before this write just means the same
         # lines are read again and skipped.
         if cursor != new_state.applied:
-            durable.write_model(paths.signals_cursor, SignalCursor(offset=new_state.applied))
+            write(paths.signals_cursor, SignalCursor(offset=new_state.applied))
     return batch, new_state, new
 
 
@@ -414,20 +411,20 @@ def _log_changed(paths: Paths, what: str) -> LogReplaced:
     )
 
 
-def _reset(paths: Paths, identity: LogIdentity | None) -> None:
+def _reset(paths: Paths, identity: LogIdentity | None, write: WriteModel) -> None:
     """Fresh state for the current log, then cursor 0.
 
     A crash between the two writes leaves ``applied == 0`` with the old cursor; reading starts
     at ``min(cursor, applied)`` = 0, so the recount still covers the whole log.
     """
     with signals_lock(paths):
-        durable.write_model(paths.signals_state, SignalState(log=identity))
-        durable.write_model(paths.signals_cursor, SignalCursor(offset=0))
+        write(paths.signals_state, SignalState(log=identity))
+        write(paths.signals_cursor, SignalCursor(offset=0))
 
 
-def _count_without_log(paths: Paths, *, reset: bool) -> CountResult:
+def _count_without_log(paths: Paths, *, reset: bool, write: WriteModel) -> CountResult:
     if reset:
-        _reset(paths, None)
+        _reset(paths, None, write)
     state = read_state(paths) or SignalState()
     if state.applied > 0:
         raise _log_changed(paths, f"was removed ({state.applied} bytes of it were already counted)")

@@ -8,7 +8,7 @@ The lock itself is filelock's native primitive (:func:`filelock.lock_descriptor`
 Unix, the one :class:`filelock.FileLock` takes) on a descriptor this module opens. A
 ``FileLock`` object costs about 800 Python calls per acquire and release (thread-local holds,
 fork registry, singleton checks: ~0.5 ms here) for features no watcher lock uses, and the
-signals lock is taken once per model call (bench/ figure 1); opening the file and taking the
+signals lock is taken once per model call (bench/run.py figure 1); opening the file and taking the
 same ``flock`` ourselves is ~20 µs, and still contends with any ``FileLock`` on the file.
 What ``FileLock`` did that matters here is kept: ``O_NOFOLLOW``, a wait that gives up after
 the timeout, and a lock file deleted while we waited is opened afresh, not held as an orphan.
@@ -55,7 +55,7 @@ def hold(path: Path, *, timeout: float, what: str = "another watcher run") -> It
     symlink or a directory; :class:`StateError` when the filesystem has no ``flock`` (locks are
     local, SPEC §11).
     """
-    # Imported on first use: filelock costs a noticeable part of start-up (bench/ figure 5), and
+    # Imported on first use: filelock costs a noticeable part of start-up (bench/run.py figure 5), and
     # read-only commands (status, inbox, show on a current index) never take a lock.
     from filelock import lock_descriptor, unlock_descriptor
 

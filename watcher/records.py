@@ -1,19 +1,17 @@
-"""One comment's inbox file (SPEC §4.1): its decisions are pure, its I/O is two functions.
+"""One comment's record (SPEC §4.1) and every decision about it, as pure functions.
 
-The pure functions take a record and return a new one; :func:`load` and :func:`save` are the
-only places that touch ``inbox/<id>.json``.
+Each function takes a record and returns a new one (records are never mutated in place), or
+judges one: :func:`state_of`, :func:`fingerprint`, and :func:`decide`, the pure core of SPEC §7
+step 4. Nothing here touches a file; reading and writing records is the store's
+(:mod:`watcher.store`).
 """
 
 from __future__ import annotations
 
 import os
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
-from watcher.config import Paths
-from watcher.durable import read_model, write_model
-from watcher.errors import UnsafePath
 from watcher.models import (
     CAP,
     COMMENT_ID_RE,
@@ -48,59 +46,6 @@ EMPTY = Fingerprint(0, None, None, False)
 
 def is_valid_id(comment_id: str) -> bool:
     return COMMENT_ID_RE.fullmatch(comment_id) is not None
-
-
-# ---- I/O ---------------------------------------------------------------------------------------
-
-
-def load(paths: Paths, comment_id: str) -> InboxRecord | None:
-    """The record, or ``None`` if there is none; corrupt files go to quarantine (StateError).
-
-    A file whose ``comment.id`` is not its name is corrupt too (SPEC §13.5): a restore under the
-    wrong name, or a hard link, made two names share one budget's bookkeeping and the saves of
-    one land on the other — 15 calls in 8 rounds for one comment (issue 14).
-    """
-
-    def named_right(record: InboxRecord) -> str | None:
-        if record.comment.id == comment_id:
-            return None
-        return f"it holds comment {record.comment.id!r}, not {comment_id!r} (restored under the wrong name?)"
-
-    return read_model(paths.inbox_file(comment_id), InboxRecord, quarantine_dir=paths.quarantine,
-                      check=named_right)
-
-
-def save(paths: Paths, record: InboxRecord) -> None:
-    """Durably replace the record; raises :class:`watcher.errors.SaveFailed`."""
-    write_model(paths.inbox_file(record.comment.id), record)
-
-
-def list_ids(paths: Paths) -> list[str]:
-    """Ids of every inbox file (temp files and stray names are ignored)."""
-    try:
-        names = os.listdir(paths.inbox)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:  # a loop, a file where inbox/ belongs: exit 5 naming it, not exit 1
-        raise UnsafePath(paths.inbox, f"not a directory watcher can list ({exc.strerror or exc})",
-                         fix="make it a plain directory again") from exc
-    return sorted(n[:-5] for n in names if n.endswith(".json") and is_valid_id(n[:-5]))
-
-
-def stamp(path: str | Path) -> str | None:
-    """Identity of the file's current version: every durable write makes a new inode.
-
-    The name's own identity (lstat): a symlink is never followed — a loop made ``stat`` raise
-    ELOOP and every command exit 1. Anything odd gets a stamp no index holds, so the caller
-    loads it and :func:`load` quarantines it or says why not.
-    """
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"unreadable:{exc.errno}"
-    return f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
 
 
 # ---- pure decisions ----------------------------------------------------------------------------
@@ -234,7 +179,7 @@ def lease_active(attempt: Attempt, now: datetime) -> bool:
 
     A lease more than one :data:`LEASE` ahead of now does not hold: it was taken while the clock ran
     ahead, and honouring it would keep the comment deferred for as long as the clock was off
-    (the same rule as a cooldown's cap, issue 14). Closed as interrupted, it stays counted."""
+    (the same rule as a cooldown's cap, SPEC §13.5). Closed as interrupted, it stays counted."""
     if attempt.outcome is not None or attempt.lease_until is None:
         return False
     return now < parse_iso(attempt.lease_until) <= now + LEASE
@@ -257,3 +202,36 @@ def _reserved_last(record: InboxRecord) -> Attempt:
     if not record.attempts or record.attempts[-1].outcome is not None:
         raise ValueError(f"comment {record.comment.id}: last attempt is not reserved")
     return record.attempts[-1]
+
+
+# ---- the decision under the lock (SPEC §7 step 4) -------------------------------------------------
+
+# Who asks: scan and recheck, and an agent's claim and submit (SPEC §14).
+Command = Literal["scan", "recheck", "claim", "submit"]
+# What to do with one comment under the lock: make the call, or the outcome it gets instead.
+Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]
+
+
+def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, now: datetime,
+           seen_attempts: int = 0) -> Decision:
+    """What to do with a comment now that we hold the lock. The order is SPEC §7 step 4.
+
+    ``now`` judges an agent's lease (SPEC §14). ``seen_attempts`` is seen.json's count: the
+    attempts that count are never lower than it, so a record restored from an older copy cannot
+    reopen a spent budget (SPEC §4.1, §13.5). ``claim`` picks like scan and recheck together."""
+    if record.verdict is not None:
+        return "skipped"
+    if record.attempts and record.attempts[-1].outcome is None:
+        if lease_active(record.attempts[-1], now):
+            # An agent claimed it and its lease runs: in flight elsewhere, whatever lock we hold.
+            return "deferred"
+        # We hold the pipeline lock, so no call can be in flight (and no lease runs): its process died.
+        return "interrupted"
+    if fingerprint(record) != planned:
+        return "deferred"
+    if max(len(record.attempts), seen_attempts) >= cap_of(record):
+        return "exhausted"
+    if not record.attempts and (command == "recheck" or record.baseline or record.replied_at is not None):
+        # Never attempted: the first attempt is scan's; a baseline or answered comment gets none.
+        return "skipped"
+    return "call"

@@ -106,7 +106,7 @@ def sweep_stale_temps(directory: Path, *, older_than_s: float = STALE_TEMP_S) ->
     cutoff = time.time() - older_than_s
     try:
         # Names, not DirEntry objects: inbox/ holds one file per comment and is swept by every
-        # run, while temp files are almost never there (bench/ figure 3).
+        # run, while temp files are almost never there (bench/run.py figure 3).
         names = os.listdir(directory)
     except FileNotFoundError:
         return 0

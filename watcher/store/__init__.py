@@ -1,0 +1,130 @@
+"""The state seam: everything a command does to a data directory's state goes through a :class:`Store`.
+
+The pipeline, claim and submit, grant, mark and the read views ask a store to take the pipeline
+lock, read and write one comment's record, reserve an attempt and write its outcome (the
+compare-and-swap of SPEC §13.5), read and merge the index, read and write the provider state,
+and append and count observation signals. They never see a file.
+
+:class:`FileStore` is the one implementation, over the files of SPEC §4: durable writes and
+guarded reads (:mod:`watcher.store.durable`), the cooperative locks (:mod:`watcher.store.locks`),
+the signal log and its counter (:mod:`watcher.store.signals`). It is the only code in
+``watcher/`` that opens, writes, renames or syncs a state file (``tests/test_store_seam.py``
+checks that).
+
+Tests and the fault rig hand the pipeline another store through ``Hooks.make_store``: a wrapper
+that fails or kills at a step boundary wraps a :class:`FileStore` instead of rebinding module
+attributes (STYLE rule 14).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from watcher.models import InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
+
+if TYPE_CHECKING:
+    from watcher.config import Paths
+    from watcher.store.signals import CountResult
+
+__all__ = ["FileStore", "Reservation", "Store"]
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """An attempt this run reserved, as written: the record, and the store's token for that
+    version (what the outcome's compare-and-swap compares against; ``None``: compare by reading)."""
+
+    record: InboxRecord
+    token: str | None
+
+
+class Store(Protocol):
+    """What commands do to state. Every method raises :class:`watcher.errors.StateError`
+    subclasses for state that cannot be read or written (exit 5), :class:`LockBusy` (exit 4)
+    for a lock held past its wait."""
+
+    @property
+    def paths(self) -> Paths:
+        """Where things are, for messages and ``status`` only: no caller opens these."""
+
+    def exists(self) -> bool:
+        """Whether the data directory exists at all (a read view on a missing one says so)."""
+
+    # ---- the pipeline lock (SPEC §7 step 2) ------------------------------------------------------
+
+    def pipeline_lock(self, *, timeout: float | None = None) -> AbstractContextManager[None]:
+        """Exclusive for decisions and writes (the 5 s wait by default); leftovers of writers
+        killed mid-write are cleared on entry."""
+
+    # ---- one comment's record (SPEC §4.1) ---------------------------------------------------------
+
+    def load_record(self, comment_id: str) -> InboxRecord | None:
+        """The record, ``None`` if there is none; a corrupt one is quarantined (CorruptState)."""
+
+    def has_record(self, comment_id: str) -> bool:
+        """Whether a record exists under that id (a cheap check; no read)."""
+
+    def record_ids(self) -> list[str]:
+        """Every comment id with a record, sorted."""
+
+    def save_record(self, record: InboxRecord) -> None:
+        """Durably replace the record (create one, close an orphan, add a grant)."""
+
+    def write_reservation(self, record: InboxRecord) -> Reservation:
+        """Durably write ``record`` whose last attempt is the one just reserved (before the call)."""
+
+    def write_outcome(self, reservation: Reservation, finish: Callable[[InboxRecord], InboxRecord]) -> InboxRecord:
+        """Write ``finish(current)`` if the reserved attempt is still the record's open last
+        attempt, else write nothing and raise :class:`SaveConflict` (SPEC §13.5)."""
+
+    def history_lost(self, comment_id: str, entry: SeenComment | None) -> bool:
+        """Whether a comment with no record had one (its index entry counts attempts, or a copy
+        was quarantined): a fresh record would restart its budget, so none is made."""
+
+    # ---- the index (SPEC §4.2) ---------------------------------------------------------------------
+
+    def load_index(self) -> SeenFile:
+        """The index as stored; an empty one before the first save."""
+
+    def reconcile_index(self, index: SeenFile, ids: Iterable[str] | None = None) -> tuple[SeenFile, list[str]]:
+        """``index`` brought up to the records (all, or ``ids``), and the ids added or repaired."""
+
+    def save_index(self, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None) -> SeenFile:
+        """The three-way merge-on-save of :func:`watcher.seen.merge`; returns what was saved."""
+
+    def patch_triage(self, comment_id: str, triage: Triage) -> SeenComment | None:
+        """A person's mark, applied as given (``None``: no such comment)."""
+
+    def claim_listed(self, ids: Iterable[str]) -> list[str]:
+        """Mark ``ids`` listed by ``inbox --new``; return those no earlier listing had."""
+
+    def note_author_replies(self, replies: Mapping[str, str]) -> list[str]:
+        """Mark the comments the author answered on dev.to replied; return those newly marked."""
+
+    # ---- the provider state (SPEC §7.2, §13.1) -----------------------------------------------------
+
+    def load_provider_state(self) -> ProviderState:
+        """Cooldown and breaker as stored; an empty state before the first write."""
+
+    def save_provider_state(self, state: ProviderState) -> None:
+        """Durably replace the provider state (callers hold the pipeline lock, or take it)."""
+
+    # ---- observation signals (SPEC §8) -------------------------------------------------------------
+
+    def append_signals(self, events: Iterable[Mapping[str, object]]) -> None:
+        """Append one line per event, whole lines, never interleaved with another writer's."""
+
+    def count_signals(self, *, reset: bool = False) -> CountResult:
+        """Count every line not counted yet, exactly once (``reset``: recount from zero)."""
+
+    def read_signal_state(self) -> SignalState | None:
+        """The saved counts, ``None`` before the first count."""
+
+    def signal_trouble(self, state: SignalState | None = None) -> str | None:
+        """Why the counter would stop (log replaced, truncated, removed), else ``None``; never raises."""
+
+
+from watcher.store.files import FileStore

@@ -1,0 +1,203 @@
+"""The store over the files of SPEC §4: one inbox file per comment, seen.json, provider.json,
+the observation log and its counter, and the lock files.
+
+Every write goes through :meth:`FileStore._write` (the one durable write: temp file, fsync,
+rename, fsync of the directory) and every append through :meth:`FileStore._append`, so a
+store that fails or kills at a write (the fault rig's) overrides one method and meets every
+write there is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from watcher import records, seen
+from watcher.config import Paths
+from watcher.errors import SaveConflict
+from watcher.models import InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
+from watcher.store import Reservation, _index, durable, locks, signals
+from watcher.timeutil import iso
+
+
+class FileStore:
+    """:class:`watcher.store.Store` over one data directory's files."""
+
+    def __init__(self, paths: Paths) -> None:
+        self._paths = paths
+        # Records this store wrote, with their file's stamp right after the write: a file that
+        # still has that stamp holds that record, so the index save does not read it back.
+        self._written: dict[str, tuple[str, InboxRecord]] = {}
+
+    @property
+    def paths(self) -> Paths:
+        return self._paths
+
+    def exists(self) -> bool:
+        return self._paths.root.exists()
+
+    # ---- the one write and the one append --------------------------------------------------------
+
+    def _write(self, path: Path, model: BaseModel) -> None:
+        durable.write_model(path, model)
+
+    def _append(self, path: Path, payload: bytes) -> None:
+        signals.append_bytes(path, payload)
+
+    # ---- the pipeline lock -------------------------------------------------------------------------
+
+    @contextmanager
+    def pipeline_lock(self, *, timeout: float | None = None) -> Iterator[None]:
+        paths = self._paths
+        with locks.pipeline_lock(paths, timeout=timeout):
+            for directory in (paths.inbox, paths.root, paths.signals_dir):
+                durable.sweep_stale_temps(directory)  # left by writers killed mid-write
+            yield
+
+    # ---- records -----------------------------------------------------------------------------------
+
+    def load_record(self, comment_id: str) -> InboxRecord | None:
+        """A file whose ``comment.id`` is not its name is corrupt too (SPEC §13.5): a restore
+        under the wrong name, or a hard link, would make two names share one budget's
+        bookkeeping, the saves of one landing on the other."""
+
+        def named_right(record: InboxRecord) -> str | None:
+            if record.comment.id == comment_id:
+                return None
+            return f"it holds comment {record.comment.id!r}, not {comment_id!r} (restored under the wrong name?)"
+
+        return durable.read_model(self._paths.inbox_file(comment_id), InboxRecord,
+                                  quarantine_dir=self._paths.quarantine, check=named_right)
+
+    def has_record(self, comment_id: str) -> bool:
+        return self._paths.inbox_file(comment_id).exists()
+
+    def record_ids(self) -> list[str]:
+        return _index.list_ids(self._paths)
+
+    def save_record(self, record: InboxRecord) -> None:
+        path = self._paths.inbox_file(record.comment.id)
+        self._write(path, record)
+        token = _index.stamp(path)
+        if token is not None:
+            self._written[record.comment.id] = (token, record)
+
+    def write_reservation(self, record: InboxRecord) -> Reservation:
+        self.save_record(record)
+        own = self._written.get(record.comment.id)
+        return Reservation(record, own[0] if own is not None and own[1] is record else None)
+
+    def write_outcome(self, reservation: Reservation, finish: Callable[[InboxRecord], InboxRecord]) -> InboxRecord:
+        finished = finish(self._still_reserved(reservation))
+        self.save_record(finished)
+        return finished
+
+    def _still_reserved(self, reservation: Reservation) -> InboxRecord:
+        """The record as it is now, if the attempt this run reserved is still its open last attempt.
+
+        Every durable write replaces the file with a new inode, so a file whose (inode, mtime,
+        size) is still what this run wrote is this run's reservation: one lstat instead of a read."""
+        reserved = reservation.record
+        cid = reserved.comment.id
+        path = self._paths.inbox_file(cid)
+        if reservation.token is not None and _index.stamp(path) == reservation.token:
+            return reserved
+        current = self.load_record(cid)
+        mine = reserved.attempts[-1]
+        if current is None or not records.still_reserved(current, mine):
+            raise SaveConflict(
+                f"{path}: attempt {mine.n}, reserved by this run, is no longer the file's open last attempt — "
+                "another process wrote it without the pipeline lock (was locks/pipeline.lock deleted, or is "
+                "inbox/ shared with another data dir?). Nothing was written; this call's answer is lost and its "
+                "attempt stays counted")
+        return current
+
+    def history_lost(self, comment_id: str, entry: SeenComment | None) -> bool:
+        if entry is not None and (entry.attempts > 0 or entry.status != "pending"):
+            return True
+        return bool(durable.quarantined_names(self._paths.quarantine, f"inbox-{comment_id}.json"))
+
+    # ---- the index ---------------------------------------------------------------------------------
+
+    def load_index(self) -> SeenFile:
+        return _index.load(self._paths)
+
+    def reconcile_index(self, index: SeenFile, ids: Iterable[str] | None = None) -> tuple[SeenFile, list[str]]:
+        return _index.reconcile(self._paths, index, ids, load_record=self.load_record, written=self._written)
+
+    def save_index(self, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None) -> SeenFile:
+        if not patches and seen.untouched(base, mine) and self._paths.seen.exists():
+            # merge(base, base, theirs) is theirs: nothing to write, so skip the lock and the
+            # re-read (an idle scan of a large index would otherwise parse seen.json twice).
+            return mine
+        return self._update_index(lambda theirs: seen.merge(base, mine, theirs, patches))
+
+    def _update_index(self, change: Callable[[SeenFile], SeenFile]) -> SeenFile:
+        """Read the index under its lock, apply ``change``, write it if it changed (SPEC §4.2:
+        held for one read-merge-write, never across a model call)."""
+        paths = self._paths
+        with locks.seen_lock(paths):
+            theirs = _index.load(paths)
+            changed = change(theirs)
+            if changed != theirs or not paths.seen.exists():
+                self._write(paths.seen, changed)
+            return changed
+
+    def patch_triage(self, comment_id: str, triage: Triage) -> SeenComment | None:
+        base = self.load_index()
+        mine, _ = self.reconcile_index(base, [comment_id])
+        if comment_id not in mine.comments:
+            return None
+        return self.save_index(base, mine, {comment_id: triage}).comments[comment_id]
+
+    def claim_listed(self, ids: Iterable[str]) -> list[str]:
+        wanted = list(ids)
+        claimed: list[str] = []
+
+        def change(theirs: SeenFile) -> SeenFile:
+            index, found = seen.with_listed(theirs, wanted, now=iso())
+            claimed[:] = found
+            return index
+
+        self._update_index(change)
+        return claimed
+
+    def note_author_replies(self, replies: Mapping[str, str]) -> list[str]:
+        if not replies:
+            return []
+        marked: list[str] = []
+
+        def change(theirs: SeenFile) -> SeenFile:
+            index, found = seen.with_author_replies(theirs, replies)
+            marked[:] = found
+            return index
+
+        self._update_index(change)
+        return marked
+
+    # ---- provider state ----------------------------------------------------------------------------
+
+    def load_provider_state(self) -> ProviderState:
+        paths = self._paths
+        return durable.read_model(paths.provider_state, ProviderState, quarantine_dir=paths.quarantine) \
+            or ProviderState()
+
+    def save_provider_state(self, state: ProviderState) -> None:
+        self._write(self._paths.provider_state, state)
+
+    # ---- observation signals -----------------------------------------------------------------------
+
+    def append_signals(self, events: Iterable[Mapping[str, object]]) -> None:
+        signals.append(self._paths, events, writer=self._append)
+
+    def count_signals(self, *, reset: bool = False) -> signals.CountResult:
+        return signals.run_counter(self._paths, reset=reset, write=self._write)
+
+    def read_signal_state(self) -> SignalState | None:
+        return signals.read_state(self._paths)
+
+    def signal_trouble(self, state: SignalState | None = None) -> str | None:
+        return signals.log_trouble(self._paths, state)
