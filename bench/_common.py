@@ -23,7 +23,7 @@ from typing import Any
 from watcher.commands import Context
 from watcher.config import Settings
 from watcher.models import Comment, InboxRecord, Prompt, SeenFile, Verdict
-from watcher.pipeline import Hooks, Run, new_run_id
+from watcher.pipeline import Hooks, Run, new_run_id, open_store
 from watcher.source import SOURCES, FetchResult, fetch_devto
 from watcher.store import durable
 
@@ -93,8 +93,8 @@ def run_of(s: Settings, command: Any, *, limit: int, hooks: Hooks) -> Run:
     measure one batch of 200.
     """
 
-    return Run(settings=s, command=command, entrypoint="cli", run_id=new_run_id(), limit=limit,
-               hooks=hooks)
+    return Run(settings=s, store=open_store(s.paths, hooks), command=command, entrypoint="cli",
+               run_id=new_run_id(), limit=limit, hooks=hooks)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Every model call costs at least two durable writes of the comment's inbox file: the
 reservation (before the call) and the outcome (after it). That is the floor, measured here with
-``watcher.durable.write_json`` on same-sized records in the same run and on the same disk.
+``watcher.store.durable.write_json`` on same-sized records in the same run and on the same disk.
 
 Method: ``watcher.pipeline.recheck`` / ``scan`` run in-process on a :class:`~watcher.pipeline.Run`
 of 200 calls, built as ``commands`` builds one (the 20-call cap of ``--limit`` is checked in
@@ -37,9 +37,9 @@ from _common import (
     timed,
     write_plain,
 )
-from _records import emit as _emit
 
-from watcher import pipeline, records
+from watcher import pipeline
+from watcher import records as rec
 from watcher.config import Settings
 from watcher.models import AttemptError, InboxRecord, Prompt, SeenFile, Usage
 from watcher.pipeline import Hooks
@@ -71,13 +71,13 @@ INSTANT = Hooks(make_provider=lambda _settings: InstantProvider())
 
 def _new_record(i: int) -> InboxRecord:
     c = comment(i, article_id=1 + i // 50)
-    return records.new_record(c, prompt_for(c))
+    return rec.new_record(c, prompt_for(c))
 
 
 def _failed_record(i: int) -> InboxRecord:
-    reserved = records.reserve(_new_record(i), command="scan", entrypoint="cli", provider="bench", model="instant")
+    reserved = rec.reserve(_new_record(i), command="scan", entrypoint="cli", provider="bench", model="instant")
     error = AttemptError(kind="malformed_json", message="the model answered text that is not JSON")
-    return records.finish(reserved, verdict=None, error=error, raw="Sure! Here is my verdict: needs reply.",
+    return rec.finish(reserved, verdict=None, error=error, raw="Sure! Here is my verdict: needs reply.",
                         duration_ms=800)
 
 
@@ -102,8 +102,8 @@ def _floor_writer(directory: Path, records: list[InboxRecord],
     """
     pairs = []
     for record in records:
-        reserved = records.reserve(record, command="recheck", entrypoint="cli", provider="bench", model="instant")
-        finished = records.finish(reserved, verdict=VERDICT, error=None, raw=RAW,
+        reserved = rec.reserve(record, command="recheck", entrypoint="cli", provider="bench", model="instant")
+        finished = rec.finish(reserved, verdict=VERDICT, error=None, raw=RAW,
                                 usage=Usage(input_tokens=300, output_tokens=40), duration_ms=0)
         pairs.append((directory / f"{record.comment.id}.json", reserved.model_dump(mode="json"),
                       finished.model_dump(mode="json")))
@@ -196,8 +196,9 @@ def _diagnose(base: Path | None, n: int) -> list[str]:
                                          lambda: _recheck(s, n, INSTANT), None)
         paths = Paths(root / "emit")
         write = timed(lambda: [durable.write_json(root / "floor" / "one.json", {"x": 1}) for _ in range(n)])
-        emit = timed(lambda: [_emit(paths, "verdict.ok", run="bench", entrypoint="cli", comment="b0000001")
-                              for _ in range(n)])
+        store = FileStore(paths)
+        line = {"key": "verdict.ok", "comment": "b0000001", "run": "bench", "entrypoint": "cli"}
+        emit = timed(lambda: [store.append_signals([line]) for _ in range(n)])
     return [f"diagnosis: the same batch with observation appends switched off: {measured / floor:.2f}× the floor",
             (f"diagnosis: one observation append (signals lock + one write) costs {ms(emit / n)}, "
             f"one small durable write {ms(write / n)} on this disk")]

@@ -8,7 +8,7 @@ Target ≤ 2×: the cost must follow the new bytes, not the log's size.
 
 Setup (not measured): the log is written with one big write of realistic signal lines; the
 first full count of it is the throughput measurement and leaves the watermark at the end.
-The 100 new lines are appended with ``watcher.signals.append`` (one write, as a run does).
+The 100 new lines are appended with ``watcher.store.signals.append`` (one write, as a run does).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Figure 3: state at scale — ``status`` and an idle ``scan`` on 10k and 50k stored comments.
 
 Floor: what any command that trusts nothing must do at least — load ``seen.json`` through the
-guarded read (parse + validate, ``watcher.seen.load``) and list ``inbox/``. Targets: ≤ 3× that
+guarded read (parse + validate, ``FileStore.load_index``) and list ``inbox/``. Targets: ≤ 3× that
 floor, and growth no worse than linear from 10k to 50k.
 
 Setup (not measured) writes the steady state directly, fast and without fsync: every comment
@@ -157,7 +157,7 @@ def run(base: Path | None, *, quick: bool) -> list[Row]:
         for n in sizes:
             r = results[n]
             ratio = r[what] / r["floor"]
-            notes = [(f"floor = seen.load (guarded read of {r['seen_bytes'] / 1e6:.1f} MB seen.json) + listdir(inbox/), "
+            notes = [(f"floor = load_index (guarded read of {r['seen_bytes'] / 1e6:.1f} MB seen.json) + listdir(inbox/), "
                      f"{ms(r['floor'])}; {reps} reps, medians")]
             ok = ratio <= 3.0
             if n == large:

@@ -7,14 +7,12 @@ temporary file in the data dir, to prove it is writable, which is removed at onc
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from watcher.config import Settings, load_settings
+from watcher.config import Paths, Settings, load_settings
 from watcher.errors import (
     ConfigError,
     ProviderSetup,
@@ -108,14 +106,10 @@ def _devto(settings: Settings) -> Check:
 
 
 def _data_dir(root: Path) -> Check:
-    existing = root
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    try:
-        fd, name = tempfile.mkstemp(dir=existing, prefix=".watcher-check-")
-        os.close(fd)
-        os.unlink(name)
-    except OSError as exc:
+    from watcher.store import FileStore
+
+    existing, exc = FileStore(Paths(root)).writable()
+    if exc is not None:
         return Check("data_dir", False, f"cannot write {existing}: {exc.strerror or exc}",
                      "choose a writable --data-dir / WATCHER_DATA_DIR", SaveFailed(existing, exc))
     made = "" if existing == root else f" (does not exist yet; {existing} is writable, so it will be created)"

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Protocol
 from watcher.models import InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from watcher.config import Paths
     from watcher.store.signals import CountResult
 
@@ -52,6 +54,10 @@ class Store(Protocol):
 
     def exists(self) -> bool:
         """Whether the data directory exists at all (a read view on a missing one says so)."""
+
+    def writable(self) -> tuple[Path, OSError | None]:
+        """The data directory, or its nearest existing parent, and why nothing can be created there
+        (``None``: it can) — ``watcher check``'s free test, which writes no state."""
 
     # ---- the pipeline lock (SPEC §7 step 2) ------------------------------------------------------
 

@@ -9,6 +9,8 @@ write there is.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +40,18 @@ class FileStore:
 
     def exists(self) -> bool:
         return self._paths.root.exists()
+
+    def writable(self) -> tuple[Path, OSError | None]:
+        existing = self._paths.root
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        try:
+            fd, name = tempfile.mkstemp(dir=existing, prefix=".watcher-check-")
+            os.close(fd)
+            os.unlink(name)
+        except OSError as exc:
+            return existing, exc
+        return existing, None
 
     # ---- the one write and the one append --------------------------------------------------------
 
