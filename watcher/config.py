@@ -116,6 +116,14 @@ class Paths:
         return self.locks / "signals.lock"
 
     @cached_property
+    def call_locks(self) -> Path:
+        return self.locks / "calls"
+
+    def call_lock(self, comment_id: str) -> Path:
+        """The comment's call lock (SPEC §15.1): held while its model call is in flight."""
+        return self.call_locks / f"{comment_id}.lock"
+
+    @cached_property
     def quarantine(self) -> Path:
         return self.root / "quarantine"
 

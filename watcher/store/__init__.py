@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from watcher.config import Paths
+    from watcher.store.locks import CallLock
     from watcher.store.signals import CountResult
 
 __all__ = ["FileStore", "Reservation", "Store"]
@@ -62,8 +63,16 @@ class Store(Protocol):
     # ---- the pipeline lock (SPEC §7 step 2) ------------------------------------------------------
 
     def pipeline_lock(self, *, timeout: float | None = None) -> AbstractContextManager[None]:
-        """Exclusive for decisions and writes (the 5 s wait by default); leftovers of writers
-        killed mid-write are cleared on entry."""
+        """Exclusive for decisions and writes, never held across a model call (SPEC §15.1; the
+        5 s wait by default); leftovers of writers killed mid-write are cleared on entry."""
+
+    def call_lock(self, comment_id: str) -> CallLock | None:
+        """The comment's call lock, taken without waiting before its reservation and released once
+        the outcome is durable (SPEC §15.1); ``None`` when a call for it is in flight elsewhere."""
+
+    def call_in_flight(self, comment_id: str) -> bool:
+        """Whether another run holds the comment's call lock now: its open reservation is a live
+        call, not an orphan (the kernel drops the lock of a process that died)."""
 
     # ---- one comment's record (SPEC §4.1) ---------------------------------------------------------
 

@@ -71,6 +71,16 @@ class FileStore:
                 durable.sweep_stale_temps(directory)  # left by writers killed mid-write
             yield
 
+    def call_lock(self, comment_id: str) -> locks.CallLock | None:
+        return locks.try_call_lock(self._paths.call_lock(comment_id))
+
+    def call_in_flight(self, comment_id: str) -> bool:
+        held = locks.try_call_lock(self._paths.call_lock(comment_id))
+        if held is None:
+            return True
+        held.release()
+        return False
+
     # ---- records -----------------------------------------------------------------------------------
 
     def load_record(self, comment_id: str) -> InboxRecord | None:

@@ -131,6 +131,41 @@ def _cannot_lock(path: Path, exc: OSError) -> StateError:
         return UnsafePath(path, "a directory where a lock file belongs")
     # Name the file that could not be written: the locks/ directory when mkdir failed.
     return SaveFailed(Path(exc.filename) if isinstance(exc.filename, str) else path, exc)
+class CallLock:
+    """A comment's call lock, held by this process (SPEC §15.1): ``flock`` on
+    ``locks/calls/<id>.lock``, which the kernel releases when the process dies, so a reservation
+    whose lock is free has no call in flight anywhere."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        """Let go (after the outcome is durable); a second release does nothing."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        from filelock import unlock_descriptor
+
+        try:
+            unlock_descriptor(fd)
+        finally:
+            os.close(fd)
+
+
+def try_call_lock(path: Path) -> CallLock | None:
+    """The lock at ``path`` if nobody holds it now (no wait), else ``None``.
+
+    ``flock`` locks belong to an open file description, so a second run in the same process (the
+    MCP server's worker threads) is kept out as surely as another process."""
+    from filelock import lock_descriptor
+
+    try:
+        fd = _acquire(path, 0.0, "a call in flight", lock_descriptor)
+    except LockBusy:
+        return None
+    return CallLock(fd)
+
+
 def pipeline_lock(paths: Paths, *, timeout: float | None = None) -> AbstractContextManager[None]:
     """Held by scan/recheck from reconcile to the seen save, model calls included.
 
