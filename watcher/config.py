@@ -19,6 +19,7 @@ from pydantic import SecretStr
 
 from watcher.errors import ConfigError
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
+from watcher.urls import check_http_url
 
 # A view of the registry, kept because tests name defaults through it; the facts live in PROVIDERS.
 DEFAULT_MODELS = {name: spec.default_model for name, spec in PROVIDERS.items()}
@@ -264,21 +265,6 @@ def _build(root: Path, values: dict[str, Any], sources: dict[str, str], env: Map
 def _base_url(spec: ProviderSpec, values: dict[str, Any]) -> str:
     url = str(values.get("base_url") or spec.default_base_url).rstrip("/")
     return check_http_url(url, "WATCHER_BASE_URL") if spec.is_remote else url
-
-
-def check_http_url(url: str, setting: str) -> str:
-    """``url`` if it is an http(s) URL with a host (and a dialable port); else :class:`ConfigError`."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        # .port raises ValueError for a non-numeric or out-of-range port; 0 is no port to dial.
-        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # e.g. a non-numeric port or an unclosed IPv6 bracket
-        usable = False
-    if not usable:
-        raise ConfigError(f"{setting} must be an http(s) URL, got {url!r}")
-    return url
 
 
 def _positive_float(value: Any) -> float:

@@ -27,10 +27,9 @@ from urllib.parse import quote
 
 import httpx
 
-from watcher.config import Settings
 from watcher.models import AttemptError, ErrorKind, Prompt, Usage, Verdict
 from watcher.providers._wire import DeadlinePassed, Received, ResponseTooLarge, Sockets, exchange, limits
-from watcher.providers.base import CallResult, ProbeResult
+from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
 from watcher.providers.parse import parse_verdict_text
 from watcher.providers.redact import Redaction
@@ -72,7 +71,7 @@ class HttpProvider:
     # Names of the input and output token counts inside the body's "usage" object.
     usage_keys: ClassVar[tuple[str, str]]
 
-    def __init__(self, settings: Settings, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None) -> None:
         self.model = settings.model
         self._secret = settings.api_key.get_secret_value() if settings.api_key is not None else ""
         self._redaction = Redaction(self._secret)
