@@ -230,3 +230,15 @@ def test_recheck_reports_a_failed_comment_whose_inbox_file_vanished(data_dir: Pa
     doc = json.loads(invoke("recheck", "--json").stdout)["result"]
     assert [(i["id"], i["outcome"]) for i in doc["items"]] == [("gone1", "skipped")]
     assert "gone" in doc["items"][0]["message"] and doc["calls"] == 0
+
+
+def test_check_lists_every_free_check_in_order_and_exits_with_the_first_failure(data_dir: Path) -> None:
+    """`watcher check --json`: config, key, provider, dev.to user, data dir; with no DEVTO_USERNAME
+    only the dev.to check fails, so the command exits 2 with that check's message."""
+    result = invoke("check", "--json")
+    doc = json.loads(result.stdout)
+    checks = [(c["name"], c["ok"]) for c in doc["result"]["checks"]]
+    assert checks == [("config", True), ("api_key", True), ("provider", True), ("devto_user", False),
+                      ("data_dir", True)]
+    assert (result.exit_code, doc["error"]["kind"]) == (2, "config")
+    assert "DEVTO_USERNAME is not set" in doc["error"]["message"]
