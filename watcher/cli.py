@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,16 +18,14 @@ from typing import Annotated, Any
 
 import typer
 
-from watcher import commands
+from watcher import __version__, commands
 from watcher.commands import Context, Envelope
+from watcher.config import SETTINGS_HELP
 from watcher.errors import EXIT_USAGE, exit_code_legend
+from watcher.pipeline import Hooks
 
 
 def _settings_help() -> str:
-    import textwrap
-
-    from watcher.config import SETTINGS_HELP
-
     rows = "\n".join(textwrap.fill(meaning, 96, break_on_hyphens=False, initial_indent=f"  {name:<29} ", subsequent_indent=" " * 32)
                      for name, meaning in SETTINGS_HELP.items())
     return ("\b\nSettings: environment variables, or the same keys in lower case without WATCHER_ in\n"
@@ -81,8 +80,7 @@ class Frontend:
         ctx = Context(entrypoint=self.entrypoint, data_dir=self.data_dir, notice=self._notice)
         progress = None
         if batch and not self.always_envelope:
-            from watcher.pipeline import Hooks
-            from watcher.render import BatchProgress
+            from watcher.render import BatchProgress  # rich: only for a batch shown to a person
 
             progress = BatchProgress(verbose=self.verbose)
             ctx.hooks = Hooks(on_planned=progress.start, on_item=progress.advance, on_call=progress.calling)
@@ -160,8 +158,6 @@ Exit codes: {exit_code_legend()}."""
 
 def _version(value: bool) -> None:
     if value:
-        from watcher import __version__
-
         sys.stdout.write(f"devto-watcher {__version__}\n")
         raise typer.Exit(0)
 
