@@ -119,7 +119,8 @@ def test_a_cycle_through_a_type_checking_import_is_found(tmp_path: Path) -> None
     root = _package(tmp_path, {
         "p/__init__.py": "",
         "p/config.py": "from p.registry import TABLE\n",
-        "p/registry.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p.config import Settings\n",
+        "p/registry.py": ("from typing import TYPE_CHECKING\n"
+                          "if TYPE_CHECKING:\n    from p.config import Settings\n"),
         "p/lazy.py": "def f():\n    from . import config\n",
     })
     assert find_cycle(import_graph(root, ["p"])) == ["p.config", "p.registry", "p.config"]

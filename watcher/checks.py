@@ -39,8 +39,8 @@ class Check:
         return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix or None}
 
 
-def run_checks(data_dir: Path | None, overrides: dict[str, Any],
-               factory: Callable[[Settings], Provider] | None = None) -> tuple[dict[str, Any], WatcherError | None]:
+def run_checks(data_dir: Path | None, overrides: dict[str, Any], factory: Callable[[Settings], Provider] | None = None,
+               ) -> tuple[dict[str, Any], WatcherError | None]:
     """Every free check of the setup, in order: the document ``watcher check`` prints, and the error
     the command exits with (the first failed check's), or None when all pass.
 
