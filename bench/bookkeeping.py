@@ -45,7 +45,8 @@ from watcher.models import AttemptError, InboxRecord, Prompt, SeenFile, Usage
 from watcher.pipeline import Hooks
 from watcher.pipeline.batch import Batch
 from watcher.providers.base import CallResult, ProbeResult
-from watcher.store import FileStore, durable
+from watcher.store import durable
+from watcher.store.files import FileStore
 
 RAW = json.dumps(VERDICT.model_dump())
 

@@ -40,7 +40,8 @@ from _common import (
 from watcher import commands, records
 from watcher.config import Settings
 from watcher.models import Usage
-from watcher.store import FileStore, _index
+from watcher.store import _index
+from watcher.store.files import FileStore
 
 PER_ARTICLE = 50
 

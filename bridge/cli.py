@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from watcher.cli import hoist_global_options
+from watcher.cli import main as watcher_main
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -21,6 +22,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         serve(args[:command] + args[command + 1:])
         return
-    from watcher.cli import main as watcher_main
-
     watcher_main(args, entrypoint="bridge")

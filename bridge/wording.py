@@ -28,18 +28,9 @@ REWORDINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(cli), mc
     (r"`watcher (scan|recheck|status|inbox|show|mark|check|signals|claim|submit)`", r"the \1 tool"),
 ))
 
-# What may stay: commands only the person runs, in a terminal.
-PERSON_ONLY = re.compile(r"`watcher (grant|demo)\b[^`]*`|`watcher scan --since [^`]*`")
-
 
 def for_agents(message: str) -> str:
     """``message`` with every CLI option and MCP-reachable command named the MCP way."""
     for pattern, replacement in REWORDINGS:
         message = pattern.sub(replacement, message)
     return message
-
-
-def cli_words_left(message: str) -> list[str]:
-    """CLI options or `watcher …` commands an agent could not use, left in ``message`` (for tests)."""
-    rest = PERSON_ONLY.sub("", message)
-    return re.findall(r"(?<![\w-])--[a-z][a-z-]*|`watcher [^`]*`", rest)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from watcher.config import Paths
 from watcher.models import AttemptError, Comment, InboxRecord, Prompt, SeenComment, Verdict
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 T0 = "2026-05-14T09:00:00.000000Z"
 

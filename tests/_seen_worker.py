@@ -20,7 +20,7 @@ from _records import entry
 from watcher import seen
 from watcher.config import Paths
 from watcher.models import SeenFile
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 SHARED = [f"c{i}" for i in range(8)]  # comments every writer touches
 ROUNDS = 6

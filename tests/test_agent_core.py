@@ -25,7 +25,7 @@ from watcher.config import Paths, load_settings
 from watcher.models import InboxRecord
 from watcher.pipeline import Hooks
 from watcher.providers.parse import verdict_json_schema
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 from watcher.timeutil import parse_iso, utcnow
 
 AGENT_ENV = {"WATCHER_PROVIDER": "agent"}

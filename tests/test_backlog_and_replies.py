@@ -18,7 +18,7 @@ from watcher.commands import Context
 from watcher.config import Paths, Settings
 from watcher.models import SeenFile
 from watcher.source import FetchResult, read_export
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 from watcher.timeutil import iso, utcnow
 
 

@@ -20,7 +20,7 @@ from watcher.commands import Context, Envelope, execute
 from watcher.config import Paths, load_settings
 from watcher.models import ProviderState
 from watcher.pipeline import Hooks
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 LABELS = ["c1", "c2", "c3"]
 

@@ -182,7 +182,7 @@ def test_cooldown_makes_runs_exit_3_even_with_nothing_to_call_while_status_still
     """During a provider cooldown scan/recheck exit 3 and say until when; status and mark work."""
     from watcher.config import load_settings
     from watcher.pipeline import write_cooldown
-    from watcher.store import FileStore
+    from watcher.store.files import FileStore
 
     sample("--limit", "2")
     until = write_cooldown(FileStore(load_settings().paths), 60, reason="rate_limited: test")
@@ -215,7 +215,7 @@ def test_recheck_reports_a_failed_comment_whose_inbox_file_vanished(data_dir: Pa
     """A failed comment known to the index whose inbox file is gone is reported, not skipped silently."""
     from watcher.config import Paths
     from watcher.models import AttemptError
-    from watcher.store import FileStore
+    from watcher.store.files import FileStore
 
     export = write_export(tmp_path / "e.json", ["gone1"])
     paths = Paths(data_dir)
@@ -231,3 +231,15 @@ def test_recheck_reports_a_failed_comment_whose_inbox_file_vanished(data_dir: Pa
     doc = json.loads(invoke("recheck", "--json").stdout)["result"]
     assert [(i["id"], i["outcome"]) for i in doc["items"]] == [("gone1", "skipped")]
     assert "gone" in doc["items"][0]["message"] and doc["calls"] == 0
+
+
+def test_check_lists_every_free_check_in_order_and_exits_with_the_first_failure(data_dir: Path) -> None:
+    """`watcher check --json`: config, key, provider, dev.to user, data dir; with no DEVTO_USERNAME
+    only the dev.to check fails, so the command exits 2 with that check's message."""
+    result = invoke("check", "--json")
+    doc = json.loads(result.stdout)
+    checks = [(c["name"], c["ok"]) for c in doc["result"]["checks"]]
+    assert checks == [("config", True), ("api_key", True), ("provider", True), ("devto_user", False),
+                      ("data_dir", True)]
+    assert (result.exit_code, doc["error"]["kind"]) == (2, "config")
+    assert "DEVTO_USERNAME is not set" in doc["error"]["message"]

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from watcher.config import DEFAULT_MODELS, Paths, load_settings
+from watcher.config import Paths, load_settings
 from watcher.errors import EXIT_USAGE, ConfigError, exit_code_for
+from watcher.providers import PROVIDERS
 
 SECRET = "sk-THIS-IS-THE-SECRET-1234"
 
@@ -22,7 +23,7 @@ def test_defaults_are_offline_with_60_s_timeout(data_dir: Path) -> None:
     """Nothing configured: offline provider (flagged as defaulted), 60 s, no key."""
     s = load_settings(data_dir=data_dir, env={})
     assert (s.provider, s.model, s.timeout, s.api_key, s.provider_defaulted) == (
-        "offline", DEFAULT_MODELS["offline"], 60.0, None, True)
+        "offline", PROVIDERS["offline"].default_model, 60.0, None, True)
 
 
 def test_default_data_dir_is_dot_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,12 +49,12 @@ def test_data_dir_argument_beats_watcher_data_dir(tmp_path: Path) -> None:
 
 
 def test_precedence_option_over_env_over_toml_over_default(data_dir: Path) -> None:
-    """Each layer overrides the one below it, key by key; sources says where each came from."""
+    """Each layer overrides the one below it, key by key; a key no layer sets keeps its default."""
     _toml(data_dir, 'model = "from-toml"\ntimeout = 11\ndevto_username = "toml-user"\n')
     env = {"WATCHER_MODEL": "from-env", "WATCHER_TIMEOUT": "22"}
     s = load_settings(data_dir=data_dir, env=env, overrides={"model": "from-option", "timeout": None})
     assert (s.model, s.timeout, s.devto_username) == ("from-option", 22.0, "toml-user")
-    assert s.sources == {"model": "option", "timeout": "env", "devto_username": "config.toml"}
+    assert (s.provider_defaulted, s.devto_base_url, s.backlog_days) == (True, "https://dev.to/api", 14)
 
 
 def test_empty_env_var_does_not_hide_config_toml(data_dir: Path) -> None:
@@ -136,7 +137,7 @@ def test_provider_default_model_and_base_url(data_dir: Path) -> None:
     """A real provider gets its sensible default model and base URL (trailing slash trimmed)."""
     s = load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": "anthropic", "WATCHER_API_KEY": SECRET})
     assert (s.model, s.base_url, s.provider_defaulted) == (
-        DEFAULT_MODELS["anthropic"], "https://api.anthropic.com", False)
+        PROVIDERS["anthropic"].default_model, "https://api.anthropic.com", False)
     s = load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": "openai", "WATCHER_API_KEY": "k",
                                               "WATCHER_BASE_URL": "http://127.0.0.1:8080/v1/"})
     assert s.base_url == "http://127.0.0.1:8080/v1"
@@ -147,7 +148,7 @@ def test_secret_never_in_repr_str_or_public(data_dir: Path) -> None:
     env = {"WATCHER_PROVIDER": "openai", "WATCHER_API_KEY": SECRET, "DEVTO_API_KEY": SECRET + "-devto"}
     s = load_settings(data_dir=data_dir, env=env)
     public = s.public()
-    for text in (repr(s), str(s), json.dumps(public), repr(s.sources)):
+    for text in (repr(s), str(s), json.dumps(public)):
         assert SECRET not in text
     assert public["api_key_set"] is True and public["devto_api_key_set"] is True
 

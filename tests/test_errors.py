@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from watcher.errors import (
     exit_code_legend,
 )
 
-# SPEC §9: 0 ok · 1 internal · 2 usage/config · 3 provider stop · 4 lock busy · 5 state.
+# SPEC §9: 0 ok · 1 internal · 2 usage/config · 3 provider or dev.to stop · 4 lock busy · 5 state.
 DOCUMENTED = {
     "WatcherError": 1,
     "UsageError": 2,
@@ -85,6 +86,38 @@ def test_docstring_tree_names_every_class() -> None:
     assert errors.__doc__ is not None
     for name in DOCUMENTED:
         assert name in errors.__doc__
+
+
+def _drawn_parents() -> dict[str, str | None]:
+    """Each class of the docstring tree with the class it is drawn under (None for the root)."""
+    assert errors.__doc__ is not None
+    parents: dict[str, str | None] = {}
+    above: list[str] = []  # the chain of classes drawn above the current line, by depth
+    for line in errors.__doc__.splitlines():
+        drawn = re.match(r"^    ((?:[│ ]   |[├└]── )*)([A-Z]\w+) ", line)
+        if drawn is None:
+            continue
+        depth = len(drawn.group(1)) // 4
+        del above[depth:]
+        parents[drawn.group(2)] = above[-1] if above else None
+        above.append(drawn.group(2))
+    return parents
+
+
+def test_docstring_tree_draws_each_class_under_its_base() -> None:
+    """The drawn tree is the class tree: each class hangs under the class it inherits from."""
+    drawn = _drawn_parents()
+    assert set(drawn) == set(DOCUMENTED)
+    for name, parent in drawn.items():
+        base = getattr(errors, name).__bases__[0]
+        assert (base.__name__ if parent is not None else None) == parent, name
+
+
+def test_a_dev_to_outage_is_not_a_provider_stop_and_config_is_not_usage() -> None:
+    """Each branch holds only what its name says: catching one never catches another's errors."""
+    assert not issubclass(errors.SourceUnavailable, errors.ProviderStop)
+    assert not issubclass(errors.ConfigError, errors.UsageError)
+    assert not issubclass(errors.ProviderSetup, (errors.ConfigError, errors.UsageError, errors.ProviderStop))
 
 
 def test_kinds_are_unique_and_stable() -> None:

@@ -14,7 +14,7 @@ from watcher import commands, records
 from watcher.cli import build_app
 from watcher.commands import Context
 from watcher.config import Paths
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 runner = CliRunner()
 

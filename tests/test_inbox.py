@@ -18,7 +18,8 @@ from watcher.records import (
     reserve,
     state_of,
 )
-from watcher.store import FileStore, _index
+from watcher.store import _index
+from watcher.store.files import FileStore
 
 
 def _reserve(rec: InboxRecord) -> InboxRecord:

@@ -30,7 +30,7 @@ from mcp.types import CallToolResult
 from bridge.mcp_server import build_server
 from watcher.config import Paths
 from watcher.models import InboxRecord
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 pytestmark = pytest.mark.slow
 
@@ -188,7 +188,7 @@ def test_bad_arguments_are_usage_tool_errors_and_the_server_keeps_serving(data_d
 STRAY_HOOK = """
 import os
 from watcher import commands
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 _status = commands.status
 

@@ -17,13 +17,22 @@ import pytest
 from _proc import write_export
 from _records import emit as _emit
 
-from bridge.wording import cli_words_left, for_agents
+from bridge.wording import for_agents
 from watcher import commands
 from watcher.commands import Context
 from watcher.config import Paths
 from watcher.store import signals
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# What may stay: commands only the person runs, in a terminal.
+PERSON_ONLY = re.compile(r"`watcher (grant|demo)\b[^`]*`|`watcher scan --since [^`]*`")
+
+
+def cli_words_left(message: str) -> list[str]:
+    """CLI options or `watcher …` commands an agent could not use, left in ``message``."""
+    rest = PERSON_ONLY.sub("", message)
+    return re.findall(r"(?<![\w-])--[a-z][a-z-]*|`watcher [^`]*`", rest)
 
 
 def error_of(fn: Callable[[Context], Any]) -> str:

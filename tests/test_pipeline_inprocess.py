@@ -12,7 +12,7 @@ from watcher.commands import Context
 from watcher.config import Paths
 from watcher.errors import RateLimited
 from watcher.pipeline import ItemResult, Partial
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 
 def _ctx(data_dir: Path, fake: FakeProvider, **hooks: object) -> Context:

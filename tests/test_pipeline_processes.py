@@ -22,7 +22,7 @@ from _proc import Notices, envelope, run, run_main, start, write_export
 
 from watcher import records
 from watcher.config import Paths
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 pytestmark = pytest.mark.slow
 

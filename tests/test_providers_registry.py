@@ -143,6 +143,6 @@ def test_error_fields_hook_also_decides_the_probe(tmp_path: Path) -> None:
 
 
 def test_defaults_name_current_models() -> None:
-    """The defaults are the providers' current models, not retired ones (issue 13)."""
+    """The defaults are the providers' current models, not retired ones (SPEC §3, §13.1)."""
     assert PROVIDERS["openai"].default_model == "gpt-6-luna"
     assert PROVIDERS["anthropic"].default_model == "claude-haiku-5-5"

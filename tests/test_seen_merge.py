@@ -16,7 +16,8 @@ from watcher import records
 from watcher.config import Paths
 from watcher.models import InboxRecord, SeenArticle, SeenComment, SeenFile
 from watcher.seen import merge
-from watcher.store import FileStore, _index
+from watcher.store import _index
+from watcher.store.files import FileStore
 
 IDS = ["a", "b", "c", "d"]
 STATUSES = ["done", "pending", "failed", "exhausted", "reserved"]

@@ -13,7 +13,7 @@ from _records import record
 
 from watcher.config import Paths
 from watcher.models import SeenFile
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 WORKER = Path(__file__).with_name("_seen_worker.py")
 MARKERS = BATCHERS = 4

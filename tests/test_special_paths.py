@@ -31,7 +31,8 @@ from watcher.models import COMMENT_ID_RE, Comment, ProviderState, SeenFile, Sign
 from watcher.pipeline import provider_state
 from watcher.providers.classify import MAX_RETRY_AFTER_S, retry_after_seconds
 from watcher.source import read_export
-from watcher.store import FileStore, durable, locks, signals
+from watcher.store import durable, locks, signals
+from watcher.store.files import FileStore
 from watcher.timeutil import iso, parse_iso, utcnow
 
 OFFLINE = {"WATCHER_PROVIDER": "offline"}

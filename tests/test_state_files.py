@@ -13,7 +13,7 @@ from _records import entry, record
 from watcher.config import Paths
 from watcher.errors import EXIT_STATE, CorruptState, NewerSchema, UnsafePath, exit_code_for
 from watcher.models import SeenFile
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 _GOOD_INBOX = record("abc1").model_dump(mode="json")
 

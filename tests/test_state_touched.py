@@ -19,7 +19,7 @@ from watcher import commands, records
 from watcher.commands import Context, execute
 from watcher.config import Paths
 from watcher.errors import CorruptState, SaveFailed
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 
 @pytest.fixture

@@ -20,7 +20,9 @@ from watcher.errors import (
     SourceUnavailable,
     WatcherError,
 )
-from watcher.providers.base import Provider
+from watcher.pipeline.gate import setup_error
+from watcher.providers import Provider, make_provider
+from watcher.source import check_user
 
 
 @dataclass(frozen=True)
@@ -35,21 +37,33 @@ class Check:
         return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix or None}
 
 
-def run_checks(load: Callable[[], Settings], make_provider: Callable[[Settings], Provider] | None = None,
-               ) -> tuple[list[Check], Settings | None]:
+def run_checks(data_dir: Path | None, overrides: dict[str, Any], factory: Callable[[Settings], Provider] | None = None,
+               ) -> tuple[dict[str, Any], WatcherError | None]:
+    """Every free check of the setup, in order: the document ``watcher check`` prints, and the error
+    the command exits with (the first failed check's), or None when all pass.
+
+    ``factory`` builds the provider to probe in place of :func:`make_provider` (tests)."""
+    checks = _each_check(data_dir, overrides, factory)
+    failed = [c for c in checks if not c.ok]
+    doc = {"ok": not failed, "checks": [c.to_json() for c in checks]}
+    return doc, failed[0].error if failed else None
+
+
+def _each_check(data_dir: Path | None, overrides: dict[str, Any],
+                factory: Callable[[Settings], Provider] | None) -> list[Check]:
     try:
-        settings = load()
+        settings = load_settings(data_dir=data_dir, overrides=overrides)
     except ConfigError as exc:
-        return [Check("config", False, str(exc), "fix the setting it names", exc)], None
+        return [Check("config", False, str(exc), "fix the setting it names", exc)]
     checks = [Check("config", True, f"provider {settings.provider}, model {settings.model}; "
                                     f"data dir {settings.data_dir.resolve()}")]
     checks.append(_key(settings))
-    checks.append(_provider(settings, make_provider) if checks[-1].ok else
+    checks.append(_provider(settings, factory) if checks[-1].ok else
                   Check("provider", False, "not probed: it needs the key first", "set the key, then check again",
                         ProviderSetup("no API key")))
     checks.append(_devto(settings))
     checks.append(_data_dir(settings.data_dir))
-    return checks, settings
+    return checks
 
 
 def _key(settings: Settings) -> Check:
@@ -64,8 +78,6 @@ def _key(settings: Settings) -> Check:
 
 
 def _provider(settings: Settings, factory: Callable[[Settings], Provider] | None) -> Check:
-    from watcher.providers import make_provider
-
     try:
         provider = (factory or make_provider)(settings)
     except ConfigError as exc:
@@ -83,9 +95,7 @@ def _provider(settings: Settings, factory: Callable[[Settings], Provider] | None
     fix = {"unreachable": "start the server, or fix WATCHER_BASE_URL (Ollama: http://localhost:11434/v1)",
            "auth": "check the key and its permissions",
            "model_not_found": "set WATCHER_MODEL to a model the server lists"}.get(probe.kind or "", "see the message")
-    from watcher.pipeline.gate import setup_error  # the breaker's own rule for exit 2 vs 3
-
-    message = f"{where}: {probe.message}"
+    message = f"{where}: {probe.message}"  # exit 2 or 3 by the breaker's own rule (setup_error)
     return Check("provider", False, message, fix, setup_error(probe.kind or "unreachable", message))
 
 
@@ -96,8 +106,6 @@ def _devto(settings: Settings) -> Check:
         return Check("devto_user", False, "DEVTO_USERNAME is not set: `watcher scan` has no account to watch",
                      "set DEVTO_USERNAME (or pass --source FILE to scan)",
                      ConfigError("DEVTO_USERNAME is not set"))
-    from watcher.source import check_user
-
     try:
         check_user(settings)
     except (ConfigError, SourceUnavailable) as exc:
@@ -106,7 +114,7 @@ def _devto(settings: Settings) -> Check:
 
 
 def _data_dir(root: Path) -> Check:
-    from watcher.store import FileStore
+    from watcher.store.files import FileStore
 
     existing, exc = FileStore(Paths(root)).writable()
     if exc is not None:
@@ -115,10 +123,3 @@ def _data_dir(root: Path) -> Check:
     made = "" if existing == root else f" (does not exist yet; {existing} is writable, so it will be created)"
     return Check("data_dir", True, f"{root.resolve()} is writable{made}")
 
-
-def check(data_dir: Path | None, overrides: dict[str, Any],
-          make_provider: Callable[[Settings], Provider] | None = None) -> tuple[dict[str, Any], WatcherError | None]:
-    checks, _ = run_checks(lambda: load_settings(data_dir=data_dir, overrides=overrides), make_provider)
-    failed = [c for c in checks if not c.ok]
-    doc = {"ok": not failed, "checks": [c.to_json() for c in checks]}
-    return doc, failed[0].error if failed else None

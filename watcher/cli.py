@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,16 +18,14 @@ from typing import Annotated, Any
 
 import typer
 
-from watcher import commands
+from watcher import __version__, commands
 from watcher.commands import Context, Envelope
+from watcher.config import SETTINGS_HELP
 from watcher.errors import EXIT_USAGE, exit_code_legend
+from watcher.pipeline import Hooks
 
 
 def _settings_help() -> str:
-    import textwrap
-
-    from watcher.config import SETTINGS_HELP
-
     rows = "\n".join(textwrap.fill(meaning, 96, break_on_hyphens=False, initial_indent=f"  {name:<29} ", subsequent_indent=" " * 32)
                      for name, meaning in SETTINGS_HELP.items())
     return ("\b\nSettings: environment variables, or the same keys in lower case without WATCHER_ in\n"
@@ -77,12 +76,15 @@ class Frontend:
     def always_envelope(self) -> bool:
         return self.entrypoint == "bridge"
 
-    def run(self, command: str, fn: Callable[[Context], Any], *, as_json: bool, batch: bool = False) -> None:
+    def respond(self, command: str, fn: Callable[[Context], Any], *, as_json: bool,
+                batch: bool = False) -> None:
+        """Answer one typed command: run ``fn`` through :func:`watcher.commands.execute` (with a
+        progress display for a ``batch`` shown to a person), print the envelope, and exit with
+        its code (``typer.Exit``)."""
         ctx = Context(entrypoint=self.entrypoint, data_dir=self.data_dir, notice=self._notice)
         progress = None
         if batch and not self.always_envelope:
-            from watcher.pipeline import Hooks
-            from watcher.render import BatchProgress
+            from watcher.render import BatchProgress  # rich: only for a batch shown to a person
 
             progress = BatchProgress(verbose=self.verbose)
             ctx.hooks = Hooks(on_planned=progress.start, on_item=progress.advance, on_call=progress.calling)
@@ -160,8 +162,6 @@ Exit codes: {exit_code_legend()}."""
 
 def _version(value: bool) -> None:
     if value:
-        from watcher import __version__
-
         sys.stdout.write(f"devto-watcher {__version__}\n")
         raise typer.Exit(0)
 
@@ -188,7 +188,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         """Show what watcher does, on the bundled sample comments: the real pipeline with the offline
         classifier (no network, no key), in its own data dir (--data-dir, else ./data/demo), then
         what needs a reply. Never touches the data dir or provider your account uses."""
-        _frontend(ctx).run("demo", commands.demo, as_json=as_json, batch=True)
+        _frontend(ctx).respond("demo", commands.demo, as_json=as_json, batch=True)
 
     @app.command(epilog=_epilog("watcher scan", "watcher scan --limit 20 --json", "watcher scan --dry-run",
                                 "watcher scan --since 2026-11-01", "watcher scan --source export.json",
@@ -208,7 +208,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
 
         Needs WATCHER_PROVIDER and DEVTO_USERNAME (or --source FILE). A setup failure stops the
         batch at once and costs at most one attempt per outage."""
-        _frontend(ctx).run("scan", lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source,
+        _frontend(ctx).respond("scan", lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source,
                                                            since=since, full=full), as_json=as_json, batch=True)
 
     @app.command(epilog=_epilog("watcher recheck", "watcher recheck 3bkf --json", "watcher recheck --dry-run",
@@ -219,7 +219,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         """Retry failed verdicts with the cached prompt; each comment gets 3 model attempts in all.
 
         Also closes attempts a killed run left open (as interrupted, no call for them this run)."""
-        _frontend(ctx).run("recheck", lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or ()),
+        _frontend(ctx).respond("recheck", lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or ()),
                            as_json=as_json, batch=True)
 
     @app.command(epilog=_epilog("watcher claim --json", "watcher claim --limit 1", codes=CLAIM_CODES))
@@ -232,7 +232,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
 
         Each claim is one of the comment's 3 attempts. --json gives each prompt and the verdict
         schema; `watcher submit` stores the answer. The MCP tools claim and submit do the same."""
-        _frontend(ctx).run("claim", lambda c: commands.claim(c, limit=limit), as_json=as_json)
+        _frontend(ctx).respond("claim", lambda c: commands.claim(c, limit=limit), as_json=as_json)
 
     @app.command(epilog=_epilog("watcher submit 3bkf 1 '{\"needs_reply\": true, \"category\": \"question\", "
                                 "\"priority\": \"normal\", \"summary\": \"Asks about X.\", \"reply_hint\": \"\"}'",
@@ -248,12 +248,12 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         Only the open claim is accepted (a duplicate or a late submit changes nothing). A verdict that
         fails the schema is recorded as the attempt's error and counts, as a model's would."""
         text = sys.stdin.read() if verdict == "-" else verdict
-        _frontend(ctx).run("submit", lambda c: commands.submit(c, comment_id, n, text), as_json=as_json)
+        _frontend(ctx).respond("submit", lambda c: commands.submit(c, comment_id, n, text), as_json=as_json)
 
     @app.command(epilog=_epilog("watcher status", "watcher --data-dir ~/devto status --json", codes=READ_CODES))
     def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         """Counts by state, the provider (cooldown, breaker), signal counts and paths. Free: no key needed."""
-        _frontend(ctx).run("status", commands.status, as_json=as_json)
+        _frontend(ctx).respond("status", commands.status, as_json=as_json)
 
     @app.command("inbox", epilog=_epilog("watcher inbox", "watcher inbox --all", "watcher inbox --new   "
                                          "(in cron: mails each new comment once)", codes=READ_CODES))
@@ -263,19 +263,19 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
                                                     "them; prints nothing when there are none.")] = False,
                   as_json: JsonOpt = False) -> None:
         """Comments that need a reply (the verdict says so and you have not marked them)."""
-        _frontend(ctx).run("inbox", lambda c: commands.inbox_view(c, show_all=show_all, new=new), as_json=as_json)
+        _frontend(ctx).respond("inbox", lambda c: commands.inbox_view(c, show_all=show_all, new=new), as_json=as_json)
 
     @app.command(epilog=_epilog("watcher show 3bkf", "watcher show 3bkf --json", codes=READ_CODES))
     def show(ctx: typer.Context, comment_id: Annotated[str, typer.Argument(metavar="ID")],
              as_json: JsonOpt = False) -> None:
         """One comment: its text, verdict and every attempt."""
-        _frontend(ctx).run("show", lambda c: commands.show(c, comment_id), as_json=as_json)
+        _frontend(ctx).respond("show", lambda c: commands.show(c, comment_id), as_json=as_json)
 
     @app.command(epilog=_epilog("watcher mark 3bkf replied", "watcher mark 3bkf open", codes=READ_CODES))
     def mark(ctx: typer.Context, comment_id: Annotated[str, typer.Argument(metavar="ID")],
              triage: Annotated[str, typer.Argument(metavar="replied|ignored|open")], as_json: JsonOpt = False) -> None:
         """Mark a comment replied, ignored or open again. Works while a batch runs."""
-        _frontend(ctx).run("mark", lambda c: commands.mark(c, comment_id, triage), as_json=as_json)
+        _frontend(ctx).respond("mark", lambda c: commands.mark(c, comment_id, triage), as_json=as_json)
 
     @app.command(epilog=_epilog("watcher check", "WATCHER_MODEL=gpt-6-luna watcher check --json",
                                 codes="0 all pass · 2 fix the setup · 3 the provider or dev.to cannot be reached · "
@@ -283,7 +283,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
     def check(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         """Check the setup for free: config, API key, the provider and model (its models endpoint,
         no tokens), the dev.to user, the data dir. Exit 0 only if all pass."""
-        _frontend(ctx).run("check", commands.check, as_json=as_json)
+        _frontend(ctx).respond("check", commands.check, as_json=as_json)
 
     @app.command(epilog=_epilog("watcher grant 3bkf", "watcher grant 3bkf --attempts 2 && watcher recheck 3bkf",
                                 codes="0 granted · 2 unknown id, not exhausted or failed, or asked through the bridge · "
@@ -295,7 +295,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         """Give an exhausted or failed comment more model attempts (the cap becomes 3 + grants).
 
         Your decision as the one who pays: the bridge and the MCP server refuse it."""
-        _frontend(ctx).run("grant", lambda c: commands.grant(c, comment_id, attempts=attempts), as_json=as_json)
+        _frontend(ctx).respond("grant", lambda c: commands.grant(c, comment_id, attempts=attempts), as_json=as_json)
 
     @app.command(epilog=_epilog("watcher signals", "watcher signals --reset", codes="0 ok · 5 the observation log "
                                 "was replaced or truncated (recount with --reset)"))
@@ -303,7 +303,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
                                                                         "observation log from zero on purpose.")] = False,
                 as_json: JsonOpt = False) -> None:
         """Count new observation signals and print the totals per key."""
-        _frontend(ctx).run("signals", lambda c: commands.signals_cmd(c, reset=reset), as_json=as_json)
+        _frontend(ctx).respond("signals", lambda c: commands.signals_cmd(c, reset=reset), as_json=as_json)
 
     return app
 

@@ -377,7 +377,7 @@ def mark(ctx: Context, comment_id: str, triage: str) -> dict[str, Any]:
 
 def check(ctx: Context) -> Partial:
     """Every free check (config, key, provider probe, dev.to user, data dir); exit 0 only if all pass."""
-    from watcher.checks import check as run_checks
+    from watcher.checks import run_checks
 
     return Partial(*run_checks(ctx.data_dir, ctx.overrides, ctx.hooks.make_provider))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -19,9 +19,7 @@ from pydantic import SecretStr
 
 from watcher.errors import ConfigError
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
-
-# A view of the registry, kept because tests name defaults through it; the facts live in PROVIDERS.
-DEFAULT_MODELS = {name: spec.default_model for name, spec in PROVIDERS.items()}
+from watcher.urls import check_http_url
 
 # env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.
 _ENV_KEYS = {
@@ -36,7 +34,6 @@ _ENV_KEYS = {
     "DEVTO_API_KEY": "devto_api_key",
     "DEVTO_BASE_URL": "devto_base_url",
 }
-_SECRETS = {"api_key", "devto_api_key"}
 
 # What `watcher --help` says of each variable (a test checks every one above is here).
 SETTINGS_HELP = {
@@ -147,7 +144,6 @@ class Settings:
     backlog_days: int = 14
     # True when nothing chose a provider and the offline classifier stands in.
     provider_defaulted: bool = False
-    sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def paths(self) -> Paths:
@@ -210,15 +206,14 @@ def load_settings(
     file_values = _read_config_file(Paths(root).config_file)
 
     values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
     for env_name, key in _ENV_KEYS.items():
         if key in overrides:
-            values[key], sources[key] = overrides[key], "option"
+            values[key] = overrides[key]
         elif env.get(env_name, "") != "":
-            values[key], sources[key] = env[env_name], "env"
+            values[key] = env[env_name]
         elif key in file_values:
-            values[key], sources[key] = file_values[key], "config.toml"
-    return _build(root, values, sources, env)
+            values[key] = file_values[key]
+    return _build(root, values, env)
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -241,7 +236,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _build(root: Path, values: dict[str, Any], sources: dict[str, str], env: Mapping[str, str]) -> Settings:
+def _build(root: Path, values: dict[str, Any], env: Mapping[str, str]) -> Settings:
     spec = provider_spec(str(values.get("provider", "offline")).strip().lower())
     provider = spec.name
     # A missing key is not an error here: status, inbox, show, mark and signals never need one
@@ -265,28 +260,12 @@ def _build(root: Path, values: dict[str, Any], sources: dict[str, str], env: Map
         include_own_comments=_bool(values.get("include_own_comments", False)),
         backlog_days=_days(values.get("backlog_days", 14)),
         provider_defaulted="provider" not in values,
-        sources=sources,
     )
 
 
 def _base_url(spec: ProviderSpec, values: dict[str, Any]) -> str:
     url = str(values.get("base_url") or spec.default_base_url).rstrip("/")
     return check_http_url(url, "WATCHER_BASE_URL") if spec.is_remote else url
-
-
-def check_http_url(url: str, setting: str) -> str:
-    """``url`` if it is an http(s) URL with a host (and a dialable port); else :class:`ConfigError`."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        # .port raises ValueError for a non-numeric or out-of-range port; 0 is no port to dial.
-        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:  # e.g. a non-numeric port or an unclosed IPv6 bracket
-        usable = False
-    if not usable:
-        raise ConfigError(f"{setting} must be an http(s) URL, got {url!r}")
-    return url
 
 
 def _positive_float(value: Any) -> float:

@@ -2,15 +2,15 @@
 
     WatcherError                     exit 1   base; anything unexpected also exits 1
     ├── UsageError                   exit 2   bad option, unknown comment id, bad argument
-    │   ├── ConfigError              exit 2   bad config file/value, missing API key
-    │   │   └── ProviderSetup                     the provider refused the setup: key, model, request shape
-    │   └── SubmitRefused            exit 2   an agent's submit for an attempt that is not its open claim
-    ├── ProviderStop                 exit 3   the batch must stop and the user must wait
+    │   └── SubmitRefused                     an agent's submit for an attempt that is not its open claim
+    ├── ConfigError                  exit 2   bad config file/value, missing API key, no such dev.to user
+    ├── ProviderSetup                exit 2   the provider refused the setup: key, model, request shape
+    ├── ProviderStop                 exit 3   the provider stopped the batch; the user must wait
     │   ├── RateLimited                       provider HTTP 429 (may carry Retry-After)
     │   ├── QuotaExhausted                    provider quota / spend limit
     │   ├── CooldownActive                    provider.json says wait until <time>
-    │   ├── ProviderUnavailable               provider unreachable or failing twice in a row; breaker open
-    │   └── SourceUnavailable                 dev.to unreachable, 5xx, or its own 429
+    │   └── ProviderUnavailable               provider unreachable or failing twice in a row; breaker open
+    ├── SourceUnavailable            exit 3   dev.to unreachable, 5xx, its edge's 403, or its own 429
     ├── LockBusy                     exit 4   another run holds a lock past the wait
     ├── Interrupted                  exit 130 / 143   Ctrl-C (SIGINT) or SIGTERM during a batch
     └── StateError                   exit 5   state on disk cannot be trusted or written
@@ -21,13 +21,18 @@
         ├── SaveConflict                      the reserved attempt is no longer the file's last one
         └── LogReplaced                       observations.jsonl replaced or truncated
 
+A class exits with its branch's code, and a branch holds only what its name says: a mistake in
+what was typed (usage), a setting watcher itself finds unusable (config), a setup only the
+provider could refuse (provider setup), the provider or dev.to saying "not now" (exit 3, one
+branch each, so that catching a provider stop never catches a dev.to outage).
+
 :data:`EXIT_CODES` says each code's meaning in a few words; :func:`exit_code_legend` renders it
 for help texts.
 
 Per-item provider failures (malformed JSON, overload, …) are not exceptions here: they are
 classified outcomes recorded on the attempt (see ``watcher.providers``), and a run that meets
 them still exits 0. Only the kinds that must stop a batch become a ``ProviderStop`` or
-``ConfigError`` at the pipeline boundary.
+``ProviderSetup`` at the pipeline boundary.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from pathlib import Path
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
-EXIT_PROVIDER_STOP = 3
+EXIT_WAIT = 3
 EXIT_LOCK_BUSY = 4
 EXIT_STATE = 5
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
@@ -49,7 +54,7 @@ EXIT_CODES: dict[int, str] = {
     EXIT_OK: "ran, item errors in the summary",
     EXIT_INTERNAL: "internal error",
     EXIT_USAGE: "usage or configuration error: fix it (bad option, key, model, request)",
-    EXIT_PROVIDER_STOP: "stopped by the provider or dev.to: wait (unreachable, 429, quota, cooldown)",
+    EXIT_WAIT: "stopped by the provider or dev.to: wait (unreachable, 429, quota, cooldown)",
     EXIT_LOCK_BUSY: "pipeline lock busy",
     EXIT_STATE: "state error",
     EXIT_INTERRUPTED: "interrupted by Ctrl-C (SIGINT); the summary shows what was done",
@@ -77,12 +82,10 @@ class WatcherError(Exception):
 
 
 class UsageError(WatcherError):
+    """What was typed cannot be done: a bad option or argument, an id that names no comment."""
+
     exit_code = EXIT_USAGE
     kind = "usage"
-
-
-class ConfigError(UsageError):
-    kind = "config"
 
 
 class SubmitRefused(UsageError):
@@ -93,15 +96,26 @@ class SubmitRefused(UsageError):
     kind = "submit_refused"
 
 
-class ProviderSetup(ConfigError):
-    """The provider refused what every request of this setup sends (key, model, request shape):
-    another comment would be refused the same way, so the user must fix the setup."""
+class ConfigError(WatcherError):
+    """A setting watcher itself finds unusable before any call (SPEC §3): a bad config file or
+    value, a missing API key or source, a dev.to user that does not exist."""
 
+    exit_code = EXIT_USAGE
+    kind = "config"
+
+
+class ProviderSetup(WatcherError):
+    """The provider refused what every request of this setup sends (key, model, request shape):
+    another comment would be refused the same way, so the user must fix the setup (SPEC §13.1)."""
+
+    exit_code = EXIT_USAGE
     kind = "provider_setup"
 
 
 class ProviderStop(WatcherError):
-    exit_code = EXIT_PROVIDER_STOP
+    """The provider cannot answer now (SPEC §6 table, §7.2): the batch stops, and waiting fixes it."""
+
+    exit_code = EXIT_WAIT
     kind = "provider_stop"
 
 
@@ -129,7 +143,11 @@ class ProviderUnavailable(ProviderStop):
     kind = "provider_unavailable"
 
 
-class SourceUnavailable(ProviderStop):
+class SourceUnavailable(WatcherError):
+    """dev.to cannot answer now (SPEC §5, §13.3): unreachable, a 5xx, its edge's 403, or a 429
+    past the wait budget. The scan keeps what it fetched before; waiting fixes it."""
+
+    exit_code = EXIT_WAIT
     kind = "source_unavailable"
 
 

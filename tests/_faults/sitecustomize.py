@@ -118,7 +118,8 @@ def _install_points(points: _Points) -> None:
     """
     from watcher.errors import LockBusy
     from watcher.providers import _http
-    from watcher.store import FileStore, signals
+    from watcher.store import signals
+    from watcher.store.files import FileStore
 
     at = points.at
     real_lock = FileStore.pipeline_lock
@@ -225,7 +226,7 @@ def _write_points(path: Any) -> tuple[str | None, str | None]:
 
 def _install_save_outcome() -> None:
     from watcher.errors import SaveFailed
-    from watcher.store import FileStore
+    from watcher.store.files import FileStore
 
     real_save = FileStore.save_record
 
@@ -239,7 +240,7 @@ def _install_save_outcome() -> None:
 
 
 def _install_kill_before_seen_save() -> None:
-    from watcher.store import FileStore
+    from watcher.store.files import FileStore
 
     def save_index(self: Any, *args: Any, **kwargs: Any) -> Any:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -261,7 +262,7 @@ def _install_clock(seconds: float) -> None:
 
 
 def _install_lock_wait(seconds: float) -> None:
-    from watcher.store import FileStore
+    from watcher.store.files import FileStore
 
     real_lock = FileStore.pipeline_lock
 

@@ -29,7 +29,8 @@ from watcher.config import Paths, Settings, load_settings
 from watcher.models import InboxRecord
 from watcher.pipeline import Hooks
 from watcher.providers.base import Provider
-from watcher.store import FileStore, Reservation
+from watcher.store import Reservation
+from watcher.store.files import FileStore
 from watcher.timeutil import utcnow
 
 # A provider factory (:attr:`watcher.pipeline.Hooks.make_provider`); ``None``: the real one.

@@ -32,8 +32,8 @@ from watcher.errors import UsageError
 from watcher.models import COMMENT_ID_RE, ERROR_KINDS, Comment, InboxRecord, Prompt, SeenFile
 from watcher.providers.openai import OpenAIProvider
 from watcher.source import read_export
-from watcher.store import FileStore
 from watcher.store.durable import read_model, write_model
+from watcher.store.files import FileStore
 
 # Unique: any file holding it (in any spelling, see key_leaks) leaked the key. The "/" is what a
 # server escapes as "\/"; "+" and "=" are in real keys too.

@@ -13,8 +13,8 @@ from _rel_invariants import Expect, Snapshot, check_all, snapshot
 
 from watcher import records
 from watcher.config import Paths
-from watcher.store import FileStore
 from watcher.store.durable import write_model
+from watcher.store.files import FileStore
 
 
 def _edit(data: Path, cid: str, fn: Callable[[dict], None]) -> None:  # type: ignore[type-arg]

@@ -11,7 +11,7 @@ from _proc import envelope, run, write_export
 from _rel_harness import Baseline, inproc
 
 from watcher.config import Paths
-from watcher.store import FileStore
+from watcher.store.files import FileStore
 
 
 def _quarantine_inbox(data: Path, env: dict[str, str], cid: str) -> None:

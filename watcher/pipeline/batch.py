@@ -62,7 +62,7 @@ def open_store(paths: Paths, hooks: Hooks) -> Store:
     """The store a command works on: the hooks' (a test's), else the files of SPEC §4."""
     if hooks.make_store is not None:
         return hooks.make_store(paths)
-    from watcher.store import FileStore
+    from watcher.store.files import FileStore
 
     return FileStore(paths)
 

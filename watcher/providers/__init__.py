@@ -34,20 +34,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from watcher.errors import ConfigError
-from watcher.providers.base import CallResult, ProbeResult, Provider
+from watcher.providers.base import CallResult, ProbeResult, Provider, ProviderSettings
 from watcher.providers.parse import parse_verdict_text, verdict_json_schema
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
+from watcher.urls import check_http_url
 
 if TYPE_CHECKING:
     import httpx
-
-    from watcher.config import Settings
 
 __all__ = [
     "PROVIDERS",
     "CallResult",
     "ProbeResult",
     "Provider",
+    "ProviderSettings",
     "ProviderSpec",
     "make_provider",
     "parse_verdict_text",
@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 
-def make_provider(settings: Settings, *, transport: httpx.BaseTransport | None = None) -> Provider:
+def make_provider(settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None) -> Provider:
     """The provider ``settings.provider`` names; ``transport`` replaces the network (tests).
 
     Raises :class:`ConfigError` for an unknown provider, a missing key or an unusable base URL.
@@ -64,11 +64,7 @@ def make_provider(settings: Settings, *, transport: httpx.BaseTransport | None =
     spec = provider_spec(settings.provider)
     if spec.needs_key and (settings.api_key is None or not settings.api_key.get_secret_value()):
         raise ConfigError(f"No API key for provider {spec.name} — set {spec.key_hint()}")
-    if spec.is_remote:
-        # Imported here: watcher.config imports the registry, so a module-level import would
-        # be circular. Checked again because Settings may be built by hand.
-        from watcher.config import check_http_url
-
+    if spec.is_remote:  # config checked it already, but Settings may be built by hand
         check_http_url(settings.base_url, "WATCHER_BASE_URL")
     return spec.build(settings, transport=transport)
 

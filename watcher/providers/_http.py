@@ -27,10 +27,9 @@ from urllib.parse import quote
 
 import httpx
 
-from watcher.config import Settings
 from watcher.models import AttemptError, ErrorKind, Prompt, Usage, Verdict
 from watcher.providers._wire import DeadlinePassed, Received, ResponseTooLarge, Sockets, exchange, limits
-from watcher.providers.base import CallResult, ProbeResult
+from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
 from watcher.providers.parse import parse_verdict_text
 from watcher.providers.redact import Redaction
@@ -72,7 +71,7 @@ class HttpProvider:
     # Names of the input and output token counts inside the body's "usage" object.
     usage_keys: ClassVar[tuple[str, str]]
 
-    def __init__(self, settings: Settings, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None) -> None:
         self.model = settings.model
         self._secret = settings.api_key.get_secret_value() if settings.api_key is not None else ""
         self._redaction = Redaction(self._secret)
@@ -156,8 +155,10 @@ class HttpProvider:
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Request:
         """The request ``client.build_request(method, path, json=body)`` makes, built from parts
-        prepared once: merging the base URL, the client's headers and its timeout anew for every
-        call cost ~0.2 ms of a loopback call (bench/ figure 1b) for values that never change.
+        prepared once: build_request merges the base URL, the client's headers and its timeout
+        anew on every call, for values that never change: 97 µs a call here, this 32 µs
+        (python -m timeit -s "import httpx; c = httpx.Client(base_url='http://h/v1'); b = {'x':
+        'y' * 3000}" "c.build_request('POST', '/chat/completions', json=b)").
         Cookies a server set are the one part that can change: with any, httpx builds it."""
         if self._client.cookies:
             return self._client.build_request(method, path, json=body)
@@ -374,8 +375,9 @@ def default_transport(base_url: str) -> httpx.HTTPTransport:
     proxy = None
     if proxies and not _proxy_bypass_environment(url.host, proxies):
         proxy = proxies.get(url.scheme) or proxies.get("all")
-    # A plain-http base URL (Ollama, a local proxy) never does TLS: building the default SSL
-    # context anyway cost ~80 ms per run (bench/ figure 1).
+    # A plain-http base URL (Ollama, a local proxy) never does TLS, and building the default SSL
+    # context costs ~27 ms per transport (python -m timeit -n 3 -s "import httpx"
+    # "httpx.HTTPTransport(verify=True)": 27 ms here, 0.25 ms with verify=False).
     verify = url.scheme == "https" or proxy is not None
     return httpx.HTTPTransport(retries=0, proxy=proxy, limits=limits(), verify=verify)
 

@@ -190,8 +190,9 @@ class _Watchdog:
 
 
 class _DeadlineClock:
-    """One daemon thread for every exchange's deadline. A ``threading.Timer`` per call cost a
-    thread start per model call — about a third of a loopback call's overhead (bench/ figure 1).
+    """One daemon thread for every exchange's deadline. A ``threading.Timer`` per call would be a
+    thread start per model call: ~0.13 ms here (python -m timeit -s "import threading"
+    "t = threading.Timer(60, print); t.start(); t.cancel(); t.join()").
 
     It holds only armed deadlines (an exchange removes its own when it ends) and is woken only
     for a deadline earlier than the one it already sleeps until: with one timeout for every

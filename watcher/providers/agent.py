@@ -11,10 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from watcher.models import Prompt
-from watcher.providers.base import CallResult, ProbeResult
-
-if TYPE_CHECKING:
-    from watcher.config import Settings
+from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 
 NAME = "agent"
 HOW = ("the agent you work with (Codex, Claude Code) gives the verdicts over MCP: tool claim hands it "
@@ -26,7 +23,7 @@ class AgentProvider:
 
     name = NAME
 
-    def __init__(self, settings: Settings | None = None, *, transport: object = None) -> None:
+    def __init__(self, settings: ProviderSettings | None = None, *, transport: object = None) -> None:
         """Takes what every provider's factory takes (the registry builds them alike)."""
         self.model = settings.model if settings is not None else NAME
 

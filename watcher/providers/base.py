@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from watcher.models import AttemptError, Prompt, Usage, Verdict
+
+if TYPE_CHECKING:
+    from pydantic import SecretStr
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,3 +67,28 @@ class Provider(Protocol):
     def probe(self) -> ProbeResult: ...
 
     def close(self) -> None: ...
+
+
+class ProviderSettings(Protocol):
+    """What the providers read of the settings; :class:`watcher.config.Settings` is one.
+
+    Named here, not imported from :mod:`watcher.config`: config reads the provider registry for
+    its defaults, so the providers depend only downwards (tests/test_imports.py holds the graph
+    free of cycles).
+    """
+
+    # Read-only, as the frozen Settings dataclass has them.
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def api_key(self) -> SecretStr | None: ...
+
+    @property
+    def timeout(self) -> float: ...

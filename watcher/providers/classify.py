@@ -174,8 +174,9 @@ def _as_seconds(text: str) -> float | None:
         return None
     if number == math.inf and any(c.isdigit() for c in text):
         # 400 digits or "1e400" overflow to infinity: a number too big to wait for, i.e. the
-        # longest wait (capped by the caller), not "no Retry-After" (issue 14). The words
-        # "inf"/"infinity" are no number and stay unreadable.
+        # longest wait (capped by the caller), not "no Retry-After" (SPEC §13.5, and
+        # tests/test_special_paths.py::test_a_retry_after_too_big_for_a_float_means_7_days).
+        # The words "inf"/"infinity" are no number and stay unreadable.
         return number
     return number if math.isfinite(number) and number >= 0 else None
 

@@ -17,11 +17,8 @@ from typing import TYPE_CHECKING
 
 from watcher.models import AttemptError, Category, Prompt
 from watcher.prompts import fenced_blocks
-from watcher.providers.base import CallResult, ProbeResult
+from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 from watcher.providers.parse import parse_verdict_text
-
-if TYPE_CHECKING:
-    from watcher.config import Settings
 
 MODEL = "heuristic-v1"
 SUMMARY_PREFIX = "[offline] "
@@ -85,7 +82,7 @@ class OfflineProvider:
     name = "offline"
     model = MODEL
 
-    def __init__(self, settings: Settings | None = None, *, transport: object = None) -> None:
+    def __init__(self, settings: ProviderSettings | None = None, *, transport: object = None) -> None:
         """Takes what every provider's factory takes (the registry builds them alike), uses neither."""
 
     def complete(self, prompt: Prompt) -> CallResult:

@@ -108,7 +108,7 @@ class Redaction:
 def _secret_pattern(secret: str) -> re.Pattern[str]:
     # Every spelling of a character starts with a backslash or is the character itself, so a
     # match starts with the key's first character or a backslash: saying so first lets the
-    # engine skip every other position at once (it halved redacting a response body).
+    # engine skip every other position at once.
     # A match may not start inside a run of backslashes: every key character's pattern begins
     # with a possessive backslash run, and starting at each backslash of a long run would make a
     # hostile 1 MiB body of backslashes quadratic.

@@ -3,7 +3,8 @@
 Adding a provider is one :class:`ProviderSpec` in :data:`PROVIDERS` plus its implementation
 module; nothing else lists provider names. Imported by :mod:`watcher.config`, so it must stay
 cheap: the implementations (and httpx) are named by import path and loaded only by
-:meth:`ProviderSpec.build`, which is why ``watcher status`` never imports httpx.
+:meth:`ProviderSpec.build`, which is why ``watcher status`` never imports httpx. It takes the
+settings as :class:`~watcher.providers.base.ProviderSettings` and never imports config.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from watcher.errors import ConfigError
 if TYPE_CHECKING:
     import httpx
 
-    from watcher.config import Settings
-    from watcher.providers.base import Provider
+    from watcher.providers.base import Provider, ProviderSettings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,7 +70,7 @@ class ProviderSpec:
         """The first non-empty of :attr:`key_env` in ``env``, else ``None``."""
         return next((env[var] for var in self.key_env if env.get(var)), None)
 
-    def build(self, settings: Settings, *, transport: httpx.BaseTransport | None = None) -> Provider:
+    def build(self, settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None) -> Provider:
         """Import the implementation and build it; ``transport`` replaces the network (tests)."""
         module_name, _, attribute = self.factory.partition(":")
         factory: Any = getattr(importlib.import_module(module_name), attribute)

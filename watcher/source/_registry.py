@@ -15,6 +15,8 @@ from typing import Protocol
 
 from watcher.config import Settings
 from watcher.models import SeenFile
+from watcher.source._devto import fetch_devto
+from watcher.source._export import bundled_sample, read_export
 from watcher.source._types import FetchResult
 
 
@@ -36,8 +38,6 @@ class DevtoSource:
     name: str = "devto"
 
     def fetch(self, settings: Settings, index: SeenFile, *, full: bool = False) -> FetchResult:
-        from watcher.source._devto import fetch_devto  # the network client, only when it is used
-
         return fetch_devto(settings, index, full=full)
 
 
@@ -49,14 +49,10 @@ class ExportSource:
     name: str = "export"
 
     def fetch(self, settings: Settings, index: SeenFile, *, full: bool = False) -> FetchResult:
-        from watcher.source._export import read_export
-
         return read_export(self.path, settings)
 
 
 def _sample() -> Source:
-    from watcher.source._export import bundled_sample
-
     return ExportSource(bundled_sample(), name="sample")
 
 

@@ -5,7 +5,7 @@ lock, read and write one comment's record, reserve an attempt and write its outc
 compare-and-swap of SPEC §13.5), read and merge the index, read and write the provider state,
 and append and count observation signals. They never see a file.
 
-:class:`FileStore` is the one implementation, over the files of SPEC §4: durable writes and
+:class:`watcher.store.files.FileStore` is the one implementation, over the files of SPEC §4: durable writes and
 guarded reads (:mod:`watcher.store.durable`), the cooperative locks (:mod:`watcher.store.locks`),
 the signal log and its counter (:mod:`watcher.store.signals`). It is the only code in
 ``watcher/`` that opens, writes, renames or syncs a state file (``tests/test_store_seam.py``
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from watcher.store.locks import CallLock
     from watcher.store.signals import CountResult
 
-__all__ = ["FileStore", "Reservation", "Store"]
+__all__ = ["Reservation", "Store"]
 
 
 @dataclass(frozen=True)
@@ -141,5 +141,3 @@ class Store(Protocol):
     def signal_trouble(self, state: SignalState | None = None) -> str | None:
         """Why the counter would stop (log replaced, truncated, removed), else ``None``; never raises."""
 
-
-from watcher.store.files import FileStore

@@ -188,7 +188,7 @@ class _Corrupt:
 
 # O_NOFOLLOW: a symlink at the name fails with ELOOP instead of being read through (a loop used
 # to escape as exit 1 from every command, status included). O_NONBLOCK: a FIFO opens at once
-# instead of waiting for a writer forever (it used to hang every command); on a regular file
+# instead of waiting for a writer forever (it would hang every command: tests/test_special_paths.py); on a regular file
 # it changes nothing.
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 

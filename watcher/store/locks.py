@@ -50,8 +50,8 @@ def hold(path: Path, *, timeout: float, what: str = "another watcher run") -> It
     """Hold the exclusive lock at ``path``; raise :class:`LockBusy` after ``timeout`` seconds.
 
     Raises :class:`SaveFailed` ("cannot write <path>: <reason>", exit 5) when the lock file
-    cannot be created or opened — a read-only data dir used to surface as "internal error:
-    PermissionError … pipeline.lock", exit 1 — and :class:`UnsafePath` when the name is a
+    cannot be created or opened — a read-only data dir, never "internal error: PermissionError …",
+    exit 1 (tests/test_special_paths.py) — and :class:`UnsafePath` when the name is a
     symlink or a directory; :class:`StateError` when the filesystem has no ``flock`` (locks are
     local, SPEC §11).
     """
