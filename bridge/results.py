@@ -96,6 +96,8 @@ class BatchSummary(_Open):
     rejected: list[Rejected]
     repaired: list[str]
     stopped: str | None = Field(description="Why the batch stopped early (rate_limited, auth, …), else null.")
+    already_out: int = Field(description="Model calls already in flight when the batch stopped: they finished and "
+                                         "were saved.")
     would_call: list[str] | None = Field(default=None, description="Dry run only: ids a real run would call now.")
     signals: BatchSignals | None = Field(default=None, description="Real runs only.")
     for_agent: int | None = Field(default=None, description="Provider agent only (no model call is made): comments "
@@ -180,6 +182,7 @@ class PublicSettings(_Open):
     base_url: str | None
     api_key_set: bool
     timeout_s: float
+    parallel: int = Field(description="Model calls in flight at once in one run (WATCHER_PARALLEL).")
     offline: bool
     provider_defaulted: bool
     devto_username: str | None

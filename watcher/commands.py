@@ -125,8 +125,9 @@ def _signal_failure(ctx: Context, exc: WatcherError) -> None:
 
 
 def scan(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, source: str | None = None,
-         since: str | None = None, full: bool = False) -> Partial:
+         since: str | None = None, full: bool = False, parallel: int | None = None) -> Partial:
     check_limit(limit)  # a bad option first: nothing else is looked at (before the settings are read)
+    _check_parallel(parallel)
     since_at = _since(since)
     if source == SAMPLE:
         ctx = _demo(ctx)
@@ -134,7 +135,7 @@ def scan(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, sou
         # Cron does not inherit shell exports: scanning the sample instead would exit 0 forever.
         raise ConfigError("no comment source: set DEVTO_USERNAME (or pass --source FILE); "
                           "`watcher demo` shows what watcher does on the bundled sample comments")
-    return pipeline.scan(_batch_run(ctx, "scan", limit=limit, dry_run=dry_run), source=source,
+    return pipeline.scan(_batch_run(ctx, "scan", limit=limit, dry_run=dry_run, parallel=parallel), source=source,
                          notice=ctx.notice, since=since_at, full=full)
 
 
@@ -150,9 +151,22 @@ def _since(text: str | None) -> datetime | None:
         raise UsageError(f"--since takes a date like 2026-11-01 (or 2026-11-01T09:00:00Z), got {text!r}") from None
 
 
-def recheck(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, ids: Sequence[str] = ()) -> Partial:
+def recheck(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, ids: Sequence[str] = (),
+            parallel: int | None = None) -> Partial:
     check_limit(limit)
-    return pipeline.recheck(_batch_run(ctx, "recheck", limit=limit, dry_run=dry_run), ids=ids, notice=ctx.notice)
+    _check_parallel(parallel)
+    return pipeline.recheck(_batch_run(ctx, "recheck", limit=limit, dry_run=dry_run, parallel=parallel), ids=ids,
+                            notice=ctx.notice)
+
+
+def _check_parallel(parallel: int | None) -> None:
+    if parallel is not None:
+        from watcher.config import parse_parallel
+
+        try:
+            parse_parallel(parallel)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def claim(ctx: Context, *, limit: int = DEFAULT_LIMIT) -> Partial:
@@ -196,7 +210,8 @@ def _demo(ctx: Context) -> Context:
     return replace(ctx, _settings=demo_settings(ctx.data_dir), _store=None)
 
 
-def _batch_run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) -> Run:
+def _batch_run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool,
+               parallel: int | None = None) -> Run:
     """A run that may call the model: the provider choice and the key are checked first (the
     command checked its limit before reading any setting)."""
     settings = ctx.settings
@@ -208,12 +223,13 @@ def _batch_run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: 
                           "or WATCHER_PROVIDER=offline for the built-in heuristic; `watcher check` tests the setup")
     if not dry_run:
         settings.require_key()  # before any work; read-only commands never need a key
-    return _run_of(ctx, command, limit=limit, dry_run=dry_run)
+    return _run_of(ctx, command, limit=limit, dry_run=dry_run, parallel=parallel or settings.parallel)
 
 
-def _run_of(ctx: Context, command: pipeline.Command, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False) -> Run:
+def _run_of(ctx: Context, command: pipeline.Command, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False,
+            parallel: int = 1) -> Run:
     return Run(settings=ctx.settings, store=ctx.store, command=command, entrypoint=ctx.entrypoint,
-               run_id=new_run_id(), limit=limit, dry_run=dry_run, hooks=ctx.hooks)
+               run_id=new_run_id(), limit=limit, parallel=parallel, dry_run=dry_run, hooks=ctx.hooks)
 
 
 # ---- read commands and marks -----------------------------------------------------------------------

@@ -6,7 +6,8 @@ Where each step lives:
 
     plan.py      step 1    fetch from the source registry and plan, without the lock
     gate.py      §13.1     may the run call? cooldown, breaker + free probe; when a batch stops
-    locked.py    steps 2–5 lock, reconcile, per item (re-read, decide, reserve, call, save), save seen
+    locked.py    steps 2–5 per item under the lock: re-read, decide, reserve; outcome; save seen
+    calls.py     §15.1     the model calls in flight, outside the lock (--parallel)
     provider_state.py      the cooldown after a 429 (§7.2) and the breaker (§13.1)
     batch.py               the Batch a run carries down every step: settings, store, summary, signals
     agent.py     §14       provider agent: claim (reserve with a lease, hand out prompts) and submit
@@ -114,7 +115,7 @@ def _read_index(batch: Batch) -> tuple[SeenFile, SeenFile]:
 
 
 def _carry_out(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
-    from watcher.pipeline.locked import under_lock
+    from watcher.pipeline.locked import carry_out
 
     batch.result.planned = len(plan.items)
     if batch.run.dry_run:
@@ -128,7 +129,7 @@ def _carry_out(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
     try:
         with caught_signals(batch):
             # Provider agent: nothing is called, so no cooldown or breaker can stop the run.
-            under_lock(batch, plan, base, gate.evaluate(batch) if batch.calls_model else gate.GO)
+            carry_out(batch, plan, base, gate.evaluate(batch) if batch.calls_model else gate.GO)
     finally:
         batch.close()
     count_signals(batch)
@@ -144,7 +145,13 @@ def _dry_run(batch: Batch, plan: Sequence[Planned]) -> None:
             result.remaining = len(plan) - position
             break
         record = None if item.comment is not None else batch.store.load_record(item.id)
-        action = "call" if record is None else decide(batch.run.command, record, item.fingerprint, now=batch.now())
+        if record is None:
+            action: Decision = "call"
+        else:
+            from watcher.pipeline.locked import live_call
+
+            action = decide(batch.run.command, record, item.fingerprint, now=batch.now(),
+                            call_in_flight=live_call(batch, record))
         if action == "call" and not batch.calls_model:
             result.for_agent += 1
         elif action == "call":

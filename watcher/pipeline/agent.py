@@ -100,10 +100,11 @@ def _claim_each(batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile
         now = batch.now()
         entry = index.comments.get(cid)
         # Read under the lock just now: the plan is the file, so only a running lease defers it.
-        action = records.decide("claim", record, records.fingerprint(record), now=now,
+        live = locked.live_call(batch, record)
+        action = records.decide("claim", record, records.fingerprint(record), now=now, call_in_flight=live,
                                seen_attempts=entry.attempts if entry else 0)
         if action != "call":
-            locked.no_call(batch, record, action)
+            locked.no_call(batch, record, action, live=live)
             continue
         lease_until = iso(now + records.LEASE)
         reserved = records.reserve(record, command="claim", entrypoint=run.entrypoint, provider=NAME,

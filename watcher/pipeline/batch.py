@@ -82,6 +82,7 @@ class Run:
     entrypoint: str  # "cli" | "bridge"
     run_id: str
     limit: int = DEFAULT_LIMIT
+    parallel: int = 1  # model calls in flight at once (SPEC §15.1)
     dry_run: bool = False
     hooks: Hooks = field(default_factory=Hooks)
 
@@ -123,6 +124,7 @@ class BatchResult:
     for_agent: int = 0  # provider agent: comments left for the agent to claim (no call is made)
     replied: list[str] = field(default_factory=list)  # marked replied because the author replied
     signals: dict[str, Any] | None = None  # {new_lines, invalid}, or {warning} if the counter stopped
+    already_out: int = 0  # calls in flight when a stop came: they finish and are saved (SPEC §15.1)
 
     def to_json(self) -> dict[str, Any]:
         counts: dict[str, int] = {}
@@ -147,6 +149,7 @@ class BatchResult:
             "rejected": self.rejected,
             "repaired": self.repaired,
             "stopped": self.stopped,
+            "already_out": self.already_out,
         }
         if self.dry_run:
             doc["would_call"] = self.would_call
@@ -201,18 +204,22 @@ class Batch:
         """The run's provider, built once on first use (httpx is imported only by runs that call
         or probe a model); the hooks' factory replaces the real one in tests."""
         if self._provider is None:
-            factory = self.run.hooks.make_provider
-            if factory is None:
-                from watcher.providers import make_provider
-
-                factory = make_provider
-            self._provider = factory(self.settings)
+            self._provider = self.new_provider()
             self.result.provider, self.result.model = self._provider.name, self._provider.model
         return self._provider
 
+    def new_provider(self) -> Provider:
+        """A provider of its own, for one worker of parallel calls (its own client and socket)."""
+        factory = self.run.hooks.make_provider
+        if factory is None:
+            from watcher.providers import make_provider
+
+            factory = make_provider
+        return factory(self.settings)
+
     @contextmanager
-    def in_call(self) -> Iterator[None]:
-        """While the model call is out, a signal ends it at once (:class:`SignalDuringCall`)."""
+    def waiting_for_calls(self) -> Iterator[None]:
+        """While calls are out, a signal ends the wait at once (:class:`SignalDuringCall`)."""
         self._calling = True
         try:
             yield

@@ -21,7 +21,7 @@ from watcher import records, seen
 from watcher.config import Paths
 from watcher.errors import SaveConflict
 from watcher.models import InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
-from watcher.store import Reservation, _index, durable, locks, signals
+from watcher.store import CallLock, Reservation, _index, durable, locks, signals
 from watcher.timeutil import iso
 
 
@@ -71,15 +71,11 @@ class FileStore:
                 durable.sweep_stale_temps(directory)  # left by writers killed mid-write
             yield
 
-    def call_lock(self, comment_id: str) -> locks.CallLock | None:
+    def call_lock(self, comment_id: str) -> CallLock | None:
         return locks.try_call_lock(self._paths.call_lock(comment_id))
 
     def call_in_flight(self, comment_id: str) -> bool:
-        held = locks.try_call_lock(self._paths.call_lock(comment_id))
-        if held is None:
-            return True
-        held.release()
-        return False
+        return locks.held_elsewhere(self._paths.call_lock(comment_id))
 
     # ---- records -----------------------------------------------------------------------------------
 
