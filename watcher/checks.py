@@ -23,6 +23,7 @@ from watcher.errors import (
     WatcherError,
 )
 from watcher.providers.base import Provider
+from watcher.results import CheckResult, CheckRow
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,8 @@ class Check:
     fix: str = ""
     error: WatcherError | None = None  # what the command exits with when this is the first failure
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix or None}
+    def row(self) -> CheckRow:
+        return CheckRow(name=self.name, ok=self.ok, detail=self.detail, fix=self.fix or None)
 
 
 def run_checks(load: Callable[[], Settings], make_provider: Callable[[Settings], Provider] | None = None,
@@ -123,8 +124,7 @@ def _data_dir(root: Path) -> Check:
 
 
 def check(data_dir: Path | None, overrides: dict[str, Any],
-          make_provider: Callable[[Settings], Provider] | None = None) -> tuple[dict[str, Any], WatcherError | None]:
+          make_provider: Callable[[Settings], Provider] | None = None) -> tuple[CheckResult, WatcherError | None]:
     checks, _ = run_checks(lambda: load_settings(data_dir=data_dir, overrides=overrides), make_provider)
     failed = [c for c in checks if not c.ok]
-    doc = {"ok": not failed, "checks": [c.to_json() for c in checks]}
-    return doc, failed[0].error if failed else None
+    return CheckResult(ok=not failed, checks=[c.row() for c in checks]), failed[0].error if failed else None

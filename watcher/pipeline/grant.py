@@ -7,17 +7,16 @@ to the inbox file under the pipeline lock, so it cannot race a batch's reservati
 
 from __future__ import annotations
 
-from typing import Any
-
 from watcher import inbox, seen, signals
 from watcher.config import Settings
 from watcher.errors import UsageError
 from watcher.locks import pipeline_lock
+from watcher.results import GrantResult
 
 MAX_GRANT = 3
 
 
-def grant(settings: Settings, comment_id: str, attempts: int, *, entrypoint: str) -> dict[str, Any]:
+def grant(settings: Settings, comment_id: str, attempts: int, *, entrypoint: str) -> GrantResult:
     """Append ``{"at", "n"}`` to the comment's ``grants`` durably; the cap becomes 3 + grants."""
     if not 1 <= attempts <= MAX_GRANT:
         raise UsageError(f"--attempts must be between 1 and {MAX_GRANT}, got {attempts}")
@@ -37,5 +36,5 @@ def grant(settings: Settings, comment_id: str, attempts: int, *, entrypoint: str
         index, _ = seen.reconcile(paths, base, [comment_id])
         seen.save(paths, base, index)
     signals.emit(paths, "item.granted", run=signals.new_run_id(), entrypoint=entrypoint, comment=comment_id)
-    return {"id": comment_id, "granted": attempts, "attempts": len(granted.attempts), "cap": inbox.cap_of(granted),
-            "state": inbox.state_of(granted)}
+    return GrantResult(id=comment_id, granted=attempts, attempts=len(granted.attempts), cap=inbox.cap_of(granted),
+                       state=inbox.state_of(granted))

@@ -28,9 +28,10 @@ from watcher.inbox import Fingerprint
 from watcher.locks import pipeline_lock
 from watcher.models import AttemptError, InboxRecord, SeenComment, SeenFile
 from watcher.pipeline import provider_state
-from watcher.pipeline.batch import Batch, Command, ItemResult, Outcome, SignalDuringCall
+from watcher.pipeline.batch import Batch, SignalDuringCall
 from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, stop_for, stops
 from watcher.pipeline.plan import Plan, Planned
+from watcher.results import Command, ItemResult, ItemVerdict, Outcome
 
 # What to do with one comment under the lock: make the call, or the outcome it gets instead.
 Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]
@@ -322,8 +323,7 @@ def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | N
     n = len(finished.attempts)
     if answer.verdict is not None:
         batch.emit("verdict.ok", comment=cid)
-        batch.add(ItemResult(cid, "verdict", attempts=n, verdict=answer.verdict.model_dump(
-            include={"needs_reply", "category", "priority", "summary"})))
+        batch.add(ItemResult(cid, "verdict", attempts=n, verdict=ItemVerdict.of(answer.verdict)))
         return None
     assert error is not None
     batch.emit(f"verdict.error.{error.kind}", comment=cid)
