@@ -8,9 +8,10 @@ about attempts, locks or state.
 
 What the server adds for agents (SPEC §10, "MCP, for agents"), all of it adaptation: progress
 notifications from the pipeline's hooks (:class:`_Progress`), a typed ``result`` in each output
-schema (:mod:`bridge.results`), messages reworded for MCP (:mod:`bridge.wording`), the resources
-``watcher://inbox`` and ``watcher://comment/{id}``, and the ``reply-session`` prompt
-(:mod:`bridge.mcp_text`, with every word an agent reads).
+schema (generated from the models the commands return, :mod:`watcher.envelope`), messages
+reworded for MCP (:mod:`bridge.wording`), the resources ``watcher://inbox`` and
+``watcher://comment/{id}``, and the ``reply-session`` prompt (:mod:`bridge.mcp_text`, with every
+word an agent reads).
 
 With ``WATCHER_PROVIDER=agent`` the agent is the model (SPEC §14): ``claim`` and ``submit`` hand
 its arguments to :func:`watcher.commands.claim` / :func:`watcher.commands.submit`, which reserve,
@@ -38,10 +39,11 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError
 
 import watcher
-from bridge import mcp_text, results
+from bridge import mcp_text
 from bridge.wording import for_agents
 from watcher import commands
 from watcher.commands import Context, Envelope
+from watcher.envelope import RESULTS, envelope_schema
 from watcher.errors import EXIT_USAGE
 from watcher.models import COMMENT_ID_SHAPE
 from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT, Hooks, ItemResult
@@ -190,11 +192,7 @@ class _Runner:
 
     async def tool(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None,
                    ) -> CallToolResult:
-        envelope = await self(command, fn, report=report)
-        if command in results.RESULTS and envelope.ok and (problem := results.drift(command, envelope.to_json())):
-            # The client validates against the advertised schema; say on our side which key drifted.
-            log.warning("%s result does not fit its advertised output schema: %s", command, problem)
-        return _tool_result(envelope)
+        return _tool_result(await self(command, fn, report=report))
 
 
 def _usage(tool: str, message: str) -> CallToolResult:
@@ -241,9 +239,10 @@ if _SDK_MISSING is None:
 
         async def list_tools(self) -> list[Tool]:
             # The tools return CallToolResult (the envelope, also on errors), so the SDK derives no
-            # output schema; each tool's is the envelope with its result typed (bridge/results.py).
-            return [t.model_copy(update={"output_schema": results.output_schema(t.name)})
-                    if t.name in results.RESULTS else t for t in await super().list_tools()]
+            # output schema; each tool's is generated from the model its command returns, the one
+            # the envelope dumps (watcher/envelope.py).
+            return [t.model_copy(update={"output_schema": envelope_schema(t.name)})
+                    if t.name in RESULTS else t for t in await super().list_tools()]
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             began = time.monotonic()
