@@ -85,7 +85,7 @@ def test_an_inbox_file_restored_from_an_older_copy_cannot_reopen_a_spent_budget(
     path.write_bytes(backup)  # restored from last week's backup: 1 attempt
     out = commands.recheck(_ctx(data_dir, fake))
     assert fake.calls == ["old1"] * 3
-    assert [i["outcome"] for i in out.result["items"]] == ["exhausted"]
+    assert [i.outcome for i in out.result.items] == ["exhausted"]
 
 
 def test_scan_closes_an_orphaned_reservation_it_meets(data_dir: Path, tmp_path: Path) -> None:
@@ -99,7 +99,7 @@ def test_scan_closes_an_orphaned_reservation_it_meets(data_dir: Path, tmp_path: 
     FileStore(paths).save_record(records.reserve(record, command="scan", entrypoint="cli", provider="openai",
                                     model="fake-model", pid=999_999))
     out = commands.scan(_ctx(data_dir, fake), source=str(export))
-    assert [(i["id"], i["outcome"]) for i in out.result["items"]] == [("new", "interrupted")]
+    assert [(i.id, i.outcome) for i in out.result.items] == [("new", "interrupted")]
     assert fake.calls == ["orf"] and _record(data_dir, "new").attempts[-1].error.kind == "interrupted"
 
 
@@ -119,7 +119,7 @@ def test_a_failed_index_save_still_reports_the_batch(data_dir: Path, tmp_path: P
     ctx = in_process_context(data_dir, fake, make_store=IndexUnwritable)
     envelope_ = execute("scan", ctx, lambda c: commands.scan(c, source=str(export)))
     assert envelope_.exit_code == 5 and envelope_.error["kind"] == "save_failed"
-    assert envelope_.result["calls"] == 2 and [i["outcome"] for i in envelope_.result["items"]] == ["verdict"] * 2
+    assert envelope_.result.calls == 2 and [i.outcome for i in envelope_.result.items] == ["verdict"] * 2
 
 
 def test_an_oserror_while_reporting_a_failure_still_gives_one_envelope(

@@ -104,7 +104,7 @@ class Frontend:
             os.dup2(devnull, sys.stdout.fileno())
         raise typer.Exit(envelope.exit_code)
 
-    def render(self, envelope: Envelope, *, as_json: bool) -> None:
+    def render(self, envelope: Envelope[Any], *, as_json: bool) -> None:
         if as_json or self.always_envelope:
             sys.stdout.write(json.dumps(envelope.to_json(), ensure_ascii=False, indent=None if
                                         self.always_envelope else 2) + "\n")
@@ -328,7 +328,8 @@ def main(argv: Sequence[str] | None = None, *, entrypoint: str = "cli") -> None:
     except _CLICK_ERROR as exc:
         # Usage errors still answer with exactly one envelope on stdout.
         message = exc.format_message()  # type: ignore[attr-defined]
-        envelope = Envelope(False, args[0] if args else "", EXIT_USAGE, None, {"kind": "usage", "message": message})
+        envelope: Envelope[Any] = Envelope(False, args[0] if args else "", EXIT_USAGE, None,
+                                           {"kind": "usage", "message": message})
         sys.stdout.write(json.dumps(envelope.to_json()) + "\n")
         sys.stderr.write(f"error: {message}\n")
         raise SystemExit(EXIT_USAGE) from None

@@ -19,6 +19,7 @@ from pydantic import SecretStr
 
 from watcher.errors import ConfigError
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
+from watcher.results import PublicSettings
 from watcher.urls import check_http_url
 
 # env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.
@@ -165,22 +166,22 @@ class Settings:
                 "(for a local OpenAI-compatible server without keys, any non-empty value works)"
             )
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> PublicSettings:
         """What ``status`` may show: never a secret, only whether one is set."""
-        return {
-            "data_dir": str(self.data_dir),
-            "provider": self.provider,
-            "model": self.model,
-            "base_url": self.base_url or None,
-            "api_key_set": self.api_key is not None,
-            "timeout_s": self.timeout,
-            "parallel": self.parallel,
-            "offline": self.provider == "offline",
-            "provider_defaulted": self.provider_defaulted,
-            "devto_username": self.devto_username,
-            "devto_api_key_set": self.devto_api_key is not None,
-            "devto_base_url": self.devto_base_url,
-        }
+        return PublicSettings(
+            data_dir=str(self.data_dir),
+            provider=self.provider,
+            model=self.model,
+            base_url=self.base_url or None,
+            api_key_set=self.api_key is not None,
+            timeout_s=self.timeout,
+            parallel=self.parallel,
+            offline=self.provider == "offline",
+            provider_defaulted=self.provider_defaulted,
+            devto_username=self.devto_username,
+            devto_api_key_set=self.devto_api_key is not None,
+            devto_base_url=self.devto_base_url,
+        )
 
 
 DEMO_DIR = Path("data") / "demo"

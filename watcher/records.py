@@ -25,6 +25,7 @@ from watcher.models import (
     Usage,
     Verdict,
 )
+from watcher.results import Command
 from watcher.timeutil import iso, parse_iso
 
 RAW_LIMIT = 16 * 1024
@@ -206,8 +207,6 @@ def _reserved_last(record: InboxRecord) -> Attempt:
 
 # ---- the decision under the lock (SPEC §7 step 4) -------------------------------------------------
 
-# Who asks: scan and recheck, and an agent's claim and submit (SPEC §14).
-Command = Literal["scan", "recheck", "claim", "submit"]
 # What to do with one comment under the lock: make the call, or the outcome it gets instead.
 Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]
 

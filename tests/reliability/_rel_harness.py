@@ -118,12 +118,12 @@ def inproc(data_dir: Path, env: Mapping[str, str], entry: str, command: str, *,
 
 
 def calls_of(envelope: Envelope) -> int:
-    result = envelope.result
+    result = envelope.to_json()["result"]  # as printed: every command's result, or null
     return result.get("calls", 0) if isinstance(result, dict) else 0
 
 
 def outcomes_of(envelope: Envelope) -> list[str]:
-    result = envelope.result
+    result = envelope.to_json()["result"]
     if not isinstance(result, dict):
         return []
     return [item["outcome"] for item in result.get("items", [])]

@@ -134,7 +134,7 @@ def agent_crash_case(baseline: Baseline, work: Path, case: str, entry: str) -> l
         claimed: dict[str, Any] | None = None
         if point == "after_submit_validated":
             got = inproc(data, AGENT_ENV, entry, "claim")  # flaky and bad (orph is closed as interrupted)
-            claimed = got.result["claimed"][0]
+            claimed = got.to_json()["result"]["claimed"][0]
             proc = run(entry, "submit", claimed["id"], str(claimed["n"]), INVALID if variant else json.dumps(VERDICT),
                        data_dir=data, env=AGENT_ENV, fault=f"kill_at={point}")
         elif point == "between_claim_and_submit":

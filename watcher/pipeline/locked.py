@@ -24,11 +24,12 @@ from watcher import records, seen
 from watcher.errors import CorruptState, Interrupted, LockBusy, SaveConflict, SaveFailed, StateError
 from watcher.models import AttemptError, InboxRecord, SeenComment, SeenFile
 from watcher.pipeline import provider_state
-from watcher.pipeline.batch import Batch, ItemOutcome, ItemResult, SignalDuringCall
+from watcher.pipeline.batch import Batch, SignalDuringCall
 from watcher.pipeline.calls import Calls, Flight
 from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, stop_for, stops
 from watcher.pipeline.plan import Plan, Planned
 from watcher.records import Decision, decide
+from watcher.results import ItemOutcome, ItemResult, ItemVerdict
 
 
 def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
@@ -304,8 +305,7 @@ def _finish(batch: Batch, flight: Flight, run: _Progress) -> AttemptError | None
     n = len(finished.attempts)
     if answer.verdict is not None:
         batch.emit("verdict.ok", comment=cid)
-        batch.add(ItemResult(cid, "verdict", attempts=n, verdict=answer.verdict.model_dump(
-            include={"needs_reply", "category", "priority", "summary"})))
+        batch.add(ItemResult(cid, "verdict", attempts=n, verdict=ItemVerdict.of(answer.verdict)))
         return None
     assert error is not None
     batch.emit(f"verdict.error.{error.kind}", comment=cid)
