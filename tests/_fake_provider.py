@@ -90,6 +90,7 @@ class FakeProvider:
         self.max_active = 0
         self._held = 0
         self._changed = threading.Condition(self._lock)
+        self.spans: list[tuple[str, float, float]] = []  # (label, monotonic start, end) per model call
 
     # ---- test-facing ----
     def script(self, label: str, *behaviours: str) -> None:
@@ -134,11 +135,14 @@ class FakeProvider:
         with self._changed:
             self._active += 1
             self.max_active = max(self.max_active, self._active)
+        began = time.monotonic()
         try:
             return self._answer(body, headers)
         finally:
+            match = TAG.search(json.dumps(body))
             with self._changed:
                 self._active -= 1
+                self.spans.append((match.group(1) if match else "?", began, time.monotonic()))
 
     def _answer(self, body: dict[str, Any], headers: dict[str, str] | None) -> tuple[int, dict[str, str], bytes]:
         text = json.dumps(body)
