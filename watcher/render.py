@@ -45,13 +45,15 @@ _err = Console(stderr=True, highlight=False, markup=False)
 
 
 class BatchProgress:
-    """A transient rich progress bar on stderr: which comment is with the model and for how long
-    (one call may take a minute); with --verbose, one line per item as well."""
+    """A transient rich progress bar on stderr: which comments are with the model (up to
+    ``--parallel`` at once, SPEC §15.1) and for how long (one call may take a minute); with
+    --verbose, one line per item as well."""
 
     def __init__(self, *, verbose: bool) -> None:
         self.verbose = verbose
         self._progress: Any = None
         self._task: Any = None
+        self._out: list[str] = []  # the comments whose call is out, oldest first
 
     def start(self, total: int) -> None:
         if not _err.is_terminal:
@@ -64,16 +66,31 @@ class BatchProgress:
         self._task = self._progress.add_task("checking comments", total=max(total, 1))
 
     def calling(self, comment_id: str) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, description=f"asking the model about {comment_id}")
+        self._out.append(comment_id)
+        self._describe()
         if self.verbose:
             _err.print(f"{comment_id}: calling the model")
 
     def advance(self, item: ItemResult) -> None:
-        if self._progress is not None and item.outcome in ("verdict", "error", "save_failed", "save_conflict"):
-            self._progress.advance(self._task)
+        if item.id in self._out:  # one of this run's calls came back (or was cut): it counts as done
+            self._out.remove(item.id)
+            self._describe()
+            if self._progress is not None:
+                self._progress.advance(self._task)
         if self.verbose:
             _err.print(f"{item.id}: {item.outcome}" + (f" ({item.kind})" if item.kind else ""))
+
+    def _describe(self) -> None:
+        if self._progress is None:
+            return
+        out = self._out
+        if not out:
+            text = "checking comments"
+        elif len(out) == 1:
+            text = f"asking the model about {out[0]}"
+        else:
+            text = f"{len(out)} calls out: {', '.join(out[:3])}{' …' if len(out) > 3 else ''}"
+        self._progress.update(self._task, description=text)
 
     def stop(self) -> None:
         if self._progress is not None:

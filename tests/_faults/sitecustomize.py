@@ -20,6 +20,10 @@ of this (SPEC §12), and none of these variables is read outside this file.
 ``WATCHER_TEST_LOCK_WAIT=<seconds>`` is the store's pipeline-lock wait instead of the real 5 s:
 lock-busy tests other than the one that proves the real 5 s wait do not have to wait 5 s.
 
+``WATCHER_TEST_LOCK_LOG=<file>`` appends, for every take of the pipeline lock, a line: the seconds
+this process waited for it, the seconds it held it, and the command: bench/concurrency.py figure 8
+reads them.
+
 ``WATCHER_TEST_CLOCK_SHIFT=<seconds>`` runs the process that much later: :func:`watcher.timeutil.utcnow`
 is moved on before any watcher module binds it. A run "after an agent's 15-minute lease"
 (SPEC §14) is then one started with a shift of 960, instead of a test that sleeps 15 minutes.
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -39,6 +44,7 @@ FAULTS = [f.strip() for f in os.environ.get("WATCHER_TEST_FAULT", "").split(",")
 NOTIFY_FILE = os.environ.get("WATCHER_TEST_NOTIFY", "")
 LOCK_WAIT = os.environ.get("WATCHER_TEST_LOCK_WAIT", "")
 CLOCK_SHIFT = os.environ.get("WATCHER_TEST_CLOCK_SHIFT", "")
+LOCK_LOG = os.environ.get("WATCHER_TEST_LOCK_LOG", "")
 
 KILL_POINTS = (
     "after_plan",  # planned (network done), before asking for the pipeline lock
@@ -296,6 +302,29 @@ def _install_lock_wait(seconds: float) -> None:
     FileStore.pipeline_lock = pipeline_lock  # type: ignore[method-assign]
 
 
+def _install_lock_log(path: str) -> None:
+    from watcher.store.files import FileStore
+
+    real_lock = FileStore.pipeline_lock
+
+    @contextmanager
+    def pipeline_lock(self: Any, **kwargs: Any) -> Iterator[None]:
+        began = time.monotonic()
+        with real_lock(self, **kwargs):
+            got = time.monotonic()
+            try:
+                yield
+            finally:
+                held = time.monotonic() - got
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, f"{got - began:.6f} {held:.6f} {' '.join(sys.argv[1:3])}\n".encode())
+                finally:
+                    os.close(fd)
+
+    FileStore.pipeline_lock = pipeline_lock  # type: ignore[method-assign]
+
+
 def _install() -> None:
     if CLOCK_SHIFT:
         _install_clock(float(CLOCK_SHIFT))
@@ -319,7 +348,9 @@ def _install() -> None:
             raise SystemExit(f"sitecustomize: unknown fault {fault!r}")
     if points.watches:
         _install_points(points)
+    if LOCK_LOG:
+        _install_lock_log(LOCK_LOG)
 
 
-if FAULTS or LOCK_WAIT or CLOCK_SHIFT:
+if FAULTS or LOCK_WAIT or CLOCK_SHIFT or LOCK_LOG:
     _install()

@@ -34,11 +34,11 @@ from watcher.results import ItemOutcome, ItemResult, ItemVerdict
 
 def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     """Steps 2–5 of SPEC §7, with the pipeline lock held for decisions and writes only (§15.1):
-    once to create what the plan discovered and reconcile the index, once per comment to decide
-    and reserve, once per answer to write its outcome, once to save the index."""
+    a few records at a time to create what the plan discovered, once to reconcile the index, once
+    per comment to decide and reserve, once per answer to write its outcome, once to save the index."""
     store = batch.store
+    _create_discovered(batch, plan.discovered)
     with store.pipeline_lock():
-        _create_discovered(batch, plan.discovered)
         _update_uncalled(batch, plan)
         mine = reconcile_index(batch, base)
         mine = _record_articles(mine, plan)
@@ -95,25 +95,40 @@ def _record_articles(index: SeenFile, plan: Plan) -> SeenFile:
     return index
 
 
+# Records created per hold of the pipeline lock: a first scan may discover hundreds, and a run
+# waiting behind it must not wait for all of them (bench/run.py figure 7: the longest hold).
+CREATE_PER_HOLD = 2
+
+
 def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
-    """Inbox files for comments this run discovered: prompt rendered once, cached, no attempts."""
+    """Inbox files for comments this run discovered: prompt rendered once, cached, no attempts.
+
+    The prompts are rendered before the lock; each record is written under it, if it is still
+    missing and its history was not lost."""
     from watcher import prompts  # the template is read only by commands that create records
 
     store = batch.store
-    known: dict[str, SeenComment] | None = None
+    fresh = []
     for item in plan:
-        if item.comment is not None and not store.has_record(item.id):
-            known = store.load_index().comments if known is None else known  # re-read under the lock
-            if store.history_lost(item.id, known.get(item.id)):
-                # Its attempts and any saved verdict live only in a lost or quarantined copy: a
-                # fresh record would start the budget over and re-request a saved verdict (SPEC
-                # §1), so none is made until the user restores it; reread reports it skipped.
-                continue
-            prompt = prompts.render(item.comment, parent_text=item.parent_text)
-            record = records.new_record(item.comment, prompt)
-            if item.baseline or item.replied_at:
-                record = record.model_copy(update={"baseline": item.baseline, "replied_at": item.replied_at})
-            store.save_record(record)
+        if item.comment is None or store.has_record(item.id):
+            continue
+        record = records.new_record(item.comment, prompts.render(item.comment, parent_text=item.parent_text))
+        if item.baseline or item.replied_at:
+            record = record.model_copy(update={"baseline": item.baseline, "replied_at": item.replied_at})
+        fresh.append(record)
+    known: dict[str, SeenComment] | None = None
+    for start in range(0, len(fresh), CREATE_PER_HOLD):
+        with store.pipeline_lock():
+            known = store.load_index().comments if known is None else known  # read under the lock
+            for record in fresh[start:start + CREATE_PER_HOLD]:
+                cid = record.comment.id
+                if store.has_record(cid) or store.history_lost(cid, known.get(cid)):
+                    # Made meanwhile by another run; or its attempts and any saved verdict live only
+                    # in a lost or quarantined copy, and a fresh record would start the budget over
+                    # and re-request a saved verdict (SPEC §1): none is made until the user restores
+                    # it, and reread reports it skipped.
+                    continue
+                store.save_record(record)
     batch.result.baseline = sum(1 for item in plan if item.baseline and not item.replied_at)
     batch.result.answered = sum(1 for item in plan if item.replied_at)
 

@@ -33,6 +33,7 @@ class FileStore:
         # Records this store wrote, with their file's stamp right after the write: a file that
         # still has that stamp holds that record, so the index save does not read it back.
         self._written: dict[str, tuple[str, InboxRecord]] = {}
+        self._swept = False
 
     @property
     def paths(self) -> Paths:
@@ -67,8 +68,13 @@ class FileStore:
     def pipeline_lock(self, *, timeout: float | None = None) -> Iterator[None]:
         paths = self._paths
         with locks.pipeline_lock(paths, timeout=timeout):
-            for directory in (paths.inbox, paths.root, paths.signals_dir):
-                durable.sweep_stale_temps(directory)  # left by writers killed mid-write
+            if not self._swept:
+                # Left by writers killed mid-write. Once per store (one command): a run takes the
+                # lock once per comment and answer (SPEC §15.1), and listing inbox/ each time would
+                # make every hold grow with the number of comments.
+                for directory in (paths.inbox, paths.root, paths.signals_dir):
+                    durable.sweep_stale_temps(directory)
+                self._swept = True
             yield
 
     def call_lock(self, comment_id: str) -> CallLock | None:
