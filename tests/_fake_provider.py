@@ -260,7 +260,13 @@ def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # the name is http.server API
             length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length) or b"{}")
+            raw = self.rfile.read(length)
+            if len(raw) < length:
+                # The client died between its headers and the end of its body (a SIGKILL while
+                # several requests are being written): no request reached the model, none is counted.
+                self.close_connection = True
+                return
+            body = json.loads(raw or b"{}")
             status, headers, payload = fake.handle(body, {k.lower(): v for k, v in self.headers.items()})
             self._answer(status, headers, payload)
 
