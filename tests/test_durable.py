@@ -245,7 +245,7 @@ def _one_pass_cases() -> dict[str, bytes]:
     text = json.dumps(good)
     return {
         "valid": text.encode(),
-        "newer_schema": json.dumps({**good, "schema_version": 2}).encode(),
+        "newer_schema": json.dumps({**good, "schema_version": 3}).encode(),
         "unknown_field": json.dumps({**good, "surprise": 1}).encode(),
         "wrong_type": json.dumps({**good, "cap": "three"}).encode(),
         "lone_surrogate": text.replace('"text": "', '"text": "\\ud800', 1).encode(),

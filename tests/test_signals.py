@@ -479,7 +479,7 @@ def test_counter_state_validates_against_the_state_model(paths: Paths) -> None:
     _counted_log(paths, 2)
     data = json.loads(paths.signals_state.read_text())
     st = paths.observations.stat()
-    assert data["schema_version"] == 1 and data["applied"] == 80 and data["invalid"] == 0
+    assert data["schema_version"] == 2 and data["applied"] == 80 and data["invalid"] == 0
     assert (data["log"]["dev"], data["log"]["inode"]) == (st.st_dev, st.st_ino)
     assert isinstance(data["log"]["head_sha256"], str) and len(data["log"]["head_sha256"]) == 64
     assert Counter(data["counts"]) == Counter({"K": 2})

@@ -82,15 +82,16 @@ def test_corrupt_error_names_the_file_and_where_it_went(paths: Paths, target: st
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_newer_schema_is_refused_and_left_untouched(paths: Paths, target: str) -> None:
-    """schema_version 2 raises NewerSchema; the file stays byte-for-byte and nothing is quarantined."""
-    content = json.dumps({"schema_version": 2, "whatever": "a newer watcher wrote"}).encode()
+    """schema_version 3 (this release writes 2) raises NewerSchema; the file stays byte-for-byte and
+    nothing is quarantined."""
+    content = json.dumps({"schema_version": 3, "whatever": "a newer watcher wrote"}).encode()
     path = _plant(paths, target, content)
     mtime = path.stat().st_mtime_ns
     with pytest.raises(NewerSchema) as info:
         TARGETS[target][1](paths)
     assert path.read_bytes() == content and path.stat().st_mtime_ns == mtime
     assert not paths.quarantine.exists() or list(paths.quarantine.iterdir()) == []
-    assert "schema_version 2" in str(info.value) and "upgrade" in str(info.value)
+    assert "schema_version 3" in str(info.value) and "upgrade" in str(info.value)
     assert exit_code_for(info.value) == EXIT_STATE
 
 
@@ -138,9 +139,9 @@ def test_list_ids_ignores_temp_and_unsafe_names(paths: Paths) -> None:
 
 
 def test_files_that_do_not_use_this_releases_fields_keep_the_first_releases_shape(paths: Paths) -> None:
-    """An older watcher (an MCP server left running across an upgrade) forbids unknown fields and
-    would quarantine a file carrying them: grants, baseline, replied_at, listed_at, triage_by,
-    last_comment_at and breaker are written only when set."""
+    """grants, baseline, replied_at, listed_at, triage_by, last_comment_at and breaker are written
+    only when set, so a file that does not use them keeps the first release's fields (its version,
+    2, still tells an older release to leave it alone: tests/test_formats.py)."""
     import json
 
     from _records import entry, record

@@ -185,12 +185,16 @@ class CorruptState(StateError):
 
 
 class NewerSchema(StateError):
+    """A state file in a format newer than this release reads (SPEC §15.5): refused, never
+    quarantined or rewritten, so running an older release beside a newer one loses nothing."""
+
     kind = "newer_schema"
 
     def __init__(self, path: Path, found: int, known: int) -> None:
         super().__init__(
-            f"{path} has schema_version {found}, this watcher knows only {known}: "
-            "upgrade devto-watcher; the file was left untouched"
+            f"{path} was written by a newer devto-watcher (schema_version {found}; this one reads up to "
+            f"{known}): upgrade devto-watcher (and restart a long-running `watcher-bridge mcp`); the file "
+            "was left untouched"
         )
         self.path = path
 

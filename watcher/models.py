@@ -1,13 +1,16 @@
 """The file formats, as pydantic models: the only place that knows them (SPEC §4).
 
-Every model forbids unknown fields and every state file carries ``schema_version: 1``; reading
-a newer version is refused in :mod:`watcher.store.durable` before validation.
+Every model forbids unknown fields, and every state file carries the ``schema_version`` of its
+format (:class:`_StateFile`): reading a newer version than the model's ``SCHEMA_VERSION`` is
+refused in :mod:`watcher.store.durable` before validation, so an older release never quarantines
+a file a newer one wrote (SPEC §15.5). A file whose format grew since the first release is version
+2 (``tests/golden/formats.json`` pins each shape and version, ``tests/test_formats.py``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -65,6 +68,20 @@ class _Strict(BaseModel):
     # defer_build: a model's validator is built when it is first used, not at import — most
     # commands touch a few of these models, and building them all was ~40 ms of every start-up.
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class _StateFile(_Strict):
+    """A whole state file. ``SCHEMA_VERSION`` is the version this release writes; every older one
+    it can read is validated as is (each field it can hold is still known here) and held as the
+    current one, so the first write of such a file writes this version — and a read, or a change
+    that changes nothing, writes nothing at all (SPEC §15.5)."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    @field_validator("schema_version", check_fields=False)
+    @classmethod
+    def _as_this_release_writes_it(cls, _version: int) -> int:
+        return cls.SCHEMA_VERSION
 
 
 class Verdict(_Strict):
@@ -146,8 +163,11 @@ class Grant(_Strict):
     n: int = Field(ge=1, le=3)
 
 
-class InboxRecord(_Strict):
-    schema_version: Literal[1] = 1
+class InboxRecord(_StateFile):
+    # 2: grants, baseline, replied_at, an attempt's lease_until and command "claim", error kinds
+    # unreachable and model_not_found — all unknown to the first release's models.
+    SCHEMA_VERSION: ClassVar[int] = 2
+    schema_version: Literal[1, 2] = 2
     comment: Comment
     prompt: Prompt
     # Written for readers of the file; never trusted: the cap is CAP plus the grants
@@ -155,9 +175,9 @@ class InboxRecord(_Strict):
     cap: int = Field(default=CAP, ge=1)
     attempts: list[Attempt] = Field(default_factory=list)
     verdict: Verdict | None = None
-    # Fields added after the first release are written only when set (_UNSET): a file that does
-    # not use them stays readable by an older watcher (its models forbid unknown fields, so it
-    # would quarantine the file), e.g. an MCP server left running across an upgrade.
+    # Fields added after the first release are written only when set (_unset): a record that does
+    # not use them keeps the first release's shape and stays small. An older release reads none of
+    # these files anyway: the version (2) tells it to refuse them untouched.
     grants: list[Grant] = Field(default_factory=list, exclude_if=_unset)
     # Never called while it has no attempts (SPEC §13.3): a comment older than the first scan's
     # backlog window (until `scan --since` queues it), or one the author had already answered.
@@ -192,8 +212,10 @@ class SeenArticle(_Strict):
     last_comment_at: str | None = Field(default=None, exclude_if=_unset)
 
 
-class SeenFile(_Strict):
-    schema_version: Literal[1] = 1
+class SeenFile(_StateFile):
+    # 2: listed_at, triage_by, replied_at, last_comment_at and the states baseline and answered.
+    SCHEMA_VERSION: ClassVar[int] = 2
+    schema_version: Literal[1, 2] = 2
     comments: dict[str, SeenComment] = Field(default_factory=dict)
     articles: dict[str, SeenArticle] = Field(default_factory=dict)
 
@@ -215,8 +237,10 @@ class Breaker(_Strict):
     _times = field_validator("since", "half_open_at")(_iso_time)
 
 
-class ProviderState(_Strict):
-    schema_version: Literal[1] = 1
+class ProviderState(_StateFile):
+    # 2: the breaker, and what a cooldown and the provider's failures in a row need remembered.
+    SCHEMA_VERSION: ClassVar[int] = 2
+    schema_version: Literal[1, 2] = 2
     cooldown_until: str | None = None
     reason: str | None = None
     breaker: Breaker | None = Field(default=None, exclude_if=_unset)
@@ -238,14 +262,18 @@ class LogIdentity(_Strict):
     tail_sha256: str | None = None
 
 
-class SignalState(_Strict):
-    schema_version: Literal[1] = 1
+class SignalState(_StateFile):
+    # 2: the log identity's tail_start and tail_sha256.
+    SCHEMA_VERSION: ClassVar[int] = 2
+    schema_version: Literal[1, 2] = 2
     counts: dict[str, int] = Field(default_factory=dict)
     applied: int = Field(default=0, ge=0)
     invalid: int = Field(default=0, ge=0)
     log: LogIdentity | None = None
 
 
-class SignalCursor(_Strict):
+class SignalCursor(_StateFile):
+    # Still the first release's format: it reads and writes this file as it always did.
+    SCHEMA_VERSION: ClassVar[int] = 1
     schema_version: Literal[1] = 1
     offset: int = Field(default=0, ge=0)

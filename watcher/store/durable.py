@@ -34,7 +34,6 @@ from pydantic_core import PydanticSerializationError
 
 from watcher.errors import CorruptState, NewerSchema, SaveFailed, UnsafePath
 
-SCHEMA_VERSION = 1
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -227,9 +226,12 @@ def _read_once(
         return _Corrupt(f"not valid JSON ({exc})", before)
     if not isinstance(data, dict):
         return _Corrupt(f"expected a JSON object, found {type(data).__name__}", before)
-    version = data.get("schema_version")
-    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-        raise NewerSchema(path, version, SCHEMA_VERSION)
+    # Before validation: a newer release's file holds what this one's models do not know, and
+    # judging it corrupt would quarantine it and drop the user's marks (SPEC §15.5). Versions this
+    # release knows (1 up to the model's SCHEMA_VERSION) are validated; anything else is corrupt.
+    version, known = data.get("schema_version"), _known_version(model)
+    if isinstance(version, int) and not isinstance(version, bool) and version > known:
+        raise NewerSchema(path, version, known)
     try:
         loaded = model.model_validate(data)
     except ValidationError as exc:
@@ -238,6 +240,12 @@ def _read_once(
         return _Corrupt(f"invalid at {where}: {first['msg']} ({exc.error_count()} problem(s))", before)
     problem = check(loaded) if check is not None else None
     return loaded if problem is None else _Corrupt(problem, before)
+
+
+def _known_version(model: type[BaseModel]) -> int:
+    """The newest format of ``model``'s file this release reads (and writes)."""
+    known = getattr(model, "SCHEMA_VERSION", 1)
+    return known if isinstance(known, int) else 1
 
 
 def _read_all(fd: int, size: int) -> bytes:
