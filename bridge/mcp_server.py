@@ -171,11 +171,44 @@ class _Progress:
             anyio.from_thread.run(self._report, self._done, self._total, message)
 
 
-class _Runner:
-    """Runs one command per call, in a worker thread, with a fresh :class:`Context`."""
+def installed_version() -> str | None:
+    """The devto-watcher version installed on disk now, read afresh (``None``: not installed, e.g.
+    run from a source tree on ``PYTHONPATH``)."""
+    from importlib import metadata
 
-    def __init__(self, data_dir: Path | None) -> None:
+    try:
+        return metadata.version("devto-watcher")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+class _Runner:
+    """Runs one command per call, in a worker thread, with a fresh :class:`Context`.
+
+    A client keeps its server for a whole session, often days: after an upgrade the server still
+    runs the code it loaded, while the CLI beside it writes the new release's files. So every call
+    re-reads the installed version (``version_on_disk``, injected by tests) and, once it differs
+    from the one this server started with, each tool result says to restart it (SPEC §15.5)."""
+
+    def __init__(self, data_dir: Path | None, *,
+                 version_on_disk: Callable[[], str | None] = installed_version) -> None:
         self.data_dir = data_dir
+        self._version_on_disk = version_on_disk
+        self.started_as = version_on_disk()
+        self._logged = False
+
+    def restart_notice(self) -> str | None:
+        """What to tell the agent when a newer release was installed under this server, else ``None``."""
+        now = self._version_on_disk()
+        if now is None or self.started_as is None or now == self.started_as:
+            return None
+        notice = (f"devto-watcher {now} has been installed since this MCP server started with {self.started_as}: "
+                  "restart the server (Codex: start a new session; Claude Code: /mcp, then reconnect watcher) so its "
+                  "tools run the installed release — until then files the new release wrote may be refused (exit 5)")
+        if not self._logged:
+            log.warning("%s", notice)
+            self._logged = True
+        return notice
 
     async def __call__(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None,
                        ) -> Envelope[Any]:
@@ -192,7 +225,17 @@ class _Runner:
 
     async def tool(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None,
                    ) -> CallToolResult:
-        return _tool_result(await self(command, fn, report=report))
+        envelope = await self(command, fn, report=report)
+        notice = self.restart_notice()
+        if notice is None:
+            return _tool_result(envelope)
+        # In the error a client always shows, and beside any result as a second text block: the
+        # envelope itself (the structured content) keeps the shape its output schema promises.
+        if envelope.error is not None:
+            envelope.error = {**envelope.error, "message": f"{envelope.error['message']} ({notice})"}
+        answer = _tool_result(envelope)
+        answer.content.append(TextContent(type="text", text=f"note: {notice}"))
+        return answer
 
 
 def _usage(tool: str, message: str) -> CallToolResult:
@@ -296,9 +339,12 @@ def _without_prompt(fn: Callable[[Context], CommentRecord]) -> Callable[[Context
     return shown
 
 
-def build_server(*, data_dir: Path | None = None, verbose: bool = False) -> WatcherServer:
-    """The MCP server: ten tools (no grant: SPEC §13.2), two resources, one prompt. Requires the SDK."""
-    run = _Runner(data_dir)
+def build_server(*, data_dir: Path | None = None, verbose: bool = False,
+                 version_on_disk: Callable[[], str | None] = installed_version) -> WatcherServer:
+    """The MCP server: ten tools (no grant: SPEC §13.2), two resources, one prompt. Requires the SDK.
+
+    ``version_on_disk``: how the server learns which release is installed now (tests pass their own)."""
+    run = _Runner(data_dir, version_on_disk=version_on_disk)
     server = WatcherServer(run, "devto-watcher", version=watcher.__version__, instructions=INSTRUCTIONS,
                            log_level="INFO" if verbose else "WARNING", lifespan=_stdout_kept_for_protocol)
     spends = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,

@@ -70,7 +70,8 @@ def run_session(data_dir: Path, scenario: Callable[[ClientSession], Awaitable[No
 
 
 @asynccontextmanager
-async def memory_session(data_dir: Path, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+async def memory_session(data_dir: Path, env: dict[str, str] | None = None,
+                         **server: Any) -> AsyncIterator[ClientSession]:
     """An initialized client session with the real server built in this process (no subprocess).
 
     The same :func:`bridge.mcp_server.build_server` the process serves, over the SDK's in-memory
@@ -78,18 +79,19 @@ async def memory_session(data_dir: Path, env: dict[str, str] | None = None) -> A
     validation; only the process (its start-up, its stdout and stderr) is not there. As in the
     process, the server reads its settings from the environment on every call, so ``env`` is set
     for the session (the autouse fixture already cleared every WATCHER_*/DEVTO_* variable and key).
+    ``server``: keyword arguments for :func:`build_server`.
     """
     with pytest.MonkeyPatch.context() as patch:
         for name, value in {"WATCHER_DATA_DIR": str(data_dir), "NO_COLOR": "1", "WATCHER_PROVIDER": "offline",
                             **(env or {})}.items():
             patch.setenv(name, value)
         # mode="legacy": the initialize handshake, over in-memory streams, as the stdio client does.
-        async with Client(build_server(), mode="legacy") as client:
+        async with Client(build_server(**server), mode="legacy") as client:
             yield client.session
 
 
 def run_memory_session(data_dir: Path, scenario: Callable[[ClientSession], Awaitable[None]],
-                       env: dict[str, str] | None = None) -> None:
+                       env: dict[str, str] | None = None, **server: Any) -> None:
     """Run ``scenario`` against a fresh in-process server (see :func:`memory_session`).
 
     For what the server answers — schemas, tool results, resources, prompts, progress, argument
@@ -97,7 +99,7 @@ def run_memory_session(data_dir: Path, scenario: Callable[[ClientSession], Await
     logging, locks shared with CLI processes, start-up) uses :func:`run_session`.
     """
     async def main() -> None:
-        async with memory_session(data_dir, env) as session:
+        async with memory_session(data_dir, env, **server) as session:
             await scenario(session)
 
     anyio.run(main)
