@@ -13,6 +13,7 @@ import pytest
 import respx
 from pydantic import SecretStr
 
+import watcher
 from watcher.config import Settings
 from watcher.errors import ConfigError, SourceUnavailable, exit_code_for
 from watcher.models import SeenArticle, SeenFile
@@ -88,7 +89,7 @@ def test_every_request_sends_forem_accept_and_a_real_user_agent(respx_mock: resp
     assert len(respx_mock.calls) == 3  # listing page 1, the empty page 2, one thread
     for request, _ in respx_mock.calls:
         assert request.headers["accept"] == "application/vnd.forem.api-v1+json"
-        assert request.headers["user-agent"].startswith("devto-watcher/0.1.0 (+https://")
+        assert request.headers["user-agent"].startswith(f"devto-watcher/{watcher.__version__} (+https://")
         assert "api-key" not in request.headers
 
 

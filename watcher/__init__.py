@@ -2,7 +2,7 @@
 
 import sys
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # `import httpx` also imports httpx's own command-line client (httpx._main) whenever click is
 # installed, and with it click, rich.progress, rich.syntax and pygments: about 0.1 s of CPU in
