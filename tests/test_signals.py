@@ -161,9 +161,9 @@ def test_counted_lines_are_fsynced_before_the_watermark_that_claims_them(
             events.append("log fsync")
         real_fsync(fd)
 
-    def write_model(path, model):  # type: ignore[no-untyped-def]
+    def write_model(path, model, **where):  # type: ignore[no-untyped-def]
         events.append(f"write {path.name}")
-        real_write_model(path, model)
+        real_write_model(path, model, **where)
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(durable, "write_model", write_model)
@@ -324,10 +324,10 @@ def test_a_backlog_is_counted_in_several_durable_passes(
     saves: list[int] = []
     real_write_model = durable.write_model
 
-    def write_model(path: Path, model: Any) -> None:
+    def write_model(path: Path, model: Any, **where: Any) -> None:
         if isinstance(model, SignalState):
             saves.append(model.applied)
-        real_write_model(path, model)
+        real_write_model(path, model, **where)
 
     monkeypatch.setattr(durable, "write_model", write_model)
     _write_raw(paths, _line("K") * 10)

@@ -162,14 +162,18 @@ def test_a_directory_with_files_at_a_state_path_is_exit_5_naming_it_and_left_in_
 
 
 def test_an_unreachable_path_is_exit_5_naming_it(paths: Paths) -> None:
-    """inbox/ as a symbolic link loop: listing and reading it say so (exit 5), not ELOOP as exit 1."""
+    """inbox/ as a symbolic link loop: listing and reading it say so (exit 5), not ELOOP as exit 1;
+    a loop in a directory above a state file that is not watcher's own says it is a loop."""
     os.symlink("inbox", paths.inbox)
     with pytest.raises(UnsafePath) as listing:
         FileStore(paths).record_ids()
     assert str(paths.inbox) in str(listing.value)
     with pytest.raises(UnsafePath) as reading:
         FileStore(paths).load_record("abc1")
-    assert str(paths.inbox_file("abc1")) in str(reading.value) and "loop" in str(reading.value)
+    assert str(paths.inbox) in str(reading.value) and "symbolic link" in str(reading.value)
+    with pytest.raises(UnsafePath) as looping:
+        durable.read_model(paths.inbox_file("abc1"), SeenFile, quarantine_dir=paths.quarantine)
+    assert str(paths.inbox_file("abc1")) in str(looping.value) and "loop" in str(looping.value)
 
 
 def test_a_planted_link_at_quarantine_is_refused_so_nothing_moves_out_of_the_data_dir(

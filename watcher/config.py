@@ -69,6 +69,16 @@ class Paths:
     which a frozen dataclass still has."""
 
     root: Path
+    # The part of ``root`` the user chose — WATCHER_DATA_DIR or --data-dir as given, or the
+    # platform's data directory the default sits in: links there are theirs to make. Every
+    # directory below it is watcher's own and must be a real one, never a link that would carry
+    # state out of the data dir (SPEC §15.5). ``None``: all of ``root`` is the user's.
+    chosen: Path | None = None
+
+    @cached_property
+    def user_part(self) -> Path:
+        """Where watcher's own directories begin (see :attr:`chosen`)."""
+        return self.root if self.chosen is None else self.chosen
 
     @cached_property
     def inbox(self) -> Path:
@@ -150,10 +160,12 @@ class Settings:
     backlog_days: int = 14
     # True when nothing chose a provider and the offline classifier stands in.
     provider_defaulted: bool = False
+    # The part of data_dir the user chose (Paths.chosen); None: all of it.
+    data_dir_chosen: Path | None = None
 
     @property
     def paths(self) -> Paths:
-        return Paths(self.data_dir)
+        return Paths(self.data_dir, self.data_dir_chosen)
 
     def require_key(self) -> None:
         """Raise :class:`ConfigError` (exit 2) when the provider needs a key and none is set.
@@ -192,7 +204,10 @@ def demo_settings(data_dir: Path | str | None = None) -> Settings:
     on the command line or ``./data/demo`` — never ``WATCHER_DATA_DIR``, never the data dir or
     the provider a real account uses, so a sample comment never reaches a paid model."""
     root = Path(data_dir or DEMO_DIR).expanduser().absolute()
-    return Settings(data_dir=root, provider="offline", model=PROVIDERS["offline"].default_model)
+    # ./data/demo: data/ and demo/ are the demo's own directories, like inbox/ (Paths.chosen).
+    chosen = root if data_dir else Path.cwd()
+    return Settings(data_dir=root, provider="offline", model=PROVIDERS["offline"].default_model,
+                    data_dir_chosen=chosen)
 
 
 def load_settings(
@@ -209,7 +224,9 @@ def load_settings(
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     # Absolute from here on: every message and `status` names the one directory meant, whatever
     # directory a later reader of the output is in (SPEC §13.4).
-    root = Path(data_dir or env.get("WATCHER_DATA_DIR") or "./data").expanduser().absolute()
+    given = data_dir or env.get("WATCHER_DATA_DIR")
+    root = Path(given or "./data").expanduser().absolute()
+    chosen = root if given else root.parent  # the default's own directory is watcher's
     file_values = _read_config_file(Paths(root).config_file)
 
     values: dict[str, Any] = {}
@@ -220,7 +237,7 @@ def load_settings(
             values[key] = env[env_name]
         elif key in file_values:
             values[key] = file_values[key]
-    return _build(root, values, env)
+    return _build(root, values, env, chosen)
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -243,7 +260,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _build(root: Path, values: dict[str, Any], env: Mapping[str, str]) -> Settings:
+def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], chosen: Path) -> Settings:
     spec = provider_spec(str(values.get("provider", "offline")).strip().lower())
     provider = spec.name
     # A missing key is not an error here: status, inbox, show, mark and signals never need one
@@ -269,6 +286,7 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str]) -> Settin
         include_own_comments=_bool(values.get("include_own_comments", False)),
         backlog_days=_days(values.get("backlog_days", 14)),
         provider_defaulted="provider" not in values,
+        data_dir_chosen=chosen,
     )
 
 

@@ -17,14 +17,14 @@ from watcher import records, seen
 from watcher.config import Paths
 from watcher.errors import UnsafePath
 from watcher.models import COMMENT_ID_SHAPE, InboxRecord, SeenComment, SeenFile
-from watcher.store.durable import read_model
+from watcher.store.durable import read_model, real_directories
 
 LoadRecord = Callable[[str], "InboxRecord | None"]
 
 
 def load(paths: Paths) -> SeenFile:
     """The index as on disk; an empty one if it does not exist yet."""
-    return read_model(paths.seen, SeenFile, quarantine_dir=paths.quarantine) or SeenFile()
+    return read_model(paths.seen, SeenFile, quarantine_dir=paths.quarantine, within=paths.user_part) or SeenFile()
 
 
 def stamp(path: str | Path) -> str | None:
@@ -45,6 +45,7 @@ def stamp(path: str | Path) -> str | None:
 
 def list_ids(paths: Paths) -> list[str]:
     """Ids of every inbox file (temp files and stray names are ignored)."""
+    real_directories(paths.inbox, below=paths.user_part)  # a linked inbox/ is never listed
     try:
         names = os.listdir(paths.inbox)
     except FileNotFoundError:
@@ -169,6 +170,7 @@ def _listed_ids(paths: Paths) -> list[str]:
     """The ids :func:`list_ids` gives, unsorted: the same rule applied in one regex pass over the
     whole listing. Per-name matching and the sort were 40 % of an idle reconcile (bench/run.py
     figure 3: 10k comments, reconciled twice per scan)."""
+    real_directories(paths.inbox, below=paths.user_part)  # a linked inbox/ is never listed
     try:
         names = os.listdir(paths.inbox)
     except OSError:

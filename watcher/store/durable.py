@@ -13,6 +13,12 @@ it can be lost). A directory with entries is left in place with :class:`UnsafePa
 moving a folder of someone's files is not the kind of repair a state reader should make, and a
 write can never replace it either (``os.replace`` refuses), so it would fail every run anyway.
 Writes need nothing extra: ``os.replace`` replaces a symlink at the name, never its target.
+
+Directories too (SPEC §15.5). A link at ``signals/`` or ``inbox/`` made every write land at its
+target, outside the data dir, with exit 0: so every read and write that is given ``within`` (the
+part of the path the user chose, :attr:`watcher.config.Paths.user_part`) first checks that each
+directory below it is a real one (:func:`real_directories`), and refuses a link there with
+:class:`UnsafePath` naming it, like a link at a state file's own name.
 """
 
 from __future__ import annotations
@@ -37,7 +43,48 @@ from watcher.errors import CorruptState, NewerSchema, SaveFailed, UnsafePath
 M = TypeVar("M", bound=BaseModel)
 
 
-def write_json(path: Path, data: Any) -> None:
+def real_directories(directory: Path, *, below: Path) -> None:
+    """Raise :class:`UnsafePath` unless every directory from ``below`` (excluded) down to
+    ``directory`` (included) is a real directory or does not exist yet (it is made as a real one).
+
+    ``below`` is the user's; what lies under it is watcher's own. One ``lstat`` per level: a state
+    file sits one or two levels under it. A directory swapped for a link between this check and the
+    write is not caught — the locks are cooperative (SPEC §11) — but a planted link never is missed.
+    """
+    try:
+        parts = directory.relative_to(below).parts
+    except ValueError:
+        return  # not under the data dir's chosen part: nothing of ours to judge
+    level = below
+    for part in parts:
+        level = level / part
+        try:
+            st = os.lstat(level)
+        except FileNotFoundError:
+            return  # made later by mkdir, which makes a real directory
+        except OSError as exc:
+            raise UnsafePath(level, f"a directory that cannot be checked ({exc.strerror or exc})",
+                             fix="make it a plain directory again") from exc
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafePath(level, f"a symbolic link (to {_link_target(level)!r}) where watcher's own directory "
+                             "belongs", fix=_link_fix(level))
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafePath(level, f"{_kind_of(st) if not stat.S_ISREG(st.st_mode) else 'a file'} where a "
+                             "directory belongs", fix="move it out of the data dir")
+
+
+# The directories of SPEC §4 under a data dir; any other level is the data dir's own path.
+_STATE_DIRS = frozenset({"inbox", "signals", "locks", "calls", "quarantine"})
+
+
+def _link_fix(level: Path) -> str:
+    if level.name in _STATE_DIRS:
+        return "put the directory itself there (e.g. `rm LINK && mv TARGET LINK`)"
+    return ("put the directory itself there, or set WATCHER_DATA_DIR to the path you mean (a data dir you "
+            "name may be reached through links)")
+
+
+def write_json(path: Path, data: Any, *, within: Path | None = None) -> None:
     """Replace ``path`` with ``data`` as JSON, durably; raise :class:`SaveFailed` on any OS error.
 
     Readers see the old file or the new one, never a mix; after return the new one survives a
@@ -52,24 +99,27 @@ def write_json(path: Path, data: Any) -> None:
         # not SaveFailed — so a scan died with exit 1 and a received answer was never saved.
         # Such a code point carries no text; U+FFFD stands in for it, everything else is kept.
         payload = _LONE_SURROGATE.sub("\ufffd", text).encode("utf-8")
-    write_bytes(path, payload)
+    write_bytes(path, payload, within=within)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def write_model(path: Path, model: BaseModel) -> None:
+def write_model(path: Path, model: BaseModel, *, within: Path | None = None) -> None:
     """:func:`write_json` of a model, serialised by pydantic's Rust encoder (this runs twice per
     model call: the Python encoder with indentation was a measurable share of bookkeeping)."""
     try:
         payload = (model.model_dump_json(indent=1) + "\n").encode("utf-8")
     except PydanticSerializationError:
-        write_json(path, model.model_dump(mode="json"))  # lone surrogates: see write_json
+        write_json(path, model.model_dump(mode="json"), within=within)  # lone surrogates: see write_json
         return
-    write_bytes(path, payload)
+    write_bytes(path, payload, within=within)
 
 
-def write_bytes(path: Path, payload: bytes) -> None:
+def write_bytes(path: Path, payload: bytes, *, within: Path | None = None) -> None:
+    """``within``: the data dir's chosen part; every directory under it must be real (:func:`real_directories`)."""
+    if within is not None:
+        real_directories(path.parent, below=within)
     tmp: str | None = None
     try:
         if not path.parent.is_dir():
@@ -95,12 +145,14 @@ def write_bytes(path: Path, payload: bytes) -> None:
 STALE_TEMP_S = 3600.0
 
 
-def sweep_stale_temps(directory: Path, *, older_than_s: float = STALE_TEMP_S) -> int:
+def sweep_stale_temps(directory: Path, *, older_than_s: float = STALE_TEMP_S, within: Path | None = None) -> int:
     """Delete temp files that writers killed mid-write left in ``directory``; return how many.
 
     Only our own ``.<name>.<random>.tmp`` names, and only old ones: a younger temp file may be
     a concurrent writer's, and removing it would make that writer's ``os.replace`` fail.
     """
+    if within is not None:
+        real_directories(directory, below=within)  # never delete anything through a link
     removed = 0
     cutoff = time.time() - older_than_s
     try:
@@ -141,7 +193,7 @@ def _unlink_quietly(name: str) -> None:
 
 def read_model(
     path: Path, model: type[M], *, quarantine_dir: Path, check: Callable[[M], str | None] | None = None,
-    one_pass: bool = False,
+    one_pass: bool = False, within: Path | None = None,
 ) -> M | None:
     """Load ``path`` as ``model``; ``None`` if it does not exist.
 
@@ -160,7 +212,11 @@ def read_model(
     two-pass path, so the result, every error and every quarantine are the same. For models
     that forbid unknown fields and pin ``schema_version`` (every state model), so that a newer
     file can never pass the one pass.
+
+    ``within``: the data dir's chosen part; a link in the directories under it is :class:`UnsafePath`.
     """
+    if within is not None:
+        real_directories(path.parent, below=within)
     reason = ""
     for _ in range(_READ_TRIES):
         found = _read_once(path, model, check, one_pass)
@@ -168,7 +224,7 @@ def read_model(
             return found
         reason = found.reason
         try:
-            moved = quarantine(path, quarantine_dir, expected=found.stat)
+            moved = quarantine(path, quarantine_dir, expected=found.stat, within=within)
         except OSError as exc:
             raise CorruptState(path, None, f"{reason}; could not move it to quarantine ({exc})") from exc
         if moved is not None:
@@ -308,7 +364,8 @@ def _link_target(path: Path) -> str:
         return "?"
 
 
-def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | None = None) -> Path | None:
+def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | None = None,
+               within: Path | None = None) -> Path | None:
     """Move ``path`` aside under a name that never collides; return where it went.
 
     ``expected`` guards a race: a concurrent durable write may have replaced the corrupt file
@@ -316,6 +373,8 @@ def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | N
     ``None`` is returned, so a healthy file is never quarantined. ``None`` also means the file
     is already gone (another reader moved it first).
     """
+    if within is not None:
+        real_directories(quarantine_dir, below=within)
     quarantine_dir.mkdir(parents=True, exist_ok=True)
     if not stat.S_ISDIR(os.lstat(quarantine_dir).st_mode):
         # A planted link here would move state files out of the data dir.
@@ -368,8 +427,10 @@ def _put_back(grabbed: Path, path: Path) -> None:
     fsync_dir(path.parent)
 
 
-def quarantined_names(quarantine_dir: Path, label: str) -> list[Path]:
+def quarantined_names(quarantine_dir: Path, label: str, *, within: Path | None = None) -> list[Path]:
     """Quarantined copies of a file whose label (see :func:`quarantine`) is ``label``."""
+    if within is not None:
+        real_directories(quarantine_dir, below=within)
     if not quarantine_dir.is_dir():
         return []
     return sorted(quarantine_dir.glob(f"{label}.*"))

@@ -57,7 +57,7 @@ class FileStore:
     # ---- the one write and the one append --------------------------------------------------------
 
     def _write(self, path: Path, model: BaseModel) -> None:
-        durable.write_model(path, model)
+        durable.write_model(path, model, within=self._paths.user_part)
 
     def _append(self, path: Path, payload: bytes) -> None:
         signals.append_bytes(path, payload)
@@ -73,15 +73,15 @@ class FileStore:
                 # lock once per comment and answer (SPEC §15.1), and listing inbox/ each time would
                 # make every hold grow with the number of comments.
                 for directory in (paths.inbox, paths.root, paths.signals_dir):
-                    durable.sweep_stale_temps(directory)
+                    durable.sweep_stale_temps(directory, within=paths.user_part)
                 self._swept = True
             yield
 
     def call_lock(self, comment_id: str) -> CallLock | None:
-        return locks.try_call_lock(self._paths.call_lock(comment_id))
+        return locks.try_call_lock(self._paths.call_lock(comment_id), within=self._paths.user_part)
 
     def call_in_flight(self, comment_id: str) -> bool:
-        return locks.held_elsewhere(self._paths.call_lock(comment_id))
+        return locks.held_elsewhere(self._paths.call_lock(comment_id), within=self._paths.user_part)
 
     # ---- records -----------------------------------------------------------------------------------
 
@@ -96,7 +96,8 @@ class FileStore:
             return f"it holds comment {record.comment.id!r}, not {comment_id!r} (restored under the wrong name?)"
 
         return durable.read_model(self._paths.inbox_file(comment_id), InboxRecord,
-                                  quarantine_dir=self._paths.quarantine, check=named_right)
+                                  quarantine_dir=self._paths.quarantine, check=named_right,
+                                  within=self._paths.user_part)
 
     def has_record(self, comment_id: str) -> bool:
         return self._paths.inbox_file(comment_id).exists()
@@ -144,7 +145,8 @@ class FileStore:
     def history_lost(self, comment_id: str, entry: SeenComment | None) -> bool:
         if entry is not None and (entry.attempts > 0 or entry.status != "pending"):
             return True
-        return bool(durable.quarantined_names(self._paths.quarantine, f"inbox-{comment_id}.json"))
+        return bool(durable.quarantined_names(self._paths.quarantine, f"inbox-{comment_id}.json",
+                                              within=self._paths.user_part))
 
     # ---- the index ---------------------------------------------------------------------------------
 
@@ -208,8 +210,8 @@ class FileStore:
 
     def load_provider_state(self) -> ProviderState:
         paths = self._paths
-        return durable.read_model(paths.provider_state, ProviderState, quarantine_dir=paths.quarantine) \
-            or ProviderState()
+        return durable.read_model(paths.provider_state, ProviderState, quarantine_dir=paths.quarantine,
+                                  within=paths.user_part) or ProviderState()
 
     def save_provider_state(self, state: ProviderState) -> None:
         self._write(self._paths.provider_state, state)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from watcher.config import Paths
 from watcher.errors import LockBusy, SaveFailed, StateError, UnsafePath
+from watcher.store.durable import real_directories
 
 PIPELINE_WAIT_S = 5.0
 # seen.json and the signal counter hold their locks for one read-merge-write: milliseconds.
@@ -46,15 +47,20 @@ _MAX_PAUSE_S = 0.05
 
 
 @contextmanager
-def hold(path: Path, *, timeout: float, what: str = "another watcher run") -> Iterator[None]:
+def hold(path: Path, *, timeout: float, what: str = "another watcher run", within: Path | None = None,
+         ) -> Iterator[None]:
     """Hold the exclusive lock at ``path``; raise :class:`LockBusy` after ``timeout`` seconds.
 
     Raises :class:`SaveFailed` ("cannot write <path>: <reason>", exit 5) when the lock file
     cannot be created or opened — a read-only data dir, never "internal error: PermissionError …",
     exit 1 (tests/test_special_paths.py) — and :class:`UnsafePath` when the name is a
-    symlink or a directory; :class:`StateError` when the filesystem has no ``flock`` (locks are
-    local, SPEC §11).
+    symlink or a directory — or when ``locks/`` (or a directory between ``within``, the data dir's
+    chosen part, and it) is a link, which would put the locks outside the data dir, out of reach
+    of a run that sees the real one; :class:`StateError` when the filesystem has no ``flock``
+    (locks are local, SPEC §11).
     """
+    if within is not None:
+        real_directories(path.parent, below=within)
     # Imported on first use: filelock costs a noticeable part of start-up (bench/run.py figure 5), and
     # read-only commands (status, inbox, show on a current index) never take a lock.
     from filelock import lock_descriptor, unlock_descriptor
@@ -152,13 +158,15 @@ class CallLock:
             os.close(fd)
 
 
-def try_call_lock(path: Path) -> CallLock | None:
+def try_call_lock(path: Path, *, within: Path | None = None) -> CallLock | None:
     """The lock at ``path`` if nobody holds it now (no wait), else ``None``.
 
     ``flock`` locks belong to an open file description, so a second run in the same process (the
     MCP server's worker threads) is kept out as surely as another process."""
     from filelock import lock_descriptor
 
+    if within is not None:
+        real_directories(path.parent, below=within)
     try:
         fd = _acquire(path, 0.0, "a call in flight", lock_descriptor)
     except LockBusy:
@@ -166,12 +174,14 @@ def try_call_lock(path: Path) -> CallLock | None:
     return CallLock(fd)
 
 
-def held_elsewhere(path: Path) -> bool:
+def held_elsewhere(path: Path, *, within: Path | None = None) -> bool:
     """Whether another open file description holds the lock at ``path`` now (another process, or
     another run of this one). Creates nothing: no lock file means no call was ever in flight
     there, and a dry run (which writes nothing) may ask too."""
     from filelock import lock_descriptor, unlock_descriptor
 
+    if within is not None:
+        real_directories(path.parent, below=within)
     try:
         fd = os.open(path, _OPEN_FLAGS & ~os.O_CREAT)
     except FileNotFoundError:
@@ -193,14 +203,15 @@ def pipeline_lock(paths: Paths, *, timeout: float | None = None) -> AbstractCont
     ``timeout`` defaults to :data:`PIPELINE_WAIT_S` as it is *now*, not as it was at import: a
     default bound at import would make the tests either wait the real 5 s or patch every caller.
     """
-    return hold(paths.pipeline_lock, timeout=PIPELINE_WAIT_S if timeout is None else timeout)
+    return hold(paths.pipeline_lock, timeout=PIPELINE_WAIT_S if timeout is None else timeout,
+                within=paths.user_part)
 
 
 def seen_lock(paths: Paths) -> AbstractContextManager[None]:
     """Held only for one read-merge-write of seen.json, never across a model call."""
-    return hold(paths.seen_lock, timeout=SHORT_WAIT_S)
+    return hold(paths.seen_lock, timeout=SHORT_WAIT_S, within=paths.user_part)
 
 
 def signals_lock(paths: Paths) -> AbstractContextManager[None]:
     """Held for one append to observations.jsonl or one counter state update."""
-    return hold(paths.signals_lock, timeout=SHORT_WAIT_S)
+    return hold(paths.signals_lock, timeout=SHORT_WAIT_S, within=paths.user_part)

@@ -28,6 +28,7 @@ and ``recheck`` warn, and ``status`` asks :func:`log_trouble` (SPEC §13.5).
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -77,6 +78,7 @@ def append(paths: Paths, events: Iterable[Mapping[str, Any]], *, writer: AppendB
     if not payload:
         return
     path = paths.observations
+    durable.real_directories(path.parent, below=paths.user_part)  # the log is never appended through a link
     with signals_lock(paths):
         try:
             (writer or append_bytes)(path, payload)
@@ -164,7 +166,8 @@ class _Batch:
 
 def read_state(paths: Paths) -> SignalState | None:
     """The saved counter state, ``None`` before the first count (guarded read, see durable)."""
-    return durable.read_model(paths.signals_state, SignalState, quarantine_dir=paths.quarantine)
+    return durable.read_model(paths.signals_state, SignalState, quarantine_dir=paths.quarantine,
+                              within=paths.user_part)
 
 
 def run_counter(paths: Paths, *, reset: bool = False, write: WriteModel | None = None) -> CountResult:
@@ -176,7 +179,7 @@ def run_counter(paths: Paths, *, reset: bool = False, write: WriteModel | None =
     than what was counted), :class:`SaveFailed` when a state or cursor write fails,
     :class:`CorruptState`/:class:`NewerSchema` for unreadable state, :class:`LockBusy`.
     """
-    write = write or durable.write_model
+    write = write or functools.partial(durable.write_model, within=paths.user_part)
     fd = _open_log(paths)
     if fd is None:
         return _count_without_log(paths, reset=reset, write=write)
@@ -236,7 +239,8 @@ def _start_offset(paths: Paths) -> tuple[int, int]:
     restored): the state is the authority on what was counted, so we read from ``applied`` and
     recount the lines it does not cover rather than silently skip them.
     """
-    cursor = durable.read_model(paths.signals_cursor, SignalCursor, quarantine_dir=paths.quarantine)
+    cursor = durable.read_model(paths.signals_cursor, SignalCursor, quarantine_dir=paths.quarantine,
+                                within=paths.user_part)
     state = read_state(paths)
     offset = cursor.offset if cursor else 0
     return min(offset, state.applied if state else 0), offset
@@ -391,6 +395,7 @@ def _open_log(paths: Paths) -> int | None:
     """The log open for reading, or ``None`` if there is none. Never follows a symlink and never
     blocks (a FIFO planted there would hang every command, status included); anything but a
     regular file is a :class:`StateError` naming the path."""
+    durable.real_directories(paths.observations.parent, below=paths.user_part)
     try:
         fd = os.open(paths.observations, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
