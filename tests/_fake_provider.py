@@ -6,7 +6,8 @@ behaviours is consumed one per call (the last one repeats):
 
 - ``"verdict"``   a valid verdict
 - ``"malformed"`` a 200 whose content is not JSON
-- ``"429"`` / ``"429:<seconds>"``  rate limited, with ``Retry-After``
+- ``"429"`` / ``"429:<seconds>"``  rate limited, with ``Retry-After`` (``"429:"`` sends it empty, and
+  any text after the colon is sent as it is: ``"429:NaN"``, an HTTP date); ``"429-none"`` sends none
 - ``"529"``       overloaded
 - ``"hold"``      keep the request open until :meth:`release` (then answer a verdict)
 - ``"hold-malformed"``  hold, then answer malformed JSON
@@ -25,6 +26,7 @@ behaviours is consumed one per call (the last one repeats):
 - ``"surrogate-400"``  a 400 whose JSON error message escapes a lone surrogate (valid JSON,
   not valid Unicode)
 - ``"404-model"`` a 404 ``model_not_found`` naming the requested model, as OpenAI answers
+- ``"404"``       a bare ``404 page not found``, as Ollama answers a base URL without ``/v1``
 - ``"400"``       a plain ``invalid_request_error`` 400 (the request shape, not the model)
 - ``"500"``       a ``server_error`` 500
 - ``"trickle"``   a 200 verdict whose body is sent one byte every :attr:`FakeProvider.trickle_s`
@@ -161,7 +163,7 @@ class FakeProvider:
         if behaviour.startswith("429"):
             retry = behaviour.split(":", 1)[1] if ":" in behaviour else "30"
             err = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
-            return 429, {"Retry-After": retry}, json.dumps(err).encode()
+            return 429, {} if behaviour == "429-none" else {"Retry-After": retry}, json.dumps(err).encode()
         if behaviour == "slow":
             time.sleep(self.slow_s)
             behaviour = "verdict"
@@ -179,6 +181,8 @@ class FakeProvider:
             return 529, {}, b'{"error": {"message": "Overloaded", "type": "overloaded_error"}}'
         if behaviour == "404-model":
             return 404, {}, _model_not_found(str(body.get("model", "")))
+        if behaviour == "404":
+            return 404, {}, b"404 page not found"
         if behaviour == "400":
             err = {"error": {"message": "Invalid value for 'messages': expected an array.",
                              "type": "invalid_request_error", "param": "messages", "code": None}}

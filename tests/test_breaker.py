@@ -9,17 +9,18 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from _fake_provider import FakeProvider, in_process, running_fake
 from _proc import run, run_main, write_export
 
-from watcher import commands
+from watcher import commands, timeutil
 from watcher.commands import Context, Envelope, execute
 from watcher.config import Paths, load_settings
 from watcher.models import ProviderState
-from watcher.pipeline import Hooks
+from watcher.pipeline import Hooks, provider_state
 from watcher.store.files import FileStore
 
 LABELS = ["c1", "c2", "c3"]
@@ -52,15 +53,21 @@ def _breaker(data_dir: Path) -> dict[str, object] | None:
     return state.breaker.model_dump() if state.breaker else None
 
 
+def _later(monkeypatch: pytest.MonkeyPatch, shift: timedelta) -> None:
+    """Runs from now on see the breaker's clock ``shift`` ahead (as a cron run that much later)."""
+    monkeypatch.setattr(provider_state, "utcnow", lambda: timeutil.utcnow() + shift)
+
+
 @pytest.fixture
 def export(tmp_path: Path) -> Path:
     return write_export(tmp_path / "export.json", LABELS)
 
 
-def test_a_retired_model_stops_at_the_first_call_and_probes_for_free_until_fixed(
-        data_dir: Path, export: Path) -> None:
-    """404 model_not_found: exit 2 after one call; then every run probes (0 calls, exit 2) until
-    the server has the model; then the next run calls again."""
+def test_a_retired_model_stops_at_the_first_call_and_costs_one_attempt_an_hour_until_fixed(
+        data_dir: Path, export: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """404 model_not_found: exit 2 after one call; then every run exits 2 with no call and no probe
+    (a models list cannot undo what a real call said, SPEC §15.5); once the server has the model,
+    the hour's half-open call succeeds, the breaker closes and the rest are called."""
     fake = FakeProvider()
     fake.models = ["another-model"]
     fake.default = "404-model"
@@ -74,10 +81,10 @@ def test_a_retired_model_stops_at_the_first_call_and_probes_for_free_until_fixed
         again = _run(data_dir, fake, command, export)
         assert again.exit_code == 2, again.to_json()
         assert "no attempts spent this run" in again.error["message"]
-    assert fake.calls == ["c1"] and _attempts(data_dir) == 1
-    assert len(fake.probes) == 4
+    assert fake.calls == ["c1"] and _attempts(data_dir) == 1 and fake.probes == []
     fake.models.append("fake-model")  # the user pulled the model
     fake.default = "verdict"
+    _later(monkeypatch, timedelta(minutes=61))
     fixed = _run(data_dir, fake, "scan", export)
     assert fixed.exit_code == 0, fixed.to_json()
     assert fake.calls == ["c1", "c2", "c3"] and _breaker(data_dir) is None
@@ -131,13 +138,18 @@ def test_changing_the_model_closes_the_breaker(data_dir: Path, export: Path) -> 
     assert fake.calls == ["c1", "c2", "c3"] and fake.probes == [] and _breaker(data_dir) is None
 
 
-def test_without_a_models_endpoint_one_real_attempt_per_hour(data_dir: Path, export: Path) -> None:
-    """No probe can tell: the breaker allows one half-open call, then none until an hour passed."""
+def test_without_a_models_endpoint_one_real_attempt_per_hour(data_dir: Path, export: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """No probe can tell: no call until an hour after the calls that opened the breaker, then one
+    half-open call, then none until an hour after that one."""
     fake = FakeProvider()
     fake.models_endpoint = False
     fake.default = "500"
     assert _run(data_dir, fake, "scan", export).exit_code == 3  # 500, 500: two in a row
     assert fake.calls == ["c1", "c2"]
+    soon = _run(data_dir, fake, "recheck")
+    assert soon.exit_code == 3 and "no attempts spent this run" in soon.error["message"]
+    _later(monkeypatch, timedelta(minutes=61))
     half_open = _run(data_dir, fake, "recheck")
     assert half_open.exit_code == 3 and fake.calls == ["c1", "c2", "c1"]
     closed = _run(data_dir, fake, "recheck")
@@ -197,3 +209,41 @@ def test_a_night_of_cron_against_a_down_server_spends_one_attempt(
         assert fake.calls == ["c2", "c3"]  # c1's one failed attempt is recheck's to retry
         assert run_main("cli", "recheck", data_dir=data_dir, env=env).returncode == 0
         assert fake.calls == ["c2", "c3", "c1"] and _attempts(data_dir) == 4
+
+
+# ---- the breaker trusts the call, not the menu (SPEC §15.5) ---------------------------------------
+
+
+def test_a_models_list_naming_the_model_does_not_undo_a_real_calls_model_not_found(
+        data_dir: Path, export: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GET /models lists the model, every call is 404 model_not_found: one attempt, then no call
+    (exit 2) however often cron runs; an hour after since, one half-open call; then an hour again."""
+    fake = FakeProvider()  # lists "fake-model" at /models and /models/fake-model
+    fake.default = "404-model"
+    assert _run(data_dir, fake, "scan", export).exit_code == 2
+    for command in ("scan", "recheck", "scan", "recheck", "scan"):
+        again = _run(data_dir, fake, command, export)
+        assert again.exit_code == 2 and "no attempts spent this run" in again.error["message"], again.to_json()
+    assert fake.calls == ["c1"] and _attempts(data_dir) == 1
+    _later(monkeypatch, timedelta(minutes=59))
+    assert _run(data_dir, fake, "scan", export).exit_code == 2 and fake.calls == ["c1"]
+    _later(monkeypatch, timedelta(minutes=61))
+    assert _run(data_dir, fake, "scan", export).exit_code == 2
+    assert len(fake.calls) == 2  # the hour's one half-open attempt, and no other
+    assert _run(data_dir, fake, "recheck").exit_code == 2 and len(fake.calls) == 2
+
+
+def test_ollama_without_v1_waits_an_hour_after_since_for_its_first_half_open(
+        data_dir: Path, export: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every path 404 (no /v1 in the base URL, so no models endpoint either): the call that opened
+    the breaker was the hour's attempt — the next run, seconds later, makes none."""
+    fake = FakeProvider()
+    fake.models_endpoint = False
+    fake.default = "404"
+    first = _run(data_dir, fake, "scan", export)
+    assert (first.exit_code, first.result.stopped) == (2, "model_not_found")
+    for command in ("recheck", "scan"):
+        assert _run(data_dir, fake, command, export).exit_code == 2
+    assert fake.calls == ["c1"]
+    _later(monkeypatch, timedelta(minutes=61))
+    assert _run(data_dir, fake, "recheck").exit_code == 2 and fake.calls == ["c1", "c1"]

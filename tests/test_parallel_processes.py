@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from _fake_provider import FakeProvider, running_fake
-from _proc import envelope, run, start, write_export
+from _proc import FAULTS, envelope, run, start, write_export
 
 from watcher import records
 from watcher.config import Paths
@@ -171,9 +171,10 @@ def test_one_calls_deadline_never_cuts_a_sibling_call(data_dir: Path, fake: Fake
 
 
 def test_a_half_open_attempt_goes_out_alone(data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
-    """A breaker opened by a bad request allows one real attempt an hour (SPEC §13.1): with
-    --parallel 4 that attempt is the only request in flight until it has answered; once it has,
-    the breaker closes and the rest go out together."""
+    """A breaker opened by a bad request allows one real attempt an hour (SPEC §13.1), the first an
+    hour after it opened (the second run's clock is that much later): with --parallel 4 that attempt
+    is the only request in flight until it has answered; once it has, the breaker closes and the
+    rest go out together."""
     labels = _labels(5, "h")
     export = write_export(tmp_path / "e.json", labels)
     fake.script("h00", "400")
@@ -182,8 +183,9 @@ def test_a_half_open_attempt_goes_out_alone(data_dir: Path, fake: FakeProvider, 
     fake.calls.clear()
     fake.spans.clear()
     fake.default, fake.slow_s = "slow", 0.5
+    an_hour_later = {"WATCHER_TEST_CLOCK_SHIFT": "3660", "PYTHONPATH": str(FAULTS)}
     second = run("cli", "scan", "--source", str(export), "--parallel", "4", "--json", data_dir=data_dir,
-                 env=fake.env())
+                 env={**fake.env(), **an_hour_later})
     assert second.returncode == 0, second.stdout
     assert sorted(fake.calls) == labels[1:]
     spans = sorted(fake.spans, key=lambda span: span[1])

@@ -56,6 +56,10 @@ def _unset(value: object) -> bool:
     return value is None or value is False or value == []
 
 
+def _zero(value: object) -> bool:
+    return value == 0
+
+
 def _iso_time(value: str | None) -> str | None:
     """A timestamp the code will compare with now: one that does not parse ("tomorrow") makes the
     file invalid, so it is quarantined instead of failing every later run (SPEC §13.5)."""
@@ -237,12 +241,30 @@ class Breaker(_Strict):
     _times = field_validator("since", "half_open_at")(_iso_time)
 
 
+class TransientFailure(_Strict):
+    """A transient failure (overloaded, server_error, timeout, network) the provider has not yet
+    answered well after: the next one, in any run, is the second in a row (SPEC §13.1, §15.5)."""
+
+    kind: str
+    at: str
+
+    _times = field_validator("at")(_iso_time)
+
+
 class ProviderState(_StateFile):
     # 2: the breaker, and what a cooldown and the provider's failures in a row need remembered.
     SCHEMA_VERSION: ClassVar[int] = 2
     schema_version: Literal[1, 2] = 2
     cooldown_until: str | None = None
     reason: str | None = None
+    # The wait the cooldown was set for (the provider's Retry-After, or watcher's own wait when it
+    # gave none): a cooldown further away than that was set while the clock ran ahead (SPEC §15.5).
+    # A cooldown without it (an older release's) is capped at 7 days instead.
+    retry_after_s: float | None = Field(default=None, ge=0, exclude_if=_unset)
+    # 429s since the provider last answered: one without a usable Retry-After waits 1, 2, 4 …
+    # minutes, doubling with each (SPEC §15.5).
+    rate_limited_in_a_row: int = Field(default=0, ge=0, exclude_if=_zero)
+    transient: TransientFailure | None = Field(default=None, exclude_if=_unset)
     breaker: Breaker | None = Field(default=None, exclude_if=_unset)
 
     _times = field_validator("cooldown_until")(_iso_time)

@@ -12,8 +12,10 @@ same parsing, core, rendering and exit code, without an interpreter start each.
 
 from __future__ import annotations
 
+import functools
 import json
 import tempfile
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +28,11 @@ from _rel_invariants import files_containing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from watcher import prompts, records, seen
+from watcher import prompts, records, seen, timeutil
 from watcher.config import Paths, load_settings
 from watcher.errors import UsageError
 from watcher.models import COMMENT_ID_RE, ERROR_KINDS, Comment, InboxRecord, Prompt, SeenFile
+from watcher.pipeline import provider_state
 from watcher.providers.openai import OpenAIProvider
 from watcher.source import read_export
 from watcher.store.durable import read_model, write_model
@@ -242,12 +245,14 @@ def test_ids_that_try_to_escape_the_data_dir_are_rejected(entry: str, tmp_path: 
     assert sorted(p.name for p in box.iterdir()) == ["data"]
 
 
-# The 429 last: its cooldown would hold back every scan after it.
+# The 429 last: its cooldown would hold back every scan after it. Each scan runs an hour after the
+# one before (as cron might, and as far as the provider state can tell), so a breaker that allows
+# one real attempt an hour (the 400) lets the next comment be tried.
 BEHAVIOURS = ["echo-key-401", "malformed", "529", "invalid", "401", "verdict", "echo-key-summary",
               "echo-key-escaped", "echo-key-unicode", "echo-key-400", "429:1"]
 
 
-def test_api_key_never_reaches_the_data_dir(tmp_path: Path) -> None:
+def test_api_key_never_reaches_the_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs meeting 401 (with the key echoed back), 429, malformed, 529…: the key is in no file."""
     data = tmp_path / "rig"
     labels = [f"k{i}" for i in range(len(BEHAVIOURS))]
@@ -258,6 +263,7 @@ def test_api_key_never_reaches_the_data_dir(tmp_path: Path) -> None:
             fake.script(label, behaviour)
         outputs: list[Any] = []
         for i in range(len(labels)):  # one new comment per scan; then a recheck of the failures
+            monkeypatch.setattr(provider_state, "utcnow", functools.partial(_hours_later, i))
             outputs.append(inproc(data, env, "cli" if i % 2 else "bridge", "scan", source=export, limit=1))
             outputs.append(inproc(data, env, "cli", "recheck", limit=1))
             TALLY.add("bad_inputs")
@@ -270,6 +276,10 @@ def test_api_key_never_reaches_the_data_dir(tmp_path: Path) -> None:
     assert echoed is not None and "[redacted]" in (echoed.attempts[0].raw or "")  # it did come back
     assert files_containing(data, KEY.encode()) == [] and _leaked(data) == []
     assert all(not key_leaks(json.dumps(o.to_json()), KEY) for o in outputs if hasattr(o, "to_json"))
+
+
+def _hours_later(hours: int) -> datetime:
+    return timeutil.utcnow() + timedelta(hours=hours)
 
 
 ECHOES = ["echo-key-summary", "echo-key-escaped", "echo-key-unicode", "echo-key-400", "echo-key-401"]

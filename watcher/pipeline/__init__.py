@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Generic, NamedTuple
 
-from watcher.errors import UsageError, WatcherError
+from watcher.errors import CooldownActive, UsageError, WatcherError
 from watcher.models import SeenFile
 from watcher.pipeline.batch import (
     DEFAULT_LIMIT,
@@ -94,7 +94,7 @@ def scan(run: Run, *, source: str | None = None, notice: Callable[[str], None] =
         # change signal, so the next scan fetches it. The run still ends loudly (exit 3).
         batch.notice(f"warning: {plan.interrupted} — the articles fetched so far are processed")
         batch.fail(plan.interrupted)
-    return _carry_out(batch, plan, base)
+    return _carry_out(batch, plan, base, index)
 
 
 def recheck(run: Run, *, ids: Sequence[str] = (), notice: Callable[[str], None] = lambda _m: None,
@@ -102,7 +102,7 @@ def recheck(run: Run, *, ids: Sequence[str] = (), notice: Callable[[str], None] 
     """Retry failed comments and close orphaned reservations, or exactly ``ids`` (SPEC §7)."""
     batch = Batch(run, notice=notice)
     base, index = _read_index(batch)
-    return _carry_out(batch, plan_recheck(batch, index, ids), base)
+    return _carry_out(batch, plan_recheck(batch, index, ids), base, index)
 
 
 def _read_index(batch: Batch) -> tuple[SeenFile, SeenFile]:
@@ -113,12 +113,12 @@ def _read_index(batch: Batch) -> tuple[SeenFile, SeenFile]:
     return base, index
 
 
-def _carry_out(batch: Batch, plan: Plan, base: SeenFile) -> Partial[BatchResult]:
+def _carry_out(batch: Batch, plan: Plan, base: SeenFile, index: SeenFile) -> Partial[BatchResult]:
     from watcher.pipeline.locked import carry_out
 
     batch.result.planned = len(plan.items)
     if batch.run.dry_run:
-        _dry_run(batch, plan.items)
+        _dry_run(batch, plan.items, index)
         return Partial(batch.result, None)
     if batch.run.hooks.on_planned is not None:
         # The calls planned: none for provider agent, whose comments wait for the agent's claim.
@@ -128,17 +128,25 @@ def _carry_out(batch: Batch, plan: Plan, base: SeenFile) -> Partial[BatchResult]
     try:
         with caught_signals(batch):
             # Provider agent: nothing is called, so no cooldown or breaker can stop the run.
-            carry_out(batch, plan, base, gate.evaluate(batch) if batch.calls_model else gate.GO)
+            carry_out(batch, plan, base, gate.evaluate(batch, index) if batch.calls_model else gate.GO)
     finally:
         batch.close()
     count_signals(batch)
     return Partial(batch.result, batch.error)
 
 
-def _dry_run(batch: Batch, plan: Sequence[Planned]) -> None:
+def _dry_run(batch: Batch, plan: Sequence[Planned], index: SeenFile) -> None:
     """Say what a real run would do now, touching nothing: no lock, no writes, no calls."""
+    from watcher.pipeline.provider_state import pending_cooldown
+
     result = batch.result
     cooldown = read_cooldown(batch.store)
+    if cooldown is None and batch.calls_model:
+        # A 429 whose cooldown is not on disk yet: the real run would write it and call nothing.
+        state = batch.store.load_provider_state()
+        pending = pending_cooldown(batch.store, index, state)
+        if pending is not None and pending.cooldown_until is not None:
+            cooldown = CooldownActive(pending.cooldown_until, pending.reason or "rate limited")
     for position, item in enumerate(plan):
         if len(result.would_call) >= batch.run.limit:
             result.remaining = len(plan) - position

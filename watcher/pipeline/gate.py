@@ -1,14 +1,18 @@
-"""May this run call the model, and when must it stop? (SPEC §6 table, §7.2, §13.1)
+"""May this run call the model, and when must it stop? (SPEC §6 table, §7.2, §13.1, §15.5)
 
 A broken setup (a down server, a wrong URL, a retired model, a revoked key) fails every comment
 the same way, so it must not be paid for comment by comment:
 
-- a setup kind (or two transient failures in a row) stops the batch at once and opens the
-  *breaker* in provider.json;
+- a setup kind (or two transient failures in a row, in one run or across runs) stops the batch at
+  once and opens the *breaker* in provider.json;
 - while the breaker is open for this setup, a run first makes a free *probe* of the provider's
   models endpoint (no attempt reserved, no tokens) and makes no model call until it passes;
-- where no probe can tell (no models endpoint; a ``bad_request``), one real attempt is allowed
-  per hour (*half-open*).
+- where no probe can tell — no models endpoint, a ``bad_request``, or a ``model_not_found`` from a
+  real call, which a models list naming the model does not undo — one real attempt is allowed per
+  hour (*half-open*), the first an hour after the call that opened the breaker.
+
+A 429 stops the batch with a cooldown, its Retry-After or watcher's own growing wait; a cooldown
+that never reached the disk is found on its attempt and written before any call.
 
 So an outage costs at most one attempt, and every run during it exits non-zero and says why.
 """
@@ -19,13 +23,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from watcher.errors import (
+    CooldownActive,
     ProviderSetup,
     ProviderUnavailable,
     QuotaExhausted,
     RateLimited,
     WatcherError,
 )
-from watcher.models import AttemptError
+from watcher.models import AttemptError, ProviderState, SeenFile
 from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch
 
@@ -36,6 +41,12 @@ TRANSIENT_KINDS = frozenset({"overloaded", "server_error", "timeout", "network"}
 TRANSIENT_STREAK = 2
 # The user must change something (exit 2); the rest should pass by waiting (exit 3).
 FIX_KINDS = frozenset({"auth", "model_not_found", "bad_request"})
+# Breakers no models endpoint can close: a bad request is in the request body; and a server whose
+# list names the model while every call says model_not_found would close it each run and spend an
+# attempt each time (SPEC §15.5: the breaker trusts the call, not the menu).
+NO_PROBE_KINDS = frozenset({"bad_request", "model_not_found"})
+# Answers that are the model's, not the provider failing: malformed or refused, but an answer.
+ANSWER_KINDS = frozenset({"malformed_json", "invalid_verdict", "refused", "truncated"})
 
 GateMode = Literal["go", "half_open", "closed"]
 
@@ -48,23 +59,32 @@ class Gate:
     error: WatcherError | None = None
     stop: str = ""  # the summary's "stopped" when closed: cooldown | breaker
     close_breaker: bool = False  # a probe passed: close it under the lock before the first call
+    # A 429's cooldown that never reached the disk (provider_state.pending_cooldown): written under
+    # the lock before anything else, and the run makes no call.
+    pending: ProviderState | None = None
 
 
 GO = Gate("go")
 
 
-def evaluate(batch: Batch) -> Gate:
-    """Decide before the lock (the probe is network). Never spends an attempt."""
+def evaluate(batch: Batch, index: SeenFile) -> Gate:
+    """Decide before the lock (the probe is network). Never spends an attempt. ``index``: the
+    run's reconciled index, where a 429 whose cooldown was not written is looked for."""
     settings = batch.settings
     state = batch.store.load_provider_state()
     cooldown = provider_state.read_cooldown(batch.store, state)
     if cooldown is not None:
         return Gate("closed", cooldown, "cooldown")
+    pending = provider_state.pending_cooldown(batch.store, index, state)
+    if pending is not None and pending.cooldown_until is not None:
+        waited = CooldownActive(pending.cooldown_until, f"{pending.reason} (recorded on its attempt; its cooldown "
+                                "could not be written then)")
+        return Gate("closed", waited, "cooldown", pending=pending)
     breaker = provider_state.breaker_of(settings, state)
     if breaker is None:
         # A breaker left for another setup is closed by the first save under the lock.
         return Gate("go", close_breaker=state.breaker is not None)
-    if breaker.kind != "bad_request":  # a bad request is in the request body: no probe can see it
+    if breaker.kind not in NO_PROBE_KINDS:
         probe = batch.provider().probe()
         if probe.ok:
             batch.notice(f"note: the provider answers again (the breaker opened {breaker.since} is closed)")
@@ -73,8 +93,14 @@ def evaluate(batch: Batch) -> Gate:
             return _closed(breaker.since, probe.kind or breaker.kind, probe.message)
     if provider_state.may_half_open(breaker):
         return Gate("half_open")
-    return _closed(breaker.since, breaker.kind, f"{breaker.message} (one real attempt per hour is allowed where "
-                   "no probe can tell; the next one is due an hour after the last)")
+    due = provider_state.next_half_open(breaker)
+    if breaker.kind == "model_not_found":
+        why = (f"{breaker.message} (a real call said so; a models list naming the model does not undo that: the next "
+               f"real attempt is allowed at {due}, or change WATCHER_MODEL or WATCHER_BASE_URL to try another setup "
+               "now)")
+    else:
+        why = f"{breaker.message} (one real attempt per hour is allowed where no probe can tell; the next at {due})"
+    return _closed(breaker.since, breaker.kind, why)
 
 
 def _closed(since: str, kind: str, reason: str) -> Gate:
@@ -88,38 +114,56 @@ def setup_error(kind: str, message: str) -> WatcherError:
 
 
 def stops(error: AttemptError, streak: int) -> bool:
-    """Whether this outcome stops the batch; ``streak`` counts transient failures in a row so far."""
+    """Whether this outcome stops the batch; ``streak`` counts transient failures in a row so far,
+    this one included."""
     return error.kind in STOP_AT_ONCE or (error.kind in TRANSIENT_KINDS and streak >= TRANSIENT_STREAK)
 
 
-def stop_for(batch: Batch, error: AttemptError) -> tuple[str, WatcherError]:
-    """Write what the next run must honour (cooldown, breaker) and name the stop and its error.
+def answer_of(error: AttemptError | None) -> provider_state.Answer:
+    """What an outcome says of the provider, for its failures in a row (provider_state.remember)."""
+    if error is None or error.kind in ANSWER_KINDS:
+        return "answered"
+    if error.kind in TRANSIENT_KINDS:
+        return "transient"
+    return "rate_limited" if error.kind == "rate_limited" else "other"
 
-    Called before the outcome is saved: a save that fails must not lose the cooldown or the
-    breaker, or the next run seconds later would call again.
+
+def stop_for(batch: Batch, state: ProviderState, error: AttemptError) -> tuple[tuple[str, WatcherError], ProviderState]:
+    """Name the stop and its error, and the provider state the next run must honour (cooldown,
+    breaker): ``state`` (as the answer left it) with them. Writes nothing.
+
+    Its caller writes that state before the outcome: a save that fails must not lose the cooldown or
+    the breaker, or the next run seconds later would call again.
     """
     settings, kind, said = batch.settings, error.kind, error.message
     if kind == "quota_exhausted":
-        return kind, QuotaExhausted(f"provider quota exhausted: {said} — check your plan or spend limit")
+        return (kind, QuotaExhausted(f"provider quota exhausted: {said} — check your plan or spend limit")), state
     if kind == "rate_limited":
-        until = None
-        if error.retry_after_s is not None:
-            until = provider_state.write_cooldown(batch.store, error.retry_after_s, reason=f"rate_limited: {said}")
-        wait = f"; no model calls until {until}" if until else "; wait a minute before the next run"
-        return kind, RateLimited(f"provider rate limit (HTTP 429){wait}")
-    provider_state.open_breaker(batch.store, settings, kind=kind, message=said)
+        wait = provider_state.cooldown_wait(error.retry_after_s, in_a_row=state.rate_limited_in_a_row)
+        state = provider_state.with_cooldown(state, wait, reason=f"rate_limited: {said}")
+        own = error.retry_after_s is None or not error.retry_after_s > 0
+        how = (f" (it gave no usable Retry-After: watcher waits {wait / 60:g} min, doubling while the 429s "
+               "continue, at most an hour)") if own else ""
+        return (kind, RateLimited(f"provider rate limit (HTTP 429); no model calls until {state.cooldown_until}"
+                                  f"{how}")), state
+    state = provider_state.with_breaker(state, settings, kind=kind, message=said)
+    return (kind, _setup_stop(batch, kind, said)), state
+
+
+def _setup_stop(batch: Batch, kind: str, said: str) -> WatcherError:
+    settings = batch.settings
     setup = f"{settings.provider} model {settings.model} at {settings.base_url}"
     if kind == "auth":
-        return kind, ProviderSetup(f"the provider rejected the API key ({said}) — check WATCHER_API_KEY; "
-                                   "no further attempts until it is fixed")
+        return ProviderSetup(f"the provider rejected the API key ({said}) — check WATCHER_API_KEY; "
+                             "no further attempts until it is fixed")
     if kind == "model_not_found":
-        return kind, ProviderSetup(f"{setup}: the model does not exist ({said}) — check WATCHER_MODEL "
-                                   "(`watcher check` lists what the server has)")
+        return ProviderSetup(f"{setup}: the model does not exist ({said}) — check WATCHER_MODEL "
+                             "(`watcher check` lists what the server has); one real attempt an hour until then")
     if kind == "bad_request":
-        return kind, ProviderSetup(f"{setup}: the provider refused the request ({said}) — check WATCHER_MODEL "
-                                   "and WATCHER_BASE_URL")
+        return ProviderSetup(f"{setup}: the provider refused the request ({said}) — check WATCHER_MODEL "
+                             "and WATCHER_BASE_URL")
     if kind == "unreachable":
-        return kind, ProviderUnavailable(f"provider unreachable: {said} — the next run checks it for free "
-                                         "before spending an attempt")
-    return kind, ProviderUnavailable(f"the provider failed {TRANSIENT_STREAK} times in a row (last: {kind}: {said}); "
-                                     "stopped to save attempts — the next run checks it for free first")
+        return ProviderUnavailable(f"provider unreachable: {said} — the next run checks it for free "
+                                   "before spending an attempt")
+    return ProviderUnavailable(f"the provider failed {TRANSIENT_STREAK} times in a row (last: {kind}: {said}); "
+                               "stopped to save attempts — the next run checks it for free first")

@@ -21,12 +21,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from watcher import records, seen
-from watcher.errors import CorruptState, Interrupted, LockBusy, SaveConflict, SaveFailed, StateError
-from watcher.models import AttemptError, InboxRecord, SeenComment, SeenFile
+from watcher.errors import (
+    CorruptState,
+    Interrupted,
+    LockBusy,
+    SaveConflict,
+    SaveFailed,
+    StateError,
+    WatcherError,
+)
+from watcher.models import AttemptError, InboxRecord, ProviderState, SeenComment, SeenFile
 from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch, SignalDuringCall
 from watcher.pipeline.calls import Calls, Flight
-from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, stop_for, stops
+from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, answer_of, stop_for, stops
 from watcher.pipeline.plan import Plan, Planned
 from watcher.records import Decision, decide
 from watcher.results import ItemOutcome, ItemResult, ItemVerdict
@@ -43,6 +51,10 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
         mine = reconcile_index(batch, base)
         mine = _record_articles(mine, plan)
         counted = {cid: entry.attempts for cid, entry in mine.comments.items()}
+        if gate.pending is not None:
+            # A 429's cooldown the run that met it could not write (SPEC §15.5): written before any
+            # call; a failure here is exit 5, and the gate is closed anyway.
+            provider_state.write_pending(store, gate.pending)
         if gate.close_breaker:
             provider_state.close_breaker(store)
     try:
@@ -290,9 +302,7 @@ def _finish(batch: Batch, flight: Flight, run: _Progress) -> AttemptError | None
     error = answer.error
     try:
         with store.pipeline_lock():
-            stop = None
-            if error is not None and stops(error, run.streak + (error.kind in TRANSIENT_KINDS)):
-                stop = stop_for(batch, error)  # cooldown / breaker on disk before the outcome
+            stop, unsaved = _provider_after(batch, flight, run, error)  # on disk before the outcome
             try:
                 finished = store.write_outcome(flight.reservation, lambda current: records.finish(
                     current, verdict=answer.verdict, error=error, raw=answer.raw, usage=answer.usage,
@@ -310,13 +320,15 @@ def _finish(batch: Batch, flight: Flight, run: _Progress) -> AttemptError | None
                 return error
             finally:
                 flight.call_lock.release()  # after the outcome is durable (or will never be)
-            if flight.half_open and stop is None and not batch.stopped:
-                provider_state.close_breaker(store)  # it answered: the setup works again
-                run.gate = GO
     except LockBusy as exc:
         flight.call_lock.release()
         state_stop(batch, cid, "save_failed", exc)
         return error
+    if unsaved is not None:
+        # What the next run must honour is not on disk: no further call this run (exit 5). The
+        # outcome just written keeps the 429 and its Retry-After, from which the next run's gate
+        # writes the cooldown before any call (provider_state.pending_cooldown).
+        batch.stop("save_failed", unsaved, comment=cid)
     n = len(finished.attempts)
     if answer.verdict is not None:
         batch.emit("verdict.ok", comment=cid)
@@ -328,6 +340,42 @@ def _finish(batch: Batch, flight: Flight, run: _Progress) -> AttemptError | None
     if stop is not None:
         batch.stop(*stop)
     return error
+
+
+def _provider_after(batch: Batch, flight: Flight, run: _Progress, error: AttemptError | None,
+                    ) -> tuple[tuple[str, WatcherError] | None, StateError | None]:
+    """Under the lock, before the outcome: the provider state this answer leaves — its failures in a
+    row, and a stop's cooldown or breaker — written once if it changed (SPEC §13.1, §13.5, §15.5).
+
+    Returns the stop (``None``: the batch goes on) and the error that kept the state off the disk.
+    A transient failure remembered from an earlier run makes this one the second in a row."""
+    store = batch.store
+    try:
+        state = store.load_provider_state()
+    except StateError as exc:
+        return (_stop_without_state(batch, run, error), exc)
+    new = provider_state.remember(state, answer_of(error), kind=error.kind if error is not None else "")
+    stop = None
+    transient = error is not None and error.kind in TRANSIENT_KINDS
+    if error is not None and stops(error, max(run.streak, state.transient is not None) + transient):
+        stop, new = stop_for(batch, new, error)
+    elif flight.half_open and not batch.stopped:
+        new = new.model_copy(update={"breaker": None})  # it answered: the setup works again
+        run.gate = GO
+    if new == state:
+        return stop, None
+    try:
+        store.save_provider_state(new)
+    except StateError as exc:
+        return stop, exc
+    return stop, None
+
+
+def _stop_without_state(batch: Batch, run: _Progress, error: AttemptError | None) -> tuple[str, WatcherError] | None:
+    """The stop an answer makes when the provider state cannot even be read (quarantined just now)."""
+    if error is None or not stops(error, run.streak + (error.kind in TRANSIENT_KINDS)):
+        return None
+    return stop_for(batch, ProviderState(), error)[0]
 
 
 def _interrupted_in_flight(batch: Batch, calls: Calls, signum: int) -> None:

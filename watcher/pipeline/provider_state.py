@@ -1,37 +1,50 @@
-"""The provider state: the cooldown after a 429 (SPEC §7.2) and the breaker (SPEC §13.1).
+"""The provider state: the cooldown after a 429 (SPEC §7.2), the breaker (SPEC §13.1), and the
+provider's failures in a row across runs (SPEC §15.5).
 
-Both say "no model call now" for a reason the next run must honour. Every write is a
-read-modify-write of the whole state under the pipeline lock, so a cooldown never erases a
-breaker or the other way round. The state is the store's (``provider.json`` for the files).
+Each says "no model call now" (or "the next failure stops the batch") for a reason the next run
+must honour. The state an answer leaves is built by pure functions (:func:`with_cooldown`,
+:func:`with_breaker`, :func:`remember`) and written once per answer under the pipeline lock, before
+the answer's outcome (SPEC §13.5), as a read-modify-write of the whole state: a cooldown never
+erases a breaker or the other way round. The state is the store's (``provider.json`` for the files).
 
-A state whose timestamps do not parse is quarantined on read (the models validate them, SPEC
-§13.5), and no cooldown lasts longer than :data:`MAX_COOLDOWN` from *now*, whatever the file or
-the provider said.
+Times that do not parse make the state quarantined on read (the models validate them, SPEC §13.5).
+A cooldown further away than the wait it was set for was set while the clock ran ahead and is
+dropped; one that does not say its wait (an older release's) lasts at most :data:`MAX_COOLDOWN`
+from *now*, whatever the file or the provider said. A 429 whose cooldown never reached the state
+(its write failed) is found again on its attempt by :func:`pending_cooldown`.
 """
 
 from __future__ import annotations
 
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Literal
 
 from watcher.config import Settings
 from watcher.errors import CooldownActive, LockBusy, StateError
-from watcher.models import Breaker, ProviderState
+from watcher.models import Breaker, ProviderState, SeenFile, TransientFailure
 from watcher.store import Store
 from watcher.timeutil import iso, parse_iso, utcnow
 
 HALF_OPEN_EVERY = timedelta(hours=1)
-# The longest wait a Retry-After can impose (the same bound as providers.classify). Applied when
-# read too: a cooldown written while the clock ran a year ahead would otherwise block runs for a
-# year after the clock is fixed (SPEC §13.5).
+# The longest wait a Retry-After can impose (the same bound as providers.classify).
 MAX_COOLDOWN = timedelta(days=7)
+# A 429 without a usable Retry-After (none, negative, NaN, empty, a date gone by): watcher's own
+# wait, doubled for each 429 in a row — an always-429 provider spent 15 attempts in 12 runs without it.
+FIRST_BACKOFF = timedelta(minutes=1)
+MAX_BACKOFF = timedelta(hours=1)
+# A clock step of this much (NTP, a laptop waking up) does not make an honest cooldown look as if
+# it had been set while the clock ran ahead.
+CLOCK_SLACK = timedelta(minutes=1)
+# Every time here is this module's utcnow(), stamps included: one clock for what is written and
+# what it is judged against (a test moves it to run "an hour later").
 
 
 # ---- cooldown ---------------------------------------------------------------------------------------
 
 
 def read_cooldown(store: Store, state: ProviderState | None = None) -> CooldownActive | None:
-    """The active cooldown, or ``None`` once it has passed; never more than 7 days from now."""
+    """The active cooldown, or ``None`` once it has passed or when it cannot be a real one."""
     state = store.load_provider_state() if state is None else state
     if state.cooldown_until is None:
         return None
@@ -39,39 +52,130 @@ def read_cooldown(store: Store, state: ProviderState | None = None) -> CooldownA
     until = parse_iso(state.cooldown_until)
     if until <= now:
         return None
+    if state.retry_after_s is not None and until - now > timedelta(seconds=state.retry_after_s) + CLOCK_SLACK:
+        # Set while the clock ran ahead: "Retry-After: 60" a year early blocked runs for the 7 days
+        # of the cap once the clock was fixed. Dropped, and written down: judged again as the true
+        # time nears it, it would look honest for its last minute.
+        _rewrite(store, state.cooldown_until, None)
+        return None
     if until <= now + MAX_COOLDOWN:
         return CooldownActive(state.cooldown_until, state.reason or "rate limited")
     capped = iso(now + MAX_COOLDOWN)
     # Capping only in memory would be a target that moves with the clock: "now + 7 days" on
     # every read never ends. The first read that caps it writes the cap down, so it ends.
-    _write_cap(store, state.cooldown_until, capped)
+    _rewrite(store, state.cooldown_until, capped)
     return CooldownActive(capped, state.reason or "rate limited")
 
 
-def _write_cap(store: Store, far: str, capped: str) -> None:
-    """Replace a cooldown beyond the cap, if nobody changed it meanwhile; best effort.
+def _rewrite(store: Store, far: str, replacement: str | None) -> None:
+    """Cap (or, with ``None``, drop) a cooldown, if nobody changed it meanwhile; best effort.
 
     Readers (``status``, the gate before the lock) hold no lock, so this takes the pipeline lock
     without waiting: the provider state is a read-modify-write under it. Busy or not writable →
-    the cap is still shown and applied in memory, and the next read tries again.
+    the judgement still applies in memory, and the next read makes it again.
     """
     try:
         with store.pipeline_lock(timeout=0):
             state = store.load_provider_state()
             if state.cooldown_until == far:
-                store.save_provider_state(state.model_copy(update={"cooldown_until": capped}))
+                dropped = {"reason": None, "retry_after_s": None} if replacement is None else {}
+                store.save_provider_state(state.model_copy(update={"cooldown_until": replacement, **dropped}))
     except (LockBusy, StateError):
         pass
 
 
-def write_cooldown(store: Store, seconds: float, *, reason: str) -> str:
-    """Record "no model call for ``seconds``" (at most 7 days; an infinite or NaN wait is 7 days)."""
+def cooldown_wait(retry_after_s: float | None, *, in_a_row: int) -> float:
+    """Seconds of cooldown after a 429: its ``Retry-After`` if that is a positive number of seconds
+    (at most 7 days), else 1, 2, 4 … minutes for the ``in_a_row``-th 429 in a row, at most an hour."""
+    if retry_after_s is not None and not math.isnan(retry_after_s) and retry_after_s > 0:
+        return min(retry_after_s, MAX_COOLDOWN.total_seconds())
+    doubled = math.ldexp(FIRST_BACKOFF.total_seconds(), min(max(in_a_row, 1) - 1, 20))  # 60 s * 2**(n-1)
+    return min(doubled, MAX_BACKOFF.total_seconds())
+
+
+def with_cooldown(state: ProviderState, seconds: float, *, reason: str) -> ProviderState:
+    """``state`` with "no model call for ``seconds``" (at most 7 days; infinite or NaN: 7 days),
+    the wait recorded beside it."""
     limit = MAX_COOLDOWN.total_seconds()
     wait = limit if not math.isfinite(seconds) else min(max(0.0, seconds), limit)
-    until = iso(utcnow() + timedelta(seconds=wait))
-    store.save_provider_state(store.load_provider_state().model_copy(
-        update={"cooldown_until": until, "reason": reason}))
-    return until
+    return state.model_copy(update={"cooldown_until": iso(utcnow() + timedelta(seconds=wait)), "reason": reason,
+                                    "retry_after_s": wait})
+
+
+def write_cooldown(store: Store, seconds: float, *, reason: str) -> str:
+    """Record a cooldown of ``seconds`` now (see :func:`with_cooldown`); returns its end."""
+    state = with_cooldown(store.load_provider_state(), seconds, reason=reason)
+    store.save_provider_state(state)
+    assert state.cooldown_until is not None
+    return state.cooldown_until
+
+
+def pending_cooldown(store: Store, index: SeenFile, state: ProviderState) -> ProviderState | None:
+    """The state with the cooldown of a 429 that never reached it, or ``None`` when there is none.
+
+    A 429's cooldown is written before its outcome; when that write fails (a full disk) the run
+    stops, but the outcome still records the 429 and its ``Retry-After`` on the attempt. So before
+    any call the gate looks at the comments that failed in the last 7 days (the longest cooldown)
+    for a last attempt that was rate limited and whose wait has not passed, and the run writes that
+    cooldown first (SPEC §15.5). The same finds a cooldown lost with a quarantined provider.json.
+    """
+    now = utcnow()
+    horizon = now - MAX_COOLDOWN
+    found: tuple[datetime, float, str] | None = None
+    for cid, entry in index.comments.items():
+        if entry.status not in ("failed", "exhausted") or parse_iso(entry.updated_at) < horizon:
+            continue
+        try:
+            record = store.load_record(cid)
+        except StateError:
+            continue  # the run meets it again where it reads that comment, and says so there
+        last = record.attempts[-1] if record is not None and record.attempts else None
+        if last is None or last.error is None or last.error.kind != "rate_limited" or last.finished_at is None:
+            continue
+        wait = cooldown_wait(last.error.retry_after_s, in_a_row=state.rate_limited_in_a_row)
+        until = parse_iso(last.finished_at) + timedelta(seconds=wait)
+        if until <= now or until - now > timedelta(seconds=wait) + CLOCK_SLACK:
+            continue  # over, or stamped while the clock ran ahead (see read_cooldown)
+        if found is None or until > found[0]:
+            found = (until, wait, last.error.message)
+    if found is None:
+        return None
+    until, wait, said = found
+    if state.cooldown_until is not None and parse_iso(state.cooldown_until) >= until - CLOCK_SLACK:
+        return None  # written: this is the cooldown on disk (it is stamped just before the outcome)
+    return state.model_copy(update={"cooldown_until": iso(until), "reason": f"rate_limited: {said}",
+                                    "retry_after_s": wait})
+
+
+def write_pending(store: Store, pending: ProviderState) -> None:
+    """Under the pipeline lock: write the cooldown :func:`pending_cooldown` found, unless one as
+    long is on disk by now. Raises :class:`watcher.errors.SaveFailed` if it cannot be written."""
+    state = store.load_provider_state()
+    if state.cooldown_until is not None and pending.cooldown_until is not None \
+            and parse_iso(state.cooldown_until) >= parse_iso(pending.cooldown_until):
+        return
+    store.save_provider_state(state.model_copy(update={
+        "cooldown_until": pending.cooldown_until, "reason": pending.reason, "retry_after_s": pending.retry_after_s}))
+
+
+# ---- the provider's failures in a row ---------------------------------------------------------------
+
+Answer = Literal["answered", "transient", "rate_limited", "other"]
+
+
+def remember(state: ProviderState, answer: Answer, *, kind: str = "") -> ProviderState:
+    """``state`` after one more answer (SPEC §13.1, §15.5). A transient failure is remembered until
+    the provider answers (a verdict, or an answer that did not parse), so the next one is the second
+    in a row whichever run it falls in; 429s are counted until then, for the wait of the next one."""
+    if answer == "answered":
+        if state.transient is None and state.rate_limited_in_a_row == 0:
+            return state  # the usual case writes nothing
+        return state.model_copy(update={"transient": None, "rate_limited_in_a_row": 0})
+    if answer == "transient" and state.transient is None:
+        return state.model_copy(update={"transient": TransientFailure(kind=kind, at=iso(utcnow()))})
+    if answer == "rate_limited":
+        return state.model_copy(update={"rate_limited_in_a_row": state.rate_limited_in_a_row + 1})
+    return state
 
 
 # ---- breaker ----------------------------------------------------------------------------------------
@@ -86,15 +190,13 @@ def breaker_of(settings: Settings, state: ProviderState) -> Breaker | None:
     return breaker
 
 
-def open_breaker(store: Store, settings: Settings, *, kind: str, message: str) -> Breaker:
-    """Open (or keep open) the breaker for this setup; ``since`` stays that of the outage."""
-    state = store.load_provider_state()
+def with_breaker(state: ProviderState, settings: Settings, *, kind: str, message: str) -> ProviderState:
+    """``state`` with the breaker open (or kept open) for this setup; ``since`` stays the outage's."""
     old = breaker_of(settings, state)
     provider, model, base_url = _setup(settings)
-    breaker = Breaker(kind=kind, message=message, since=old.since if old else iso(), provider=provider,
+    breaker = Breaker(kind=kind, message=message, since=old.since if old else iso(utcnow()), provider=provider,
                       model=model, base_url=base_url, half_open_at=old.half_open_at if old else None)
-    store.save_provider_state(state.model_copy(update={"breaker": breaker}))
-    return breaker
+    return state.model_copy(update={"breaker": breaker})
 
 
 def close_breaker(store: Store) -> None:
@@ -104,15 +206,26 @@ def close_breaker(store: Store) -> None:
 
 
 def may_half_open(breaker: Breaker) -> bool:
-    """One real attempt per hour where no probe can tell (no models endpoint, a bad request)."""
-    return breaker.half_open_at is None or utcnow() - parse_iso(breaker.half_open_at) >= HALF_OPEN_EVERY
+    """One real attempt per hour where no probe can tell (no models endpoint, a bad request, a
+    model the server said it does not have). The call that opened the breaker was the first
+    hour's: an Ollama without ``/v1`` (every path 404) was tried again 1.5 s after it."""
+    return utcnow() - _last_real_attempt(breaker) >= HALF_OPEN_EVERY
+
+
+def next_half_open(breaker: Breaker) -> str:
+    """When :func:`may_half_open` allows the next real attempt."""
+    return iso(_last_real_attempt(breaker) + HALF_OPEN_EVERY)
+
+
+def _last_real_attempt(breaker: Breaker) -> datetime:
+    return parse_iso(breaker.half_open_at or breaker.since)
 
 
 def mark_half_open(store: Store) -> None:
     state = store.load_provider_state()
     if state.breaker is not None:
         store.save_provider_state(state.model_copy(update={"breaker": state.breaker.model_copy(
-            update={"half_open_at": iso()})}))
+            update={"half_open_at": iso(utcnow())})}))
 
 
 def _setup(settings: Settings) -> tuple[str, str, str]:
