@@ -11,9 +11,11 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from watcher.models import CAP, InboxRecord, SeenFile, SignalState
+from watcher.timeutil import parse_iso
 
 AttemptView = tuple[int, str | None, str | None, int]  # (n, outcome, error kind, pid)
 
@@ -117,25 +119,117 @@ def one_call_per_run(recs: Mapping[str, InboxRecord]) -> list[str]:
 
 SETUP_KINDS = frozenset({"unreachable", "auth", "model_not_found", "bad_request"})
 TRANSIENT_KINDS = frozenset({"overloaded", "server_error", "timeout", "network"})
+# The provider answered (a verdict, or an answer that did not parse): a streak of transient failures ends.
+ANSWER_KINDS = frozenset({None, "malformed_json", "invalid_verdict", "refused", "truncated"})
+# A breaker no models list can close (SPEC §15.5): one real attempt an hour, the first an hour after.
+HOURLY_KINDS = frozenset({"model_not_found", "bad_request"})
+HOUR_S = 3600.0
+# The shortest cooldown after a 429 that gave no usable Retry-After (none, negative, NaN, a past date).
+OWN_429_WAIT_S = 60.0
+# A cooldown is stamped just before its 429's outcome: a later attempt this close to its end is on time.
+STAMP_SLACK_S = 1.0
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """One attempt, as the setup-stop checks read it."""
+
+    reserved: datetime
+    finished: datetime | None
+    cid: str
+    pid: int
+    setup: tuple[str, str]
+    kind: str | None
+    outcome: str | None
+    retry_after_s: float | None
+
+
+def _attempts(recs: Mapping[str, InboxRecord]) -> list[_Seen]:
+    return [_Seen(parse_iso(a.reserved_at), parse_iso(a.finished_at) if a.finished_at else None, cid, a.pid,
+                  (a.provider, a.model), a.error.kind if a.error else None, a.outcome,
+                  a.error.retry_after_s if a.error else None)
+            for cid, record in recs.items() for a in record.attempts if a.provider != AGENT]
 
 
 def setup_stop_is_last(recs: Mapping[str, InboxRecord]) -> list[str]:
-    """§13.1: a run stops at its first setup failure (or its second transient one in a row): no
-    attempt of the same run comes after it, so one outage never spends a second attempt in a run."""
-    by_run: dict[int, list[tuple[str, str, str | None]]] = {}
-    for cid, record in recs.items():
-        for a in record.attempts:
-            by_run.setdefault(a.pid, []).append((a.reserved_at, cid, a.error.kind if a.error else None))
+    """§13.1, §15.5: a run stops at its first setup failure, and at the second transient failure in
+    a row — counted across runs, in the order the outcomes were written — so one outage never spends
+    a second attempt in a run; a 429 holds every run back for its cooldown (its Retry-After, or at
+    least a minute without a usable one); and a model_not_found or bad_request from a real call
+    allows no other attempt for that setup within the hour, whatever a models list says."""
+    attempts = _attempts(recs)
+    return (_stopped_at_setup_failure(attempts) + _stopped_at_second_transient(attempts)
+            + _held_back_by_429(attempts) + _held_back_by_poisoned_breaker(attempts))
+
+
+def _stopped_at_setup_failure(attempts: list[_Seen]) -> list[str]:
+    by_run: dict[int, list[_Seen]] = {}
+    for a in attempts:
+        by_run.setdefault(a.pid, []).append(a)
     out = []
-    for pid, attempts in by_run.items():
-        attempts.sort()
+    for pid, mine in by_run.items():
+        mine.sort(key=lambda a: a.reserved)
         streak = 0
-        for i, (_, cid, kind) in enumerate(attempts[:-1]):
-            streak = streak + 1 if kind in TRANSIENT_KINDS else 0
-            if kind in SETUP_KINDS or streak >= 2:
-                later = [c for _, c, _ in attempts[i + 1:]]
-                out.append(f"run {pid}: {kind} on {cid} should have stopped it, yet it went on to {later}")
+        for i, a in enumerate(mine[:-1]):
+            streak = streak + 1 if a.kind in TRANSIENT_KINDS else 0
+            if a.kind in SETUP_KINDS or streak >= 2:
+                out.append(f"run {pid}: {a.kind} on {a.cid} should have stopped it, yet it went on to "
+                           f"{[b.cid for b in mine[i + 1:]]}")
                 break
+    return out
+
+
+def _went_on(attempts: list[_Seen], pid: int, after: datetime) -> list[str]:
+    return [a.cid for a in attempts if a.pid == pid and a.reserved > after]
+
+
+def _stopped_at_second_transient(attempts: list[_Seen]) -> list[str]:
+    out = []
+    streak = 0
+    for a in sorted((a for a in attempts if a.finished is not None), key=_finished):
+        if a.kind in TRANSIENT_KINDS:
+            streak += 1
+        elif a.kind in ANSWER_KINDS or a.kind == "interrupted":
+            streak = 0  # an answer; or an attempt whose answer is unknown — claim nothing across it
+        if a.kind in TRANSIENT_KINDS and streak >= 2 and a.finished is not None:
+            later = _went_on(attempts, a.pid, a.finished)
+            if later:
+                out.append(f"run {a.pid}: {a.kind} on {a.cid} was the second transient failure in a row and should "
+                           f"have stopped it, yet it went on to {later}")
+    return out
+
+
+def _finished(a: _Seen) -> datetime:
+    assert a.finished is not None
+    return a.finished
+
+
+def _held_back_by_429(attempts: list[_Seen]) -> list[str]:
+    out = []
+    for a in attempts:
+        if a.kind != "rate_limited" or a.finished is None:
+            continue
+        usable = a.retry_after_s is not None and a.retry_after_s > 0
+        wait = a.retry_after_s if usable else OWN_429_WAIT_S
+        assert wait is not None
+        early = [b.cid for b in attempts
+                 if a.finished < b.reserved < a.finished + timedelta(seconds=wait - STAMP_SLACK_S)]
+        if early:
+            out.append(f"429 on {a.cid} (Retry-After {a.retry_after_s}) asked for {wait:g} s, yet {early} were "
+                       "attempted inside that cooldown")
+    return out
+
+
+def _held_back_by_poisoned_breaker(attempts: list[_Seen]) -> list[str]:
+    out = []
+    for a in attempts:
+        if a.kind not in HOURLY_KINDS or a.finished is None:
+            continue
+        early = [b.cid for b in attempts if b.setup == a.setup
+                 and a.finished < b.reserved < a.finished + timedelta(seconds=HOUR_S - STAMP_SLACK_S)]
+        if early:
+            out.append(f"{a.kind} on {a.cid} opened a breaker no models list can close, yet {early} were attempted "
+                       "within the hour")
     return out
 
 

@@ -110,6 +110,24 @@ def _went_on_after_setup_stop(data: Path, fake: FakeProvider, before: Snapshot) 
     _edit(data, "flaky", lambda doc: doc["attempts"][-1].update(pid=pid[0]))  # ...and that run went on
 
 
+def _transient_across_runs(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    # The baseline scan's first answer (orph: 529) becomes another run's; its next (flaky) a 529 too:
+    # the second in a row, and that scan went on to bad and done.
+    _edit(data, "orph", lambda doc: doc["attempts"][0].update(pid=4_999_998))
+    _edit(data, "flaky", lambda doc: doc["attempts"][0]["error"].update(kind="overloaded"))
+
+
+def _attempt_inside_a_429_cooldown(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    # bad's first answer becomes a 429 without a usable Retry-After; recovery tried it again seconds later.
+    _edit(data, "bad", lambda doc: doc["attempts"][0]["error"].update(kind="rate_limited", retry_after_s=None))
+
+
+def _attempt_after_a_poisoned_breaker(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    # bad's first answer becomes a real call's model_not_found, and bad (and others) were tried within the hour.
+    _edit(data, "bad", lambda doc: doc["attempts"][0]["error"].update(kind="model_not_found"))
+    _edit(data, "bad", lambda doc: doc["attempts"][0].update(pid=4_999_997))  # alone in its run
+
+
 PLANTS = {
     "more than 3 calls": (_fourth_call, "model calls + 0 claims (cap 3)"),
     "calls and claims over the cap": (_claim_on_top_of_calls, "3 model calls + 1 claims (cap 3)"),
@@ -127,6 +145,10 @@ PLANTS = {
     "an invalid log line not counted": (_invalid_line_not_counted, "invalid log line(s), counter says"),
     "a file quarantined for nothing": (_quarantined, "quarantined although nothing was corrupted"),
     "a run going on after a setup failure": (_went_on_after_setup_stop, "should have stopped it"),
+    "a run going on after the second transient failure across runs": (_transient_across_runs,
+                                                                       "the second transient failure in a row"),
+    "an attempt inside a 429's cooldown": (_attempt_inside_a_429_cooldown, "attempted inside that cooldown"),
+    "an attempt within the hour of a model_not_found": (_attempt_after_a_poisoned_breaker, "within the hour"),
 }
 
 

@@ -1,5 +1,5 @@
 """Races that need a lock bypass (SPEC §13.5, §15.1): a lock file deleted mid-call, and two data
-dirs sharing one inbox/ through a symlink. Real processes, scripted so each interleaving happens for
+dirs sharing one inbox/ through a symlink (which the second now refuses, SPEC §15.5). Real processes, scripted so each interleaving happens for
 sure; afterwards every promise is checked from disk and the call log. The runs count as soak
 operations in the rig's closing line."""
 
@@ -80,8 +80,8 @@ def test_a_deleted_call_lock_mid_call_never_buys_a_fourth_call(tmp_path: Path) -
 
 def test_two_data_dirs_sharing_one_inbox_never_buy_a_fourth_call(tmp_path: Path) -> None:
     """B/inbox is a symlink to A/inbox (two configs, one folder): their pipeline locks do not
-    exclude each other, yet a held call in A, a recheck in B meanwhile and A's stale write-back
-    cost the comment 3 calls in all — never more."""
+    exclude each other, so B refuses the link (exit 5 naming it, SPEC §15.5) instead of closing
+    A's call in flight as an orphan; A's held call saves its outcome, 3 calls in all — never more."""
     a, b = tmp_path / "a", tmp_path / "b"
     export = write_export(tmp_path / "export.json", ["shared"])
     with running_fake() as fake:
@@ -92,11 +92,12 @@ def test_two_data_dirs_sharing_one_inbox_never_buy_a_fourth_call(tmp_path: Path)
         (b / "inbox").symlink_to(a / "inbox")
         held = start("cli", "recheck", "--json", data_dir=a, env=env)
         fake.wait_in_flight()
-        runs = 2 + _recheck_until_quiet([b], env)  # B closes A's "orphan", then makes attempt 3
+        refused = run("cli", "recheck", "--json", data_dir=b, env=env)
+        assert refused.returncode == 5 and str(b / "inbox") in envelope(refused)["error"]["message"], refused.stdout
         fake.release()
         out = held.communicate(timeout=30)
-        assert held.returncode == 5 and envelope(out)["error"]["kind"] == "save_conflict", out
-        runs += _recheck_until_quiet([a, b], env)
+        assert held.returncode == 0, out
+        runs = 2 + _recheck_until_quiet([a], env)
         found = check_all(a, fake.calls, expect=Expect())
         calls = list(fake.calls)
     TALLY.add("soak_ops", runs, [f"shared inbox: {v}" for v in found])

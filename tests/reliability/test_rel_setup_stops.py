@@ -1,0 +1,60 @@
+"""Setups that fail every call, run as cron would run them (SPEC §13.1, §15.5): each outage costs
+the attempts the rules allow and no more, and every promise — the setup-stop invariant with its
+429 and poisoned-breaker halves among them — holds from disk and the call log.
+
+- a models endpoint that lists the model while every call is 404 ``model_not_found``;
+- an Ollama base URL without ``/v1``: every path a bare 404, no models endpoint;
+- a 429 on every call with no usable ``Retry-After`` (none, ``-5``, ``NaN``, empty, a date gone by);
+- a 529 on every call, one comment a run, from a server without a models endpoint: the second in a
+  row stops whichever run it falls in, and opens a breaker only an hourly real attempt can close.
+
+Ten rounds of ``scan`` and ``recheck`` from alternating entrypoints, in process; the runs count as
+soak operations in the rig's closing line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _fake_provider import FakeProvider, in_process
+from _proc import write_export
+from _rel_harness import TALLY, inproc
+from _rel_invariants import Expect, check_all
+
+LABELS = [f"s{i}" for i in range(6)]
+# name -> (how every call is answered, the models endpoint exists, calls the ten rounds may make)
+CASES = {
+    "models-list-lies": ("404-model", True, 1),
+    "ollama-without-v1": ("404", False, 1),
+    "429-no-retry-after": ("429-none", True, 1),
+    "429-negative": ("429:-5", True, 1),
+    "429-nan": ("429:NaN", True, 1),
+    "429-empty": ("429:", True, 1),
+    "429-past-date": ("429:Wed, 21 Oct 2015 07:28:00 GMT", True, 1),
+    "529-one-a-run": ("529", False, 2),
+}
+ROUNDS = 10
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_setup_that_fails_every_call_costs_what_the_rules_allow(case: str, tmp_path: Path) -> None:
+    behaviour, models_endpoint, allowed = CASES[case]
+    data = tmp_path / "rig"
+    export = write_export(tmp_path / "export.json", LABELS)
+    fake = FakeProvider()
+    fake.default, fake.models_endpoint = behaviour, models_endpoint
+    env = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake.invalid/v1", "WATCHER_API_KEY": "sk-test-fake",
+           "WATCHER_MODEL": "fake-model"}
+    provider = in_process(fake)
+    codes = []
+    for round_no in range(ROUNDS):
+        entry = ("cli", "bridge")[round_no % 2]
+        for command in ("scan", "recheck"):
+            done = inproc(data, env, entry, command, provider=provider, source=export, limit=1)
+            codes.append(done.exit_code)
+    found = check_all(data, fake.calls, expect=Expect())
+    found += [f"{len(fake.calls)} calls, at most {allowed} allowed: {fake.calls}"] if len(fake.calls) > allowed else []
+    found += [f"exit codes {codes}: a run during the outage exited 0"] if 0 in codes[1:] else []
+    TALLY.add("soak_ops", len(codes), [f"{case}: {v}" for v in found])
+    assert found == []
