@@ -28,6 +28,7 @@ from watcher.errors import (
     ProviderUnavailable,
     QuotaExhausted,
     RateLimited,
+    StateError,
     WatcherError,
 )
 from watcher.models import AttemptError, ProviderState, SeenFile
@@ -167,3 +168,36 @@ def _setup_stop(batch: Batch, kind: str, said: str) -> WatcherError:
                                    "before spending an attempt")
     return ProviderUnavailable(f"the provider failed {TRANSIENT_STREAK} times in a row (last: {kind}: {said}); "
                                "stopped to save attempts — the next run checks it for free first")
+
+
+def after_answer(batch: Batch, error: AttemptError | None, *, streak: int, half_open: bool,
+                 ) -> tuple[tuple[str, WatcherError] | None, StateError | None, bool]:
+    """Under the pipeline lock, before the answer's outcome is written: the provider state this
+    answer leaves — its failures in a row, a stop's cooldown or breaker, a half-open attempt's
+    breaker closed — written once if it changed (SPEC §13.1, §13.5, §15.5).
+
+    ``streak``: transient failures in a row in this run so far; one remembered from an earlier run
+    counts as well, so this one may be the second in a row. Returns the stop (``None``: the batch
+    goes on), the error that kept the state off the disk, and whether the breaker was closed."""
+    store = batch.store
+    try:
+        state = store.load_provider_state()
+    except StateError as exc:  # quarantined just now: the stop still stops, nothing is remembered
+        transient = error is not None and error.kind in TRANSIENT_KINDS
+        stop = stop_for(batch, ProviderState(), error)[0] if error is not None and stops(error, streak + transient) \
+            else None
+        return stop, exc, False
+    new = provider_state.remember(state, answer_of(error), kind=error.kind if error is not None else "")
+    stop, closed = None, False
+    transient = error is not None and error.kind in TRANSIENT_KINDS
+    if error is not None and stops(error, max(streak, state.transient is not None) + transient):
+        stop, new = stop_for(batch, new, error)
+    elif half_open and not batch.stopped:
+        new, closed = new.model_copy(update={"breaker": None}), True
+    if new == state:
+        return stop, None, closed
+    try:
+        store.save_provider_state(new)
+    except StateError as exc:
+        return stop, exc, closed
+    return stop, None, closed

@@ -21,20 +21,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from watcher import records, seen
-from watcher.errors import (
-    CorruptState,
-    Interrupted,
-    LockBusy,
-    SaveConflict,
-    SaveFailed,
-    StateError,
-    WatcherError,
-)
-from watcher.models import AttemptError, InboxRecord, ProviderState, SeenComment, SeenFile
+from watcher.errors import CorruptState, Interrupted, LockBusy, SaveConflict, SaveFailed, StateError
+from watcher.models import AttemptError, InboxRecord, SeenComment, SeenFile
 from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch, SignalDuringCall
 from watcher.pipeline.calls import Calls, Flight
-from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, answer_of, stop_for, stops
+from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, after_answer
 from watcher.pipeline.plan import Plan, Planned
 from watcher.records import Decision, decide
 from watcher.results import ItemOutcome, ItemResult, ItemVerdict
@@ -302,7 +294,10 @@ def _finish(batch: Batch, flight: Flight, run: _Progress) -> AttemptError | None
     error = answer.error
     try:
         with store.pipeline_lock():
-            stop, unsaved = _provider_after(batch, flight, run, error)  # on disk before the outcome
+            # On disk before the outcome: what the next run must honour survives a failed save.
+            stop, unsaved, closed = after_answer(batch, error, streak=run.streak, half_open=flight.half_open)
+            if closed:
+                run.gate = GO  # the half-open attempt answered: the setup works again
             try:
                 finished = store.write_outcome(flight.reservation, lambda current: records.finish(
                     current, verdict=answer.verdict, error=error, raw=answer.raw, usage=answer.usage,
@@ -340,42 +335,6 @@ def _finish(batch: Batch, flight: Flight, run: _Progress) -> AttemptError | None
     if stop is not None:
         batch.stop(*stop)
     return error
-
-
-def _provider_after(batch: Batch, flight: Flight, run: _Progress, error: AttemptError | None,
-                    ) -> tuple[tuple[str, WatcherError] | None, StateError | None]:
-    """Under the lock, before the outcome: the provider state this answer leaves — its failures in a
-    row, and a stop's cooldown or breaker — written once if it changed (SPEC §13.1, §13.5, §15.5).
-
-    Returns the stop (``None``: the batch goes on) and the error that kept the state off the disk.
-    A transient failure remembered from an earlier run makes this one the second in a row."""
-    store = batch.store
-    try:
-        state = store.load_provider_state()
-    except StateError as exc:
-        return (_stop_without_state(batch, run, error), exc)
-    new = provider_state.remember(state, answer_of(error), kind=error.kind if error is not None else "")
-    stop = None
-    transient = error is not None and error.kind in TRANSIENT_KINDS
-    if error is not None and stops(error, max(run.streak, state.transient is not None) + transient):
-        stop, new = stop_for(batch, new, error)
-    elif flight.half_open and not batch.stopped:
-        new = new.model_copy(update={"breaker": None})  # it answered: the setup works again
-        run.gate = GO
-    if new == state:
-        return stop, None
-    try:
-        store.save_provider_state(new)
-    except StateError as exc:
-        return stop, exc
-    return stop, None
-
-
-def _stop_without_state(batch: Batch, run: _Progress, error: AttemptError | None) -> tuple[str, WatcherError] | None:
-    """The stop an answer makes when the provider state cannot even be read (quarantined just now)."""
-    if error is None or not stops(error, run.streak + (error.kind in TRANSIENT_KINDS)):
-        return None
-    return stop_for(batch, ProviderState(), error)[0]
 
 
 def _interrupted_in_flight(batch: Batch, calls: Calls, signum: int) -> None:

@@ -17,7 +17,8 @@ from watcher import records, seen
 from watcher.config import Paths
 from watcher.errors import UnsafePath
 from watcher.models import COMMENT_ID_SHAPE, InboxRecord, SeenComment, SeenFile
-from watcher.store.durable import read_model, real_directories
+from watcher.store.dirs import real_directories
+from watcher.store.durable import read_model
 
 LoadRecord = Callable[[str], "InboxRecord | None"]
 

@@ -17,7 +17,7 @@ Writes need nothing extra: ``os.replace`` replaces a symlink at the name, never 
 Directories too (SPEC §15.5). A link at ``signals/`` or ``inbox/`` made every write land at its
 target, outside the data dir, with exit 0: so every read and write that is given ``within`` (the
 part of the path the user chose, :attr:`watcher.config.Paths.user_part`) first checks that each
-directory below it is a real one (:func:`real_directories`), and refuses a link there with
+directory below it is a real one (:func:`watcher.store.dirs.real_directories`), and refuses a link there with
 :class:`UnsafePath` naming it, like a link at a state file's own name.
 """
 
@@ -39,49 +39,9 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from watcher.errors import CorruptState, NewerSchema, SaveFailed, UnsafePath
+from watcher.store.dirs import kind_of, link_target, real_directories
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def real_directories(directory: Path, *, below: Path) -> None:
-    """Raise :class:`UnsafePath` unless every directory from ``below`` (excluded) down to
-    ``directory`` (included) is a real directory or does not exist yet (it is made as a real one).
-
-    ``below`` is the user's; what lies under it is watcher's own. One ``lstat`` per level: a state
-    file sits one or two levels under it. A directory swapped for a link between this check and the
-    write is not caught — the locks are cooperative (SPEC §11) — but a planted link never is missed.
-    """
-    try:
-        parts = directory.relative_to(below).parts
-    except ValueError:
-        return  # not under the data dir's chosen part: nothing of ours to judge
-    level = below
-    for part in parts:
-        level = level / part
-        try:
-            st = os.lstat(level)
-        except FileNotFoundError:
-            return  # made later by mkdir, which makes a real directory
-        except OSError as exc:
-            raise UnsafePath(level, f"a directory that cannot be checked ({exc.strerror or exc})",
-                             fix="make it a plain directory again") from exc
-        if stat.S_ISLNK(st.st_mode):
-            raise UnsafePath(level, f"a symbolic link (to {_link_target(level)!r}) where watcher's own directory "
-                             "belongs", fix=_link_fix(level))
-        if not stat.S_ISDIR(st.st_mode):
-            raise UnsafePath(level, f"{_kind_of(st) if not stat.S_ISREG(st.st_mode) else 'a file'} where a "
-                             "directory belongs", fix="move it out of the data dir")
-
-
-# The directories of SPEC §4 under a data dir; any other level is the data dir's own path.
-_STATE_DIRS = frozenset({"inbox", "signals", "locks", "calls", "quarantine"})
-
-
-def _link_fix(level: Path) -> str:
-    if level.name in _STATE_DIRS:
-        return "put the directory itself there (e.g. `rm LINK && mv TARGET LINK`)"
-    return ("put the directory itself there, or set WATCHER_DATA_DIR to the path you mean (a data dir you "
-            "name may be reached through links)")
 
 
 def write_json(path: Path, data: Any, *, within: Path | None = None) -> None:
@@ -328,7 +288,7 @@ def _not_openable(path: Path, exc: OSError) -> _Corrupt:
                              fix="fix the links above it") from exc
         raise CorruptState(path, None, f"cannot be read ({exc})") from exc
     if stat.S_ISLNK(st.st_mode):
-        return _Corrupt(f"a symbolic link (to {_link_target(path)!r}), not a regular file; it was not "
+        return _Corrupt(f"a symbolic link (to {link_target(path)!r}), not a regular file; it was not "
                         "followed, and its target was not touched", st)
     if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
         raise CorruptState(path, None, f"cannot be read ({exc})") from exc
@@ -337,7 +297,7 @@ def _not_openable(path: Path, exc: OSError) -> _Corrupt:
 
 def _not_regular(path: Path, st: os.stat_result) -> _Corrupt:
     if not stat.S_ISDIR(st.st_mode):
-        return _Corrupt(f"{_kind_of(st)}, not a regular file; it was not read", st)
+        return _Corrupt(f"{kind_of(st)}, not a regular file; it was not read", st)
     try:
         entries = len(os.listdir(path))
     except OSError:
@@ -346,22 +306,6 @@ def _not_regular(path: Path, st: os.stat_result) -> _Corrupt:
         held = "entries that could not be listed" if entries < 0 else f"{entries} entr{'y' if entries == 1 else 'ies'}"
         raise UnsafePath(path, f"a directory holding {held}, where a state file belongs")
     return _Corrupt("an empty directory, not a regular file", st)
-
-
-def _kind_of(st: os.stat_result) -> str:
-    mode = st.st_mode
-    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
-        if test(mode):
-            return name
-    return "a special file"
-
-
-def _link_target(path: Path) -> str:
-    try:
-        return os.readlink(path)
-    except OSError:
-        return "?"
 
 
 def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | None = None,

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from watcher.config import Paths
 from watcher.errors import LockBusy, SaveFailed, StateError, UnsafePath
-from watcher.store.durable import real_directories
+from watcher.store.dirs import real_directories
 
 PIPELINE_WAIT_S = 5.0
 # seen.json and the signal counter hold their locks for one read-merge-write: milliseconds.

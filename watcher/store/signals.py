@@ -44,6 +44,7 @@ from watcher.config import Paths
 from watcher.errors import LogReplaced, SaveFailed, StateError, UnsafePath
 from watcher.models import LogIdentity, SignalCursor, SignalState
 from watcher.store import durable
+from watcher.store.dirs import real_directories
 from watcher.store.locks import signals_lock
 from watcher.timeutil import iso
 
@@ -78,7 +79,7 @@ def append(paths: Paths, events: Iterable[Mapping[str, Any]], *, writer: AppendB
     if not payload:
         return
     path = paths.observations
-    durable.real_directories(path.parent, below=paths.user_part)  # the log is never appended through a link
+    real_directories(path.parent, below=paths.user_part)  # the log is never appended through a link
     with signals_lock(paths):
         try:
             (writer or append_bytes)(path, payload)
@@ -395,7 +396,7 @@ def _open_log(paths: Paths) -> int | None:
     """The log open for reading, or ``None`` if there is none. Never follows a symlink and never
     blocks (a FIFO planted there would hang every command, status included); anything but a
     regular file is a :class:`StateError` naming the path."""
-    durable.real_directories(paths.observations.parent, below=paths.user_part)
+    real_directories(paths.observations.parent, below=paths.user_part)
     try:
         fd = os.open(paths.observations, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:

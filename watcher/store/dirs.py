@@ -1,0 +1,72 @@
+"""watcher's own directories under a data dir are real directories, never links (SPEC §13.5, §15.5).
+
+A link planted at ``signals/`` or ``inbox/`` made every write land at its target, outside the data
+dir. The guarded reads and durable writes (:mod:`watcher.store.durable`), the locks, listings and the
+signal log check the directories under the part of the data dir the user chose first
+(:attr:`watcher.config.Paths.user_part`): links above it are the user's to make.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from watcher.errors import UnsafePath
+
+
+def real_directories(directory: Path, *, below: Path) -> None:
+    """Raise :class:`UnsafePath` unless every directory from ``below`` (excluded) down to
+    ``directory`` (included) is a real directory or does not exist yet (it is made as a real one).
+
+    ``below`` is the user's; what lies under it is watcher's own. One ``lstat`` per level: a state
+    file sits one or two levels under it. A directory swapped for a link between this check and the
+    write is not caught — the locks are cooperative (SPEC §11) — but a planted link never is missed.
+    """
+    try:
+        parts = directory.relative_to(below).parts
+    except ValueError:
+        return  # not under the data dir's chosen part: nothing of ours to judge
+    level = below
+    for part in parts:
+        level = level / part
+        try:
+            st = os.lstat(level)
+        except FileNotFoundError:
+            return  # made later by mkdir, which makes a real directory
+        except OSError as exc:
+            raise UnsafePath(level, f"a directory that cannot be checked ({exc.strerror or exc})",
+                             fix="make it a plain directory again") from exc
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafePath(level, f"a symbolic link (to {link_target(level)!r}) where watcher's own directory "
+                             "belongs", fix=_link_fix(level))
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafePath(level, f"{kind_of(st) if not stat.S_ISREG(st.st_mode) else 'a file'} where a "
+                             "directory belongs", fix="move it out of the data dir")
+
+
+# The directories of SPEC §4 under a data dir; any other level is the data dir's own path.
+_STATE_DIRS = frozenset({"inbox", "signals", "locks", "calls", "quarantine"})
+
+
+def _link_fix(level: Path) -> str:
+    if level.name in _STATE_DIRS:
+        return "put the directory itself there (e.g. `rm LINK && mv TARGET LINK`)"
+    return ("put the directory itself there, or set WATCHER_DATA_DIR to the path you mean (a data dir you "
+            "name may be reached through links)")
+
+
+def kind_of(st: os.stat_result) -> str:
+    mode = st.st_mode
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
