@@ -437,7 +437,8 @@ def _parse(args: Sequence[str]) -> argparse.Namespace:
         prog="watcher-bridge mcp",
         description="Serve the watcher commands as MCP tools over stdio (for Codex and Claude Code).")
     parser.add_argument("--data-dir", type=Path, default=None,
-                        help="Data directory [env WATCHER_DATA_DIR; default ./data].")
+                        help="Data directory [env WATCHER_DATA_DIR; default the user's data directory, "
+                             "~/.local/share/devto-watcher on Linux].")
     parser.add_argument("--verbose", "-v", action="store_true", help="Log each request on stderr.")
     return parser.parse_args(list(args))
 

@@ -119,7 +119,7 @@ def start(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = N
     return ForkedProcess(command(entry, *args), MODULES[entry], child_env)
 
 
-def run_main(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None,
+def run_main(entry: str, *args: str, data_dir: Path | None, env: dict[str, str] | None = None,
              ) -> subprocess.CompletedProcess[str]:
     """:func:`run` in this process: the entry point's own ``main`` (``watcher.cli.main`` or
     ``bridge.cli.main``) with these arguments, its stdout, stderr and exit code captured.
@@ -127,6 +127,7 @@ def run_main(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None 
     The whole front end runs (option parsing, the core, rendering, the exit code it raises);
     only the interpreter start (~0.35 s of CPU a process) is saved. For tests about the answer,
     not about the process: fault hooks, kills and concurrent runs need :func:`run`/:func:`start`.
+    ``data_dir=None``: no WATCHER_DATA_DIR at all (the default data dir).
     """
     from typer.testing import CliRunner
 
@@ -135,8 +136,9 @@ def run_main(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None 
 
     main = {"cli": cli_main, "bridge": bridge_main}[entry]
     # The variables env_for gives a child; the autouse fixture already cleared WATCHER_*, DEVTO_* and keys.
-    with CliRunner().isolation(env={"WATCHER_DATA_DIR": str(data_dir), "NO_COLOR": "1", **(env or {})}) as (
-            out, err, _both):
+    variables: dict[str, str | None] = {"WATCHER_DATA_DIR": str(data_dir) if data_dir else None, "NO_COLOR": "1",
+                                        **(env or {})}
+    with CliRunner().isolation(env=variables) as (out, err, _both):
         try:
             main(list(args))
             code = 0

@@ -18,13 +18,17 @@ _EXACT = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Clear WATCHER_*/DEVTO_*/provider keys and point WATCHER_DATA_DIR at a fresh tmp dir."""
+    """Clear WATCHER_*/DEVTO_*/provider keys and point WATCHER_DATA_DIR at a fresh tmp dir, and
+    XDG_DATA_HOME at another: the default data dir (the user's, SPEC §15.5) is then inside tmp_path
+    too, for this process and every process it starts, so a test of the default never reaches the
+    real one."""
     for name in list(os.environ):
         if name.startswith(_PREFIXES) or name in _EXACT:
             monkeypatch.delenv(name, raising=False)
     data = tmp_path / "data"
     data.mkdir()
     monkeypatch.setenv("WATCHER_DATA_DIR", str(data))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     # The working directory too: ./data and the demo's ./data/demo then resolve inside tmp_path,
     # for this process and every subprocess it starts, so no test can touch the checkout's data/.
     monkeypatch.chdir(tmp_path)

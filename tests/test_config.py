@@ -25,11 +25,13 @@ def test_defaults_are_offline_with_60_s_timeout(data_dir: Path) -> None:
         "offline", PROVIDERS["offline"].default_model, 60.0, None, True)
 
 
-def test_default_data_dir_is_dot_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With neither --data-dir nor WATCHER_DATA_DIR, the data dir is ./data (here: a tmp cwd), held
-    as an absolute path so every message names the one directory meant (SPEC §13.4)."""
+def test_default_data_dir_is_the_users_data_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With neither --data-dir nor WATCHER_DATA_DIR, the data dir is the user's data directory
+    (SPEC §15.5; here the test's XDG_DATA_HOME), whatever the working directory, held as an absolute
+    path so every message names the one directory meant (SPEC §13.4)."""
     monkeypatch.chdir(tmp_path)
-    assert load_settings(env={}).data_dir == tmp_path / "data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert load_settings(env={}).data_dir == tmp_path / "xdg" / "devto-watcher"
 
 
 def test_every_setting_is_explained_in_the_help() -> None:

@@ -177,8 +177,9 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
     @app.callback()
     def _global(
         ctx: typer.Context,
-        data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Data directory "
-                                                      "[env WATCHER_DATA_DIR; default ./data].")] = None,
+        data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Data directory [env WATCHER_DATA_DIR; "
+                                                      "default the user's data directory, "
+                                                      "~/.local/share/devto-watcher on Linux].")] = None,
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Say more on stderr.")] = False,
         version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                               help="Print the version and exit.")] = False,

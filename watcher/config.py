@@ -39,7 +39,8 @@ _ENV_KEYS = {
 
 # What `watcher --help` says of each variable (a test checks every one above is here).
 SETTINGS_HELP = {
-    "WATCHER_DATA_DIR": "data directory (also --data-dir); default ./data",
+    "WATCHER_DATA_DIR": "data directory (also --data-dir); default the user's data directory "
+                        "($XDG_DATA_HOME/devto-watcher, else ~/.local/share/devto-watcher; the platform's on others)",
     "WATCHER_PROVIDER": "openai (or any OpenAI-compatible server: Ollama, vLLM, llama.cpp), anthropic, "
                         "offline (the built-in heuristic), or agent (the agent you work with gives the verdicts "
                         "over MCP claim/submit, no key); required to scan",
@@ -162,6 +163,8 @@ class Settings:
     provider_defaulted: bool = False
     # The part of data_dir the user chose (Paths.chosen); None: all of it.
     data_dir_chosen: Path | None = None
+    # True when nothing named a data dir and the user's data directory stands in (SPEC §15.5).
+    data_dir_defaulted: bool = False
 
     @property
     def paths(self) -> Paths:
@@ -197,6 +200,20 @@ class Settings:
 
 
 DEMO_DIR = Path("data") / "demo"
+# Where the default data dir used to be: the working directory's ./data (SPEC §15.5). A run that
+# finds state there and none in the default says how to move it.
+OLD_DEFAULT_DIR = Path("data")
+APP_NAME = "devto-watcher"
+
+
+def default_data_dir() -> Path:
+    """The user's data directory for watcher: ``$XDG_DATA_HOME/devto-watcher``, else
+    ``~/.local/share/devto-watcher`` on Linux; the platform's own elsewhere (platformdirs). One
+    per user, whatever directory a run starts in — with ``./data`` every working directory (cron's
+    ``$HOME``, a checkout, an agent's workspace) had a 3-attempt budget of its own."""
+    from platformdirs import user_data_dir  # only when no data dir was named
+
+    return Path(user_data_dir(APP_NAME, appauthor=False)).absolute()
 
 
 def demo_settings(data_dir: Path | str | None = None) -> Settings:
@@ -225,8 +242,9 @@ def load_settings(
     # Absolute from here on: every message and `status` names the one directory meant, whatever
     # directory a later reader of the output is in (SPEC §13.4).
     given = data_dir or env.get("WATCHER_DATA_DIR")
-    root = Path(given or "./data").expanduser().absolute()
-    chosen = root if given else root.parent  # the default's own directory is watcher's
+    root = Path(given).expanduser().absolute() if given else default_data_dir()
+    # A data dir the user named is theirs, links and all; in the default, devto-watcher/ is watcher's.
+    chosen = root if given else root.parent
     file_values = _read_config_file(Paths(root).config_file)
 
     values: dict[str, Any] = {}
@@ -237,7 +255,7 @@ def load_settings(
             values[key] = env[env_name]
         elif key in file_values:
             values[key] = file_values[key]
-    return _build(root, values, env, chosen)
+    return _build(root, values, env, chosen, defaulted=not given)
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -260,7 +278,8 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], chosen: Path) -> Settings:
+def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], chosen: Path, *,
+           defaulted: bool) -> Settings:
     spec = provider_spec(str(values.get("provider", "offline")).strip().lower())
     provider = spec.name
     # A missing key is not an error here: status, inbox, show, mark and signals never need one
@@ -287,6 +306,7 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], chosen: P
         backlog_days=_days(values.get("backlog_days", 14)),
         provider_defaulted="provider" not in values,
         data_dir_chosen=chosen,
+        data_dir_defaulted=defaulted,
     )
 
 

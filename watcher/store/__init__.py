@@ -62,6 +62,13 @@ class Store(Protocol):
     def exists(self) -> bool:
         """Whether the data directory exists at all (a read view on a missing one says so)."""
 
+    def state_entries(self) -> list[Path]:
+        """The files and directories of SPEC §4 present in the data directory, lock files aside
+        (what moving a data dir moves); empty where it holds no watcher state."""
+
+    def holds_state(self) -> bool:
+        """Whether the data directory holds an index or an inbox (someone's comments and marks)."""
+
     def writable(self) -> tuple[Path, OSError | None]:
         """The data directory, or its nearest existing parent, and why nothing can be created there
         (``None``: it can) — ``watcher check``'s free test, which writes no state."""

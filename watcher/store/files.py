@@ -42,6 +42,15 @@ class FileStore:
     def exists(self) -> bool:
         return self._paths.root.exists()
 
+    def state_entries(self) -> list[Path]:
+        paths = self._paths
+        names = (paths.inbox, paths.seen, paths.provider_state, paths.observations, paths.signals_dir,
+                 paths.quarantine, paths.config_file)
+        return [path for path in names if os.path.lexists(path)]
+
+    def holds_state(self) -> bool:
+        return os.path.lexists(self._paths.inbox) or os.path.lexists(self._paths.seen)
+
     def writable(self) -> tuple[Path, OSError | None]:
         existing = self._paths.root
         while not existing.exists() and existing != existing.parent:
