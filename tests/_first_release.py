@@ -19,6 +19,9 @@ from filelock import FileLock
 
 COMMIT = "e0b6a47f582931e19971e724f114c9746ae2fbac"
 REPO = Path(__file__).resolve().parent.parent
+# The opt-in lane (building the release costs ~10 s a session): asked for, or the long reliability lane.
+LANE = (os.environ.get("WATCHER_CROSS_VERSION") == "1"
+        or os.environ.get("WATCHER_RELIABILITY", "").lower() == "long")
 
 
 def available() -> str | None:
@@ -29,6 +32,18 @@ def available() -> str | None:
     except OSError as exc:
         return f"git is not available ({exc})"
     return None if found.returncode == 0 else f"commit {COMMIT[:12]} is not in this clone (shallow?)"
+
+
+def for_session(tmp_path_factory: object) -> Path:
+    """The first release's ``bin/`` for this test session; skips the test where it cannot be built."""
+    import pytest
+
+    why = available()
+    if why is not None:
+        pytest.skip(why)
+    base = Path(tmp_path_factory.getbasetemp())  # type: ignore[attr-defined]
+    # Under xdist every worker has a basetemp of its own inside the session's: build once for all.
+    return installed(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
 
 
 def installed(cache: Path) -> Path:

@@ -9,15 +9,15 @@ release reads what the first one wrote without rewriting it.
 
 Building the first release (``git archive``, a venv, ``pip install --no-deps``) costs ~10 s once per
 session, so this lane is opt-in: ``WATCHER_CROSS_VERSION=1 .venv/bin/python -m pytest -q
-tests/test_cross_version.py`` (the long reliability lane, ``WATCHER_RELIABILITY=long``, runs it too).
-``tests/test_formats.py`` pins the version logic in the quick lane.
+tests/test_cross_version.py`` (the long reliability lane, ``WATCHER_RELIABILITY=long``, runs it too,
+and the soak then runs the first release beside its workers). ``tests/test_formats.py`` pins the
+version logic in the quick lane.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -27,8 +27,7 @@ from _proc import run_main, write_export
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(os.environ.get("WATCHER_CROSS_VERSION") != "1"
-                       and os.environ.get("WATCHER_RELIABILITY", "").lower() != "long",
+    pytest.mark.skipif(not _first_release.LANE,
                        reason="opt-in lane: WATCHER_CROSS_VERSION=1 (builds the first release, ~10 s)"),
 ]
 
@@ -39,11 +38,7 @@ OFFLINE = {"WATCHER_PROVIDER": "offline"}
 @pytest.fixture(scope="session")
 def first_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The first release's bin/, built once per session (shared by xdist workers)."""
-    why = _first_release.available()
-    if why is not None:
-        pytest.skip(why)
-    base = tmp_path_factory.getbasetemp()
-    return _first_release.installed(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
+    return _first_release.for_session(tmp_path_factory)
 
 
 def old(bin_dir: Path, *args: str, data_dir: Path, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -17,11 +17,13 @@ import json
 import os
 import random
 import signal
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import _first_release
 import pytest
 from _fake_provider import VERDICT, FakeProvider, running_fake
 from _proc import envelope, run, start, write_export
@@ -149,6 +151,28 @@ def _agent(soak: Soak) -> None:
         soak.ops += ops
 
 
+def _first_release_beside(soak: Soak, bin_dir: Path) -> None:
+    """Version skew (SPEC §15.5): the first release runs status, inbox, show, scan, recheck and
+    signals at random beside the workers, with its offline classifier. It may run on what only it
+    wrote (version 1 files, before this release wrote one) and must otherwise exit 5 refusing a
+    newer file — never quarantine, never drop a mark (the final check sees both)."""
+    rng = random.Random(20261201)
+    ops = 0
+    while time.monotonic() < soak.deadline or ops < MIN_OPS:
+        args = rng.choice([["status"], ["inbox", "--all"], ["show", rng.choice(LABELS)], ["signals"],
+                           ["scan", "--source", str(soak.export), "--limit", "2"], ["recheck", "--limit", "2"]])
+        done = subprocess.run([str(bin_dir / "watcher"), *args], capture_output=True, text=True, timeout=120,
+                              env=_first_release.env(soak.data, WATCHER_PROVIDER="offline"), check=False)
+        ops += 1
+        said = done.stdout + done.stderr
+        refused = done.returncode == 5 and "has schema_version 2" in said and "left untouched" in said
+        unknown = done.returncode == 2 and args[0] in ("show", "recheck")  # not discovered yet
+        if done.returncode not in (0, 4) and not refused and not unknown:
+            soak.note(f"first release {' '.join(args[:1])} exited {done.returncode}: {said[-300:]}")
+    with soak.lock:
+        soak.ops += ops
+
+
 def _monitor(soak: Soak, stop: threading.Event) -> None:
     """Sample the data dir while everything runs: nothing a sample promised may be taken back."""
     previous = None
@@ -167,10 +191,12 @@ def _monitor(soak: Soak, stop: threading.Event) -> None:
         previous = now
 
 
-def test_concurrent_runs_from_both_entrypoints_keep_every_promise(tmp_path: Path) -> None:
+def test_concurrent_runs_from_both_entrypoints_keep_every_promise(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Random scan/recheck/mark/signals from watcher and watcher-bridge, an agent claiming and submitting,
-    random provider failures and kills: afterwards ≤ 3 calls + claims per comment, each reserved first,
-    marks kept, counts match the log."""
+    random provider failures and kills — and, in the cross-version lane, the first release beside them:
+    afterwards ≤ 3 calls + claims per comment, each reserved first, marks kept, counts match the log."""
+    old_release = _first_release.for_session(tmp_path_factory) if _first_release.LANE else None
     data = tmp_path / "rig"
     with running_fake() as fake:
         fake.slow_s = 0.3
@@ -180,6 +206,8 @@ def test_concurrent_runs_from_both_entrypoints_keep_every_promise(tmp_path: Path
         monitor = threading.Thread(target=_monitor, args=(soak, stop))
         workers = [threading.Thread(target=_worker, args=(soak, n)) for n in range(WORKERS)]
         workers.append(threading.Thread(target=_agent, args=(soak,)))
+        if old_release is not None:
+            workers.append(threading.Thread(target=_first_release_beside, args=(soak, old_release)))
         for thread in [monitor, *workers]:
             thread.start()
         for thread in workers:
