@@ -88,7 +88,7 @@ DryRun = Annotated[bool, Field(
 Source = Annotated[str | None, Field(
     description="'devto' (needs DEVTO_USERNAME or DEVTO_API_KEY in the server's environment), or the path of a "
                 "Forem-format export file on this machine. Omitted: dev.to; without a dev.to account that is "
-                "exit_code 2.")]
+                "exit_code 2. Not 'sample': the bundled demo is `watcher demo`, in a terminal.")]
 IdItem = Annotated[str, Field(json_schema_extra={"pattern": ID_PATTERN})]
 Ids = Annotated[list[IdItem] | None, Field(
     description="Only these comment ids. Omitted: every failed or interrupted comment, oldest first.")]
@@ -313,6 +313,10 @@ def build_server(*, data_dir: Path | None = None, verbose: bool = False) -> Watc
 
     async def scan(ctx: ToolContext, limit: Limit = DEFAULT_LIMIT, dry_run: DryRun = False,
                    source: Source = None) -> CallToolResult:
+        if source == commands.SAMPLE:
+            # SPEC §15.4: the sample's comments go to the demo's own data dir, which this server's
+            # inbox and show never read; the person runs `watcher demo` instead.
+            return _usage("scan", mcp_text.SAMPLE_REFUSED)
         return await run.tool("scan", lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source),
                               report=_progress_of(ctx))
 
