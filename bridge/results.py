@@ -179,6 +179,8 @@ class PublicSettings(_Open):
     model: str
     base_url: str | None
     api_key_set: bool
+    api_key_from: str | None = Field(default=None, description="The variable (or config file) the key came from; "
+                                     "never the key.")
     timeout_s: float
     offline: bool
     provider_defaulted: bool

@@ -243,3 +243,28 @@ def test_check_lists_every_free_check_in_order_and_exits_with_the_first_failure(
                       ("data_dir", True)]
     assert (result.exit_code, doc["error"]["kind"]) == (2, "config")
     assert "DEVTO_USERNAME is not set" in doc["error"]["message"]
+
+
+def test_status_and_check_name_the_variable_the_key_came_from_never_the_key(data_dir: Path) -> None:
+    """ANTHROPIC_API_KEY (what Claude Code hands the servers it starts): status --json names it, the human
+    status says "key: from ANTHROPIC_API_KEY", check's api_key line too; the key itself appears nowhere."""
+    key = "sk-ant-status-never-shown"
+    env = {"WATCHER_PROVIDER": "anthropic", "ANTHROPIC_API_KEY": key,
+           "WATCHER_BASE_URL": "http://127.0.0.1:9"}  # a closed port: check's probe fails fast, offline
+    status = invoke("status", "--json", env=env)
+    assert json.loads(status.stdout)["result"]["settings"]["api_key_from"] == "ANTHROPIC_API_KEY"
+    human = invoke("status", env=env)
+    assert "key:       from ANTHROPIC_API_KEY (never shown)" in human.stdout
+    check = json.loads(invoke("check", "--json", env=env).stdout)
+    line = next(c for c in check["result"]["checks"] if c["name"] == "api_key")
+    assert line["ok"] and line["detail"] == "set (never shown), from ANTHROPIC_API_KEY"
+    for text in (status.stdout, human.stdout, human.stderr, json.dumps(check)):
+        assert key not in text
+
+
+def test_an_unexpanded_setting_stops_status_with_exit_2_naming_it(data_dir: Path) -> None:
+    """DEVTO_USERNAME="${DEVTO_USERNAME}" (a client passed it literally): status exits 2 and says which."""
+    result = invoke("status", "--json", env={"DEVTO_USERNAME": "${DEVTO_USERNAME}"})
+    doc = json.loads(result.stdout)
+    assert (result.exit_code, doc["error"]["kind"]) == (2, "config")
+    assert doc["error"]["message"].startswith("DEVTO_USERNAME is the unexpanded text ${DEVTO_USERNAME}")

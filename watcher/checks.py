@@ -74,7 +74,7 @@ def _key(settings: Settings) -> Check:
                      "(cron: a private env file; Codex: env_vars in config.toml)", exc)
     if settings.api_key is None:
         return Check("api_key", True, f"{settings.provider} needs no key")
-    return Check("api_key", True, "set (never shown)")
+    return Check("api_key", True, f"set (never shown), from {settings.api_key_from}")
 
 
 def _provider(settings: Settings, factory: Callable[[Settings], Provider] | None) -> Check:

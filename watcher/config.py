@@ -9,6 +9,7 @@ of the settings never shows them.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -144,6 +145,9 @@ class Settings:
     backlog_days: int = 14
     # True when nothing chose a provider and the offline classifier stands in.
     provider_defaulted: bool = False
+    # Where the key came from (a variable's name, the config file, the command line), never the
+    # key: a client may hand the server a key of its own (SPEC §15.3, §15.4).
+    api_key_from: str | None = None
 
     @property
     def paths(self) -> Paths:
@@ -168,6 +172,7 @@ class Settings:
             "model": self.model,
             "base_url": self.base_url or None,
             "api_key_set": self.api_key is not None,
+            "api_key_from": self.api_key_from if self.api_key is not None else None,
             "timeout_s": self.timeout,
             "offline": self.provider == "offline",
             "provider_defaulted": self.provider_defaulted,
@@ -202,18 +207,43 @@ def load_settings(
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     # Absolute from here on: every message and `status` names the one directory meant, whatever
     # directory a later reader of the output is in (SPEC §13.4).
+    if not data_dir:
+        _refuse_unexpanded("WATCHER_DATA_DIR", env.get("WATCHER_DATA_DIR"))
     root = Path(data_dir or env.get("WATCHER_DATA_DIR") or "./data").expanduser().absolute()
-    file_values = _read_config_file(Paths(root).config_file)
+    config_file = Paths(root).config_file
+    file_values = _read_config_file(config_file)
 
     values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
     for env_name, key in _ENV_KEYS.items():
         if key in overrides:
-            values[key] = overrides[key]
+            values[key], origin[key] = overrides[key], "the command line"
         elif env.get(env_name, "") != "":
-            values[key] = env[env_name]
+            values[key], origin[key] = env[env_name], env_name
         elif key in file_values:
-            values[key] = file_values[key]
-    return _build(root, values, env)
+            values[key], origin[key] = file_values[key], f"{config_file} ({key})"
+        if key in values:
+            _refuse_unexpanded(origin[key], values[key])
+    return _build(root, values, env, origin)
+
+
+# `${NAME}` or `${NAME:-default}`, as the clients' config files write a variable to expand.
+_UNEXPANDED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
+
+
+def _refuse_unexpanded(setting: str, value: Any) -> None:
+    """Raise :class:`ConfigError` (exit 2) when ``value`` holds a ``${NAME}`` nobody expanded.
+
+    Claude Code passes an MCP server's ``"env": {"X": "${X}"}`` through literally when X is not
+    set where it runs (seen with 2.1.197): the server would watch the dev.to user "${DEVTO_USERNAME}"
+    or send "${OPENAI_API_KEY}" as a key. Only the ``${…}`` is quoted, never the rest of the value
+    (it may be part of a key)."""
+    if not isinstance(value, str) or (match := _UNEXPANDED.search(value)) is None:
+        return
+    name = match.group(1)
+    raise ConfigError(f"{setting} is the unexpanded text {match.group(0)}: the client that started watcher passed it "
+                      f"on literally, as {name} is not set where that client runs — set {name} there (or write the "
+                      "value itself in the client's config)")
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -236,12 +266,17 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _build(root: Path, values: dict[str, Any], env: Mapping[str, str]) -> Settings:
+def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], origin: Mapping[str, str]) -> Settings:
     spec = provider_spec(str(values.get("provider", "offline")).strip().lower())
     provider = spec.name
     # A missing key is not an error here: status, inbox, show, mark and signals never need one
     # (a Codex shell strips *KEY* variables); commands that call the model ask require_key().
-    api_key = values.get("api_key") or spec.fallback_key(env)
+    api_key, api_key_from = values.get("api_key"), origin.get("api_key")
+    if not api_key:
+        api_key_from = spec.fallback_key_var(env)
+        api_key = spec.fallback_key(env)
+        if spec.is_remote and api_key_from:
+            _refuse_unexpanded(api_key_from, api_key)
     devto_key = values.get("devto_api_key") or None
     for key in ("api_key", "devto_api_key"):
         if key in values and not isinstance(values[key], str):
@@ -260,6 +295,7 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str]) -> Settin
         include_own_comments=_bool(values.get("include_own_comments", False)),
         backlog_days=_days(values.get("backlog_days", 14)),
         provider_defaulted="provider" not in values,
+        api_key_from=api_key_from if api_key and spec.is_remote else None,
     )
 
 

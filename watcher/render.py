@@ -172,6 +172,8 @@ def _status(doc: dict[str, Any]) -> None:
         provider += " — the agent you work with gives the verdicts (MCP claim/submit, or `watcher claim`)"
     _out.print(f"data dir:  {s['data_dir']}")
     _out.print(f"provider:  {provider}")
+    if s.get("api_key_from"):
+        _out.print(f"key:       from {s['api_key_from']} (never shown)")
     _out.print(f"comments:  {doc['comments']} on {doc['articles']} article(s)")
     _out.print("states:    " + ", ".join(f"{k} {v}" for k, v in doc["states"].items()))
     _out.print("triage:    " + ", ".join(f"{k} {v}" for k, v in doc["triage"].items()))
