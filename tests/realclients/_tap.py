@@ -9,7 +9,8 @@ how each client stops its servers. ``TAP_DELAY_S`` in the environment delays the
 (a slow server, for the start-up checks).
 
 Faithful except for one case: a SIGKILL of the tap alone leaves the server with its stdin
-closed instead of killed. A kill of the process group reaches both.
+closed instead of killed. A kill of the process group reaches both. The start record also
+lists the names (never the values) of the variables the client gave the server.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def main(argv: list[str]) -> int:
         log({"event": "delay", "seconds": delay})
         time.sleep(delay)
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    log({"event": "start", "pid": child.pid})
+    # The names of the variables the client gave the server (never their values).
+    log({"event": "start", "pid": child.pid, "env": sorted(os.environ)})
 
     def forward(signum: int, _frame: Any) -> None:
         log({"event": "signal", "signum": signum})

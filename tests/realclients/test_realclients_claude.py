@@ -248,6 +248,9 @@ def test_claude_agent_mode_claim_then_submit_leaves_the_verdict_on_disk(ws: Work
     submitted = _doc(model.result(2).text)
     assert (submitted["exit_code"], submitted["result"]["outcome"]) == (0, "verdict"), submitted
     assert_agent_verdict_on_disk(ws.inbox_records(), model.result(1))
+    slash = ws.claude(model.base_url, "/mcp__devto-watcher__reply-session", extra=WAIT)
+    assert slash.code == 0 and slash.json_out()["result"] != "Unknown command: /mcp__devto-watcher__reply-session"
+    assert "prompts/get" in methods(ws.wire())
 
 
 def _timed_server(ws: Workspace, provider_doc: dict[str, str], timeout_ms: int) -> None:

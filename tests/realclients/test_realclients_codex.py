@@ -28,6 +28,11 @@ from _scenarios import (
 
 from bridge.mcp_text import INSTRUCTIONS
 
+# About as many variables as Codex 0.171.0 gives a stdio MCP server besides its env (the tap saw
+# PATH, HOME, the locale, the shell, TMPDIR and the CA bundle paths).
+BASIC_ENV = {"HOME", "LANG", "LC_ALL", "LOGNAME", "PATH", "PWD", "SHELL", "TERM", "TMPDIR", "USER", "SSL_CERT_FILE",
+             "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT", "TZ",
+             "XDG_RUNTIME_DIR"}
 TOOLS = {"scan", "recheck", "status", "inbox", "show", "mark", "signals", "check", "claim", "submit"}
 CODEX_BLOCKS = sorted(loaded("codex-config") | loaded("codex-add") | loaded("codex-extra"))
 
@@ -140,6 +145,11 @@ def test_codex_passes_no_key_without_env_vars(ws: Workspace, model: FakeModel) -
     session = ws.codex("status?", extra={"OPENAI_API_KEY": LANE_OPENAI_KEY})
     assert session.code == 0, session.why()
     assert _envelope(model.result(0).text)["result"]["settings"]["api_key_set"] is False  # type: ignore[index]
+    given = set(next(r["env"] for r in ws.wire() if r.get("event") == "start"))
+    assert {"PATH", "HOME"} <= given and "OPENAI_API_KEY" not in given, sorted(given)
+    # Only basic variables besides the block's env: no *KEY*, *TOKEN*, *SECRET* of Codex's own.
+    assert not [v for v in given if any(w in v for w in ("KEY", "TOKEN", "SECRET"))], sorted(given)
+    assert len(given - {"WATCHER_DATA_DIR", "WATCHER_PROVIDER"}) <= len(BASIC_ENV), sorted(given)
 
 
 def test_codex_exec_declines_what_needs_approval_and_runs_what_is_approved(ws: Workspace, model: FakeModel) -> None:
@@ -258,3 +268,16 @@ approval_mode = "approve"
         assert provider.started, "no model call was in flight"
         assert wire_events(wire)[:2] == ["SIGTERM", "stdin_closed"], wire_events(wire)
         assert reserved(ws.inbox_records()) == [], f"left reserved after the session: {reserved(ws.inbox_records())}"
+
+
+def test_codex_reads_a_projects_config_only_once_the_project_is_trusted(ws: Workspace, model: FakeModel) -> None:
+    """The documented block as <project>/.codex/config.toml: ignored in an untrusted project, used with
+    --trust (what accepting the trust prompt records)."""
+    ws.write_codex_config(model.base_url, "")
+    (ws.project / ".codex").mkdir()
+    (ws.project / ".codex" / "config.toml").write_text(ws.placed(block("codex-watcher").text))
+    assert ws.codex("hello").code == 0
+    assert model.watcher_tools(model.first_turn()) == {}
+    model.turns.clear()
+    assert ws.codex("hello", extra_args=["--trust"]).code == 0
+    assert set(model.watcher_tools(model.first_turn())) == TOOLS
