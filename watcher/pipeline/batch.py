@@ -47,6 +47,12 @@ class Hooks:
     make_provider: Callable[[Settings], Provider] | None = None
     make_store: Callable[[Paths], Store] | None = None
     make_source: Callable[[str], Source] | None = None
+    # A front end that is not the main thread (the MCP server runs batches in worker threads):
+    # ``cancelled`` — the client cancelled the call: start no further call, let the calls out finish
+    # and be saved; ``aborted`` — the process is going (SIGINT, SIGTERM, stdin closed): the signal
+    # number, and every call out is closed as interrupted at once (SPEC §15.4).
+    cancelled: Callable[[], bool] | None = None
+    aborted: Callable[[], int | None] | None = None
     # "Now" for leases (SPEC §14): when a claim's lease ends, whether one has ended. A test moves
     # the clock past a lease instead of sleeping 15 minutes.
     clock: Callable[[], datetime] | None = None

@@ -21,7 +21,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from watcher import records, seen
-from watcher.errors import CorruptState, Interrupted, LockBusy, SaveConflict, SaveFailed, StateError
+from watcher.errors import (
+    Cancelled,
+    CorruptState,
+    Interrupted,
+    LockBusy,
+    SaveConflict,
+    SaveFailed,
+    StateError,
+)
 from watcher.models import AttemptError, InboxRecord, SeenComment, SeenFile
 from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch, SignalDuringCall
@@ -165,6 +173,7 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
             while calls.in_flight and (len(calls.in_flight) >= calls.capacity or run.gate.mode == "half_open"):
                 _collect(batch, calls, run)
             begun = position + 1
+            _front_end_stop(batch)
             if batch.interrupted is not None and not batch.stopped:
                 batch.stop("interrupted", Interrupted(batch.interrupted))
             if batch.stopped:
@@ -191,6 +200,16 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
         # Nothing needed a call this time, but the run still says it may not call (SPEC §7.2,
         # §13.1): a cron job must not mistake "no calls allowed" for "all caught up".
         batch.stop(run.gate.stop, run.gate.error)
+
+
+def _front_end_stop(batch: Batch) -> None:
+    """The MCP client cancelled the call (no further call; SPEC §15.4), or the server is going
+    (as a signal would: every call out is closed as interrupted)."""
+    hooks = batch.run.hooks
+    if hooks.aborted is not None and (signum := hooks.aborted()) is not None:
+        batch.interrupted = batch.interrupted or signum
+    if hooks.cancelled is not None and not batch.stopped and hooks.cancelled():
+        batch.stop("cancelled", Cancelled())
 
 
 class _Progress:
@@ -272,7 +291,7 @@ def live_call(batch: Batch, record: InboxRecord) -> bool:
 def _collect(batch: Batch, calls: Calls, run: _Progress) -> None:
     """Wait for the next answer and write its outcome under the lock (steps 4.8–4.10)."""
     with batch.waiting_for_calls():
-        flight = calls.next_done()
+        flight = calls.next_done(batch.run.hooks.aborted)
     out = len(calls.in_flight)
     error = _finish(batch, flight, run)
     if run.gate.mode == "go":
