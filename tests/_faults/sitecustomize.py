@@ -309,6 +309,9 @@ def _install_lock_log(path: str) -> None:
 
     @contextmanager
     def pipeline_lock(self: Any, **kwargs: Any) -> Iterator[None]:
+        import inspect
+
+        where = "/".join(f.function for f in inspect.stack()[2:5])
         began = time.monotonic()
         with real_lock(self, **kwargs):
             got = time.monotonic()
@@ -318,7 +321,7 @@ def _install_lock_log(path: str) -> None:
                 held = time.monotonic() - got
                 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
                 try:
-                    os.write(fd, f"{got - began:.6f} {held:.6f} {' '.join(sys.argv[1:3])}\n".encode())
+                    os.write(fd, f"{got - began:.6f} {held:.6f} {' '.join(sys.argv[1:3])} {where}\n".encode())
                 finally:
                     os.close(fd)
 
