@@ -309,9 +309,12 @@ def _install_lock_log(path: str) -> None:
 
     @contextmanager
     def pipeline_lock(self: Any, **kwargs: Any) -> Iterator[None]:
-        import inspect
-
-        where = "/".join(f.function for f in inspect.stack()[2:5])
+        caller = sys._getframe(2)  # who took it, for the log: the pipeline step, its caller, theirs
+        names = []
+        while caller is not None and len(names) < 3:
+            names.append(caller.f_code.co_name)
+            caller = caller.f_back
+        where = "/".join(names)
         began = time.monotonic()
         with real_lock(self, **kwargs):
             got = time.monotonic()
