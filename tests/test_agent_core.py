@@ -86,7 +86,7 @@ def test_scan_with_agent_makes_no_call_and_leaves_comments_pending(data_dir: Pat
                                 lambda c: commands.scan(c, source=str(export)))
     assert envelope.exit_code == 0, envelope.error
     assert planned == [0]  # the progress a front end shows: no model call planned
-    result = envelope.result
+    result = envelope.to_json()["result"]
     assert (result["calls"], result["for_agent"], result["items"], result["provider"]) == (0, 2, [], "agent")
     assert [records.state_of(_record(data_dir, cid)) for cid in ("aa1", "bb2")] == ["pending", "pending"]
     assert _status_of(data_dir, "aa1") == ("pending", 0)
@@ -98,7 +98,7 @@ def test_recheck_with_agent_leaves_failed_comments_for_the_agent(data_dir: Path,
     _claim(data_dir)
     _submit(data_dir, "aa1", 1, INVALID)
     envelope = commands.execute("recheck", _ctx(data_dir), lambda c: commands.recheck(c))
-    assert envelope.exit_code == 0 and (envelope.result["for_agent"], envelope.result["calls"]) == (1, 0)
+    assert envelope.exit_code == 0 and (envelope.result.for_agent, envelope.result.calls) == (1, 0)
     assert len(_record(data_dir, "aa1").attempts) == 1
 
 
@@ -108,7 +108,7 @@ def test_scan_with_agent_is_not_stopped_by_a_cooldown_or_a_breaker(data_dir: Pat
 
     write_cooldown(_ctx(data_dir).store, 3600, reason="rate_limited: left by openai")
     envelope = _scan(data_dir, tmp_path, ["aa1"])
-    assert envelope.exit_code == 0 and envelope.result["for_agent"] == 1 and envelope.result["stopped"] is None
+    assert envelope.exit_code == 0 and envelope.result.for_agent == 1 and envelope.result.stopped is None
 
 
 def test_a_dry_run_with_agent_counts_what_waits_for_the_agent(data_dir: Path, tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_a_dry_run_with_agent_counts_what_waits_for_the_agent(data_dir: Path, tm
     _scan(data_dir, tmp_path, ["aa1"])
     envelope = commands.execute("scan", _ctx(data_dir), lambda c: commands.scan(
         c, source=str(tmp_path / "export.json"), dry_run=True))
-    assert (envelope.result["would_call"], envelope.result["for_agent"]) == ([], 1)
+    assert (envelope.result.would_call, envelope.result.for_agent) == ([], 1)
 
 
 # ---- claim ----------------------------------------------------------------------------------------
@@ -133,14 +133,14 @@ def test_claim_reserves_one_attempt_durably_with_a_lease(data_dir: Path, tmp_pat
     assert (on_disk[0]["provider"], on_disk[0]["command"], on_disk[0]["entrypoint"]) == ("agent", "claim", "bridge")
     lease = parse_iso(on_disk[0]["lease_until"])
     assert before + timedelta(minutes=15) <= lease <= utcnow() + timedelta(minutes=15)
-    assert envelope.result["claimed"][0]["lease_until"] == on_disk[0]["lease_until"]
+    assert envelope.result.claimed[0].lease_until == on_disk[0]["lease_until"]
     assert _status_of(data_dir, "aa1") == ("reserved", 1)
 
 
 def test_claim_hands_out_the_cached_prompt_and_the_providers_schema(data_dir: Path, tmp_path: Path) -> None:
     """Each claim carries the record's cached prompt and the one verdict schema the providers send."""
     _scan(data_dir, tmp_path, ["aa1"])
-    result = _claim(data_dir).result
+    result = _claim(data_dir).to_json()["result"]
     record = _record(data_dir, "aa1")
     assert set(result) == {"provider", "lease_minutes", "claimed", "items", "remaining", "calls"}
     assert (result["provider"], result["lease_minutes"], result["calls"], result["remaining"]) == ("agent", 15, 0, 0)
@@ -154,9 +154,9 @@ def test_claim_hands_out_the_cached_prompt_and_the_providers_schema(data_dir: Pa
 def test_claim_takes_the_oldest_first_up_to_the_limit(data_dir: Path, tmp_path: Path) -> None:
     """--limit 2 of three pending comments: the two oldest are claimed, the third is counted remaining."""
     _scan(data_dir, tmp_path, ["cc3", "aa1", "bb2"])  # created 09:00, 09:01, 09:02 in this order
-    result = _claim(data_dir, limit=2).result
+    result = _claim(data_dir, limit=2).to_json()["result"]
     assert [c["id"] for c in result["claimed"]] == ["cc3", "aa1"] and result["remaining"] == 1
-    assert [c["id"] for c in _claim(data_dir, limit=2).result["claimed"]] == ["bb2"]
+    assert [c.id for c in _claim(data_dir, limit=2).result.claimed] == ["bb2"]
 
 
 @pytest.mark.parametrize("limit", [0, 21])
@@ -189,15 +189,16 @@ def test_a_valid_submit_stores_the_verdict(data_dir: Path, tmp_path: Path, as_te
     _claim(data_dir)
     envelope = _submit(data_dir, "aa1", 1, json.dumps(VERDICT) if as_text else VERDICT)
     assert envelope.exit_code == 0, envelope.error
-    assert envelope.result == {"id": "aa1", "n": 1, "outcome": "verdict", "kind": None, "message": None,
-                               "attempts": 1, "attempts_left": 2, "state": "done", "verdict": VERDICT}
+    assert envelope.to_json()["result"] == {"id": "aa1", "n": 1, "outcome": "verdict", "kind": None,
+                                            "message": None, "attempts": 1, "attempts_left": 2, "state": "done",
+                                            "verdict": VERDICT}
     record = _record(data_dir, "aa1")
     assert record.verdict is not None and record.verdict.model_dump() == VERDICT
     assert record.attempts[0].outcome == "ok" and json.loads(record.attempts[0].raw or "") == VERDICT
     assert _status_of(data_dir, "aa1") == ("done", 1)
     shown = commands.execute("show", _ctx(data_dir), lambda c: commands.show(c, "aa1")).result
     listed = commands.execute("inbox", _ctx(data_dir), lambda c: commands.inbox_view(c, show_all=True)).result
-    assert shown["verdict_by"] == "agent" and listed["comments"][0]["verdict_by"] == "agent"
+    assert shown.verdict_by == "agent" and listed.comments[0].verdict_by == "agent"
 
 
 def test_a_second_submit_of_the_same_attempt_is_refused_and_changes_nothing(data_dir: Path, tmp_path: Path) -> None:
@@ -219,7 +220,7 @@ def test_an_invalid_verdict_ends_the_attempt_and_counts(data_dir: Path, tmp_path
     _claim(data_dir)
     envelope = _submit(data_dir, "aa1", 1, INVALID)
     assert envelope.exit_code == 0
-    result = envelope.result
+    result = envelope.to_json()["result"]
     assert (result["outcome"], result["kind"], result["attempts_left"], result["state"]) == (
         "error", "invalid_verdict", 2, "failed")
     assert "needs_reply" in result["message"] and "claim it again for attempt 2 of 3" in result["message"]
@@ -232,7 +233,7 @@ def test_text_that_is_not_json_is_malformed_json_as_for_a_provider(data_dir: Pat
     """The providers' classification: not JSON at all → malformed_json."""
     _scan(data_dir, tmp_path, ["aa1"])
     _claim(data_dir)
-    result = _submit(data_dir, "aa1", 1, "sure, it needs a reply").result
+    result = _submit(data_dir, "aa1", 1, "sure, it needs a reply").to_json()["result"]
     assert (result["outcome"], result["kind"]) == ("error", "malformed_json")
 
 
@@ -241,11 +242,11 @@ def test_three_invalid_rounds_exhaust_the_comment_and_a_fourth_claim_gets_nothin
     """claim/invalid submit three times → exhausted; the next claim claims nothing and adds no attempt."""
     _scan(data_dir, tmp_path, ["aa1"])
     for n in (1, 2, 3):
-        assert [c["n"] for c in _claim(data_dir).result["claimed"]] == [n]
-        result = _submit(data_dir, "aa1", n, INVALID).result
+        assert [c.n for c in _claim(data_dir).result.claimed] == [n]
+        result = _submit(data_dir, "aa1", n, INVALID).to_json()["result"]
     assert (result["state"], result["attempts_left"]) == ("exhausted", 0)
     assert "no attempts left" in result["message"] and "watcher grant aa1" in result["message"]
-    assert _claim(data_dir).result["claimed"] == []
+    assert _claim(data_dir).result.claimed == []
     assert len(_record(data_dir, "aa1").attempts) == 3 and _status_of(data_dir, "aa1") == ("exhausted", 3)
 
 
@@ -267,7 +268,7 @@ def test_submit_needs_no_agent_setting_the_attempt_says_who_claimed_it(data_dir:
     ctx = Context(entrypoint="cli", data_dir=data_dir)
     ctx._settings = load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": "openai"})
     envelope = commands.execute("submit", ctx, lambda c: commands.submit(c, "aa1", 1, VERDICT))
-    assert envelope.exit_code == 0 and envelope.result["state"] == "done"
+    assert envelope.exit_code == 0 and envelope.result.state == "done"
 
 
 def test_submit_refuses_an_attempt_a_model_run_reserved(data_dir: Path, tmp_path: Path) -> None:
@@ -293,11 +294,11 @@ def test_a_recheck_defers_a_claim_whose_lease_runs_and_calls_nothing(data_dir: P
     fake = FakeProvider()
     before = Paths(data_dir).inbox_file("aa1").read_bytes()
     out = commands.recheck(in_process_context(data_dir, fake))
-    [item] = out.result["items"]
-    assert (item["outcome"], out.error) == ("deferred", None)
-    assert "claimed by an agent until" in item["message"]
+    [item] = out.result.items
+    assert (item.outcome, out.error) == ("deferred", None)
+    assert "claimed by an agent until" in (item.message or "")
     rescanned = commands.scan(in_process_context(data_dir, fake), source=str(tmp_path / "export.json"))
-    assert [i["outcome"] for i in rescanned.result["items"]] == ["deferred"]
+    assert [i.outcome for i in rescanned.result.items] == ["deferred"]
     assert fake.calls == [] and Paths(data_dir).inbox_file("aa1").read_bytes() == before
 
 
@@ -305,7 +306,7 @@ def test_a_claim_defers_another_agents_claim_in_its_lease(data_dir: Path, tmp_pa
     """Two agents: the second claim gets nothing for a comment the first holds; it is reported deferred."""
     _scan(data_dir, tmp_path, ["aa1"])
     _claim(data_dir)
-    result = _claim(data_dir).result
+    result = _claim(data_dir).to_json()["result"]
     assert result["claimed"] == [] and [i["outcome"] for i in result["items"]] == ["deferred"]
     assert len(_record(data_dir, "aa1").attempts) == 1
 
@@ -316,7 +317,7 @@ def test_after_the_lease_a_recheck_records_the_claim_interrupted(data_dir: Path,
     _claim(data_dir)
     fake = FakeProvider()
     out = commands.recheck(in_process_context(data_dir, fake, clock=_later()))
-    assert [i["outcome"] for i in out.result["items"]] == ["interrupted"] and fake.calls == []
+    assert [i.outcome for i in out.result.items] == ["interrupted"] and fake.calls == []
     last = _record(data_dir, "aa1").attempts[-1]
     assert last.error is not None and last.error.kind == "interrupted" and last.lease_until is not None
 
@@ -325,9 +326,9 @@ def test_after_the_lease_a_claim_closes_it_and_claims_it_on_the_next_run(data_di
     """claim meets an expired claim: interrupted, not claimed this run (SPEC §7 4.3); the next claim gets n=2."""
     _scan(data_dir, tmp_path, ["aa1"])
     _claim(data_dir)
-    result = _claim(data_dir, clock=_later()).result
+    result = _claim(data_dir, clock=_later()).to_json()["result"]
     assert result["claimed"] == [] and [i["outcome"] for i in result["items"]] == ["interrupted"]
-    assert [c["n"] for c in _claim(data_dir, clock=_later()).result["claimed"]] == [2]
+    assert [c.n for c in _claim(data_dir, clock=_later()).result.claimed] == [2]
 
 
 def test_a_submit_after_the_lease_is_accepted_while_the_attempt_is_still_open(data_dir: Path, tmp_path: Path) -> None:
@@ -336,13 +337,13 @@ def test_a_submit_after_the_lease_is_accepted_while_the_attempt_is_still_open(da
     _claim(data_dir)
     envelope = commands.execute("submit", _ctx(data_dir, clock=_later()),
                                 lambda c: commands.submit(c, "aa1", 1, VERDICT))
-    assert envelope.exit_code == 0 and envelope.result["state"] == "done"
+    assert envelope.exit_code == 0 and envelope.result.state == "done"
 
 
 def test_a_submit_after_the_claim_was_closed_is_refused(data_dir: Path, tmp_path: Path) -> None:
     """Late: the claim was closed as interrupted after its lease; the submit says to claim again."""
     _scan(data_dir, tmp_path, ["aa1"])
-    lease = _claim(data_dir).result["claimed"][0]["lease_until"]
+    lease = _claim(data_dir).result.claimed[0].lease_until
     commands.recheck(in_process_context(data_dir, FakeProvider(), clock=_later()))
     before = Paths(data_dir).inbox_file("aa1").read_bytes()
     envelope = _submit(data_dir, "aa1", 1, VERDICT)
@@ -361,15 +362,15 @@ def test_a_submit_for_an_older_attempt_is_refused(data_dir: Path, tmp_path: Path
     envelope = _submit(data_dir, "aa1", 1, VERDICT)
     assert envelope.exit_code == 2 and envelope.error is not None
     assert envelope.error["message"].startswith("attempt 1 is not aa1's open attempt (it has 2")
-    assert _submit(data_dir, "aa1", 2, VERDICT).result["state"] == "done"
+    assert _submit(data_dir, "aa1", 2, VERDICT).result.state == "done"
 
 
 def test_status_counts_claims_in_flight_and_ended(data_dir: Path, tmp_path: Path) -> None:
     """status: claimed attempts in flight with the earliest lease end; read from the reserved ones only."""
     _scan(data_dir, tmp_path, ["aa1", "bb2"])
-    claimed = _claim(data_dir).result["claimed"]
-    doc = commands.execute("status", _ctx(data_dir), commands.status).result
-    assert doc["claimed"] == {"in_flight": 2, "earliest_lease_until": claimed[0]["lease_until"], "lease_ended": 0}
+    claimed = _claim(data_dir).result.claimed
+    doc = commands.execute("status", _ctx(data_dir), commands.status).to_json()["result"]
+    assert doc["claimed"] == {"in_flight": 2, "earliest_lease_until": claimed[0].lease_until, "lease_ended": 0}
 
 
 # ---- the budget, whoever spends it ------------------------------------------------------------------
@@ -382,9 +383,9 @@ def test_one_model_call_and_two_claims_spend_the_budget(data_dir: Path, tmp_path
     export = write_export(tmp_path / "export.json", ["aa1"])
     commands.scan(in_process_context(data_dir, fake), source=str(export))
     for n in (2, 3):
-        assert [c["n"] for c in _claim(data_dir).result["claimed"]] == [n]
+        assert [c.n for c in _claim(data_dir).result.claimed] == [n]
         _submit(data_dir, "aa1", n, INVALID)
-    assert _claim(data_dir).result["claimed"] == []
+    assert _claim(data_dir).result.claimed == []
     commands.recheck(in_process_context(data_dir, fake))
     assert fake.calls == ["aa1"]
     assert [a.provider for a in _record(data_dir, "aa1").attempts] == ["openai", "agent", "agent"]

@@ -74,7 +74,7 @@ def test_a_first_scan_records_the_backlog_as_baseline_and_calls_only_recent_comm
     _export(tmp_path / "e.json", {"old1": 40, "old2": 20, "new1": 2})
     out = commands.scan(_ctx(data_dir, fake), source="account-e")
     assert out.error is None and fake.calls == ["new1"]
-    assert out.result["baseline"] == 2 and out.result["discovered"] == 3
+    assert out.result.baseline == 2 and out.result.discovered == 3
     paths = Paths(data_dir)
     assert {cid: records.state_of(FileStore(paths).load_record(cid)) for cid in ("old1", "old2", "new1")} == {  # type: ignore[arg-type]
         "old1": "baseline", "old2": "baseline", "new1": "done"}
@@ -147,7 +147,7 @@ def test_a_comment_the_author_already_answered_is_never_called(data_dir: Path, t
     fake = FakeProvider()
     export = _export(tmp_path / "x.json", {"ans1": 1, "open1": 1}, replies={"ans1": "r9a"})
     out = commands.scan(_ctx(data_dir, fake), source=str(export))
-    assert out.error is None and fake.calls == ["open1"] and out.result["answered"] == 1
+    assert out.error is None and fake.calls == ["open1"] and out.result.answered == 1
     paths = Paths(data_dir)
     record = FileStore(paths).load_record("ans1")
     assert record is not None and records.state_of(record) == "answered" and record.attempts == []
@@ -181,7 +181,7 @@ def test_replying_after_the_verdict_empties_the_inbox_and_a_persons_open_stands(
     assert "v1" in runner.invoke(build_app("cli"), ["inbox"]).stdout
     replied = _export(tmp_path / "b.json", {"v1": 1}, replies={"v1": "r2"})
     out = commands.scan(_ctx(data_dir, fake), source=str(replied))
-    assert out.result["replied"] == ["v1"] and fake.calls == ["v1"]
+    assert out.result.replied == ["v1"] and fake.calls == ["v1"]
     assert "v1" not in runner.invoke(build_app("cli"), ["inbox"]).stdout
     assert runner.invoke(build_app("cli"), ["mark", "v1", "open"]).exit_code == 0
     commands.scan(_ctx(data_dir, fake), source=str(replied))

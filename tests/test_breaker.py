@@ -67,8 +67,8 @@ def test_a_retired_model_stops_at_the_first_call_and_probes_for_free_until_fixed
     first = _run(data_dir, fake, "scan", export)
     assert (first.exit_code, first.error and first.error["kind"]) == (2, "provider_setup")
     assert "WATCHER_MODEL" in first.error["message"]
-    assert fake.calls == ["c1"] and first.result["stopped"] == "model_not_found"
-    assert [i["outcome"] for i in first.result["items"]] == ["error", "not_started", "not_started"]
+    assert fake.calls == ["c1"] and first.result.stopped == "model_not_found"
+    assert [i.outcome for i in first.result.items] == ["error", "not_started", "not_started"]
     assert _breaker(data_dir) is not None
     for command in ("recheck", "scan", "recheck", "scan"):
         again = _run(data_dir, fake, command, export)
@@ -91,7 +91,7 @@ def test_setup_kinds_stop_the_batch_at_once(data_dir: Path, export: Path, behavi
     fake = FakeProvider()
     fake.default = behaviour
     out = _run(data_dir, fake, "scan", export)
-    assert (out.exit_code, out.result["stopped"], fake.calls) == (code, kind, ["c1"])
+    assert (out.exit_code, out.result.stopped, fake.calls) == (code, kind, ["c1"])
 
 
 def test_two_transient_failures_in_a_row_stop_the_batch_and_the_probe_reopens_it(
@@ -105,7 +105,7 @@ def test_two_transient_failures_in_a_row_stop_the_batch_and_the_probe_reopens_it
     out = _run(data_dir, fake, "scan", export)
     assert out.exit_code == 3 and out.error["kind"] == "provider_unavailable"
     assert fake.calls == ["a1", "a2", "a3", "a4"]
-    assert [i["outcome"] for i in out.result["items"]] == ["error", "error", "error", "error", "not_started"]
+    assert [i.outcome for i in out.result.items] == ["error", "error", "error", "error", "not_started"]
     assert _breaker(data_dir) is not None
     later = _run(data_dir, fake, "scan", export)
     assert later.exit_code == 0 and fake.calls[-1] == "a5" and len(fake.probes) == 1
@@ -152,8 +152,8 @@ def test_status_shows_the_open_breaker(data_dir: Path, export: Path) -> None:
     _run(data_dir, fake, "scan", export)
     ctx = Context(entrypoint="cli", data_dir=data_dir)
     ctx._settings = load_settings(data_dir=data_dir, env=_env())
-    breaker = execute("status", ctx, commands.status).result["breaker"]
-    assert breaker["kind"] == "auth" and breaker["model"] == "fake-model" and breaker["since"]
+    breaker = execute("status", ctx, commands.status).result.breaker
+    assert breaker.kind == "auth" and breaker.model == "fake-model" and breaker.since
 
 
 # ---- as cron runs it ----------------------------------------------------------------------------

@@ -31,7 +31,7 @@ def test_scan_calls_the_injected_provider_once_per_new_comment(data_dir: Path, t
     assert planned == [2] and [(i.id, i.outcome) for i in items] == [("aa1", "verdict"), ("bb2", "verdict")]
     record = FileStore(Paths(data_dir)).load_record("aa1")
     assert record is not None and record.verdict is not None and len(record.attempts) == 1
-    assert out.result["signals"]["new_lines"] >= 2
+    assert out.result.signals.new_lines >= 2
 
 
 def test_a_429_stops_the_batch_with_a_partial_result(data_dir: Path, tmp_path: Path) -> None:
@@ -42,11 +42,11 @@ def test_a_429_stops_the_batch_with_a_partial_result(data_dir: Path, tmp_path: P
     out = commands.scan(_ctx(data_dir, fake), source=str(export))
     assert isinstance(out.error, RateLimited)
     assert fake.calls == ["aa1"]
-    assert [(i["id"], i["outcome"]) for i in out.result["items"]] == [
+    assert [(i.id, i.outcome) for i in out.result.items] == [
         ("aa1", "error"), ("bb2", "not_started"), ("cc3", "not_started")]
-    assert out.result["stopped"] == "rate_limited"
+    assert out.result.stopped == "rate_limited"
     envelope = commands.execute("scan", _ctx(data_dir, fake), lambda c: out)
-    assert (envelope.exit_code, envelope.result["stopped"]) == (3, "rate_limited")
+    assert (envelope.exit_code, envelope.result.stopped) == (3, "rate_limited")
 
 
 def test_dry_run_touches_nothing(data_dir: Path, tmp_path: Path) -> None:
@@ -54,5 +54,5 @@ def test_dry_run_touches_nothing(data_dir: Path, tmp_path: Path) -> None:
     fake = FakeProvider()
     export = write_export(tmp_path / "export.json", ["aa1"])
     out = commands.scan(_ctx(data_dir, fake), source=str(export), dry_run=True)
-    assert out.error is None and out.result["would_call"] == ["aa1"]
+    assert out.error is None and out.result.would_call == ["aa1"]
     assert fake.calls == [] and sorted(p.name for p in data_dir.iterdir()) == []

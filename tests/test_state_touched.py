@@ -39,11 +39,12 @@ def _record(data_dir: Path, cid: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
-def test_deleting_the_pipeline_lock_mid_call_cannot_buy_a_fourth_call(
+def test_deleting_the_lock_files_mid_call_cannot_buy_a_fourth_call(
         data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
-    """A slow recheck holds the lock; the user deletes locks/pipeline.lock; two more rechecks run
-    meanwhile. The slow run's outcome write is a compare-and-swap: it finds its attempt is no longer
-    the file's last one, writes nothing (exit 5, save_conflict), and the comment gets 3 calls in all.
+    """A slow recheck's call is out; the user deletes locks/pipeline.lock and the comment's call
+    lock; two more rechecks run meanwhile. The slow run's outcome write is a compare-and-swap: it
+    finds its attempt is no longer the file's last one, writes nothing (exit 5, save_conflict), and
+    the comment gets 3 calls in all.
 
     The runs around the slow one are processes; the scan before and the rechecks after, there
     only to spend and then exhaust the budget, run the CLI's ``main`` in this process."""
@@ -52,7 +53,8 @@ def test_deleting_the_pipeline_lock_mid_call_cannot_buy_a_fourth_call(
     assert run_main("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env()).returncode == 0
     first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
     fake.wait_in_flight()
-    Paths(data_dir).pipeline_lock.unlink()  # "it looked stale"
+    Paths(data_dir).pipeline_lock.unlink()  # "they looked stale"
+    Paths(data_dir).call_lock("slow").unlink()
     closes = run("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())  # orphan → interrupted
     assert envelope(closes)["result"]["items"][0]["outcome"] == "interrupted"
     again = run("bridge", "recheck", data_dir=data_dir, env=fake.env())  # attempt 3 (malformed)
@@ -83,7 +85,7 @@ def test_an_inbox_file_restored_from_an_older_copy_cannot_reopen_a_spent_budget(
     path.write_bytes(backup)  # restored from last week's backup: 1 attempt
     out = commands.recheck(_ctx(data_dir, fake))
     assert fake.calls == ["old1"] * 3
-    assert [i["outcome"] for i in out.result["items"]] == ["exhausted"]
+    assert [i.outcome for i in out.result.items] == ["exhausted"]
 
 
 def test_scan_closes_an_orphaned_reservation_it_meets(data_dir: Path, tmp_path: Path) -> None:
@@ -97,7 +99,7 @@ def test_scan_closes_an_orphaned_reservation_it_meets(data_dir: Path, tmp_path: 
     FileStore(paths).save_record(records.reserve(record, command="scan", entrypoint="cli", provider="openai",
                                     model="fake-model", pid=999_999))
     out = commands.scan(_ctx(data_dir, fake), source=str(export))
-    assert [(i["id"], i["outcome"]) for i in out.result["items"]] == [("new", "interrupted")]
+    assert [(i.id, i.outcome) for i in out.result.items] == [("new", "interrupted")]
     assert fake.calls == ["orf"] and _record(data_dir, "new").attempts[-1].error.kind == "interrupted"
 
 
@@ -117,7 +119,7 @@ def test_a_failed_index_save_still_reports_the_batch(data_dir: Path, tmp_path: P
     ctx = in_process_context(data_dir, fake, make_store=IndexUnwritable)
     envelope_ = execute("scan", ctx, lambda c: commands.scan(c, source=str(export)))
     assert envelope_.exit_code == 5 and envelope_.error["kind"] == "save_failed"
-    assert envelope_.result["calls"] == 2 and [i["outcome"] for i in envelope_.result["items"]] == ["verdict"] * 2
+    assert envelope_.result.calls == 2 and [i.outcome for i in envelope_.result.items] == ["verdict"] * 2
 
 
 def test_an_oserror_while_reporting_a_failure_still_gives_one_envelope(

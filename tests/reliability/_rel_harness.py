@@ -103,8 +103,10 @@ def inproc(data_dir: Path, env: Mapping[str, str], entry: str, command: str, *,
                                                                     make_store=RunPidStore))
     ctx._settings = load_settings(data_dir=data_dir, env={**env, "WATCHER_DATA_DIR": str(data_dir)})
     fns: dict[str, Callable[[Context], Any]] = {
-        "scan": lambda c: commands.scan(c, limit=kw.get("limit", 20), source=str(kw["source"])),
-        "recheck": lambda c: commands.recheck(c, limit=kw.get("limit", 20), ids=kw.get("ids", ())),
+        "scan": lambda c: commands.scan(c, limit=kw.get("limit", 20), source=str(kw["source"]),
+                                        parallel=kw.get("parallel")),
+        "recheck": lambda c: commands.recheck(c, limit=kw.get("limit", 20), ids=kw.get("ids", ()),
+                                              parallel=kw.get("parallel")),
         "mark": lambda c: commands.mark(c, kw["id"], kw["triage"]),
         "signals": lambda c: commands.signals_cmd(c, reset=kw.get("reset", False)),
         "status": commands.status,
@@ -118,12 +120,12 @@ def inproc(data_dir: Path, env: Mapping[str, str], entry: str, command: str, *,
 
 
 def calls_of(envelope: Envelope) -> int:
-    result = envelope.result
+    result = envelope.to_json()["result"]  # as printed: every command's result, or null
     return result.get("calls", 0) if isinstance(result, dict) else 0
 
 
 def outcomes_of(envelope: Envelope) -> list[str]:
-    result = envelope.result
+    result = envelope.to_json()["result"]
     if not isinstance(result, dict):
         return []
     return [item["outcome"] for item in result.get("items", [])]

@@ -54,9 +54,11 @@ def _commands(point: str) -> list[str]:
     return [c for c in ("scan", "recheck") if (point.split(":")[0], c) not in UNREACHABLE]
 
 
-def _kill_run(data: Path, fake, point: str, command: str, entry: str, export: Path):  # type: ignore[no-untyped-def]
+def _kill_run(data: Path, fake, point: str, command: str, entry: str, export: Path,  # type: ignore[no-untyped-def]
+              parallel: int | None = None):
     args = ["scan", "--source", str(export)] if command == "scan" else ["recheck"]
     args += ["--limit", "20"] + (["--json"] if entry == "cli" else [])
+    args += ["--parallel", str(parallel)] if parallel else []
     if point != "during_call":
         return run(entry, *args, data_dir=data, env=fake.env(), fault=f"kill_at={point}")
     proc = start(entry, *args, data_dir=data, env=fake.env())
@@ -68,7 +70,8 @@ def _kill_run(data: Path, fake, point: str, command: str, entry: str, export: Pa
     return proc
 
 
-def crash_case(baseline: Baseline, work: Path, point: str, command: str, entry: str) -> list[str]:
+def crash_case(baseline: Baseline, work: Path, point: str, command: str, entry: str,
+               parallel: int | None = None) -> list[str]:
     """One cell of the matrix; returns the violations found (empty: every promise held)."""
     with running_fake() as fake:
         data = baseline.clone(work / "data", fake)
@@ -77,14 +80,15 @@ def crash_case(baseline: Baseline, work: Path, point: str, command: str, entry: 
         elif point == "during_call":
             fake.script(FIRST_CALLED[command], "hold", "verdict")
         before = snapshot(data, fake.calls)
-        proc = _kill_run(data, fake, point, command, entry, baseline.full_export)
+        proc = _kill_run(data, fake, point, command, entry, baseline.full_export, parallel)
         problems = []
         if proc.returncode != -signal.SIGKILL:
             problems.append(f"kill point not reached (exit {proc.returncode}): {proc.stderr[-500:]}")
         recovery = recover_until_quiet(data, fake.env(), baseline.full_export, fake=fake)
         problems += recovery.problems
         problems += _recovered(data, fake, baseline, before)
-    return [f"{point} × {command} × {entry}: {p}" for p in problems]
+    mode = f" × --parallel {parallel}" if parallel else ""
+    return [f"{point} × {command} × {entry}{mode}: {p}" for p in problems]
 
 
 def _recovered(data: Path, fake: FakeProvider, baseline: Baseline, before: Snapshot) -> list[str]:
@@ -103,6 +107,29 @@ def test_kill_at_step_boundary_breaks_no_promise(point: str, baseline: Baseline,
     cells = [(command, entry) for command in _commands(point) for entry in ENTRYPOINTS]
     with ThreadPoolExecutor(max_workers=len(cells)) as pool:
         found = list(pool.map(lambda cell: crash_case(baseline, tmp_path / "-".join(cell), point, *cell), cells))
+    for violations in found:
+        TALLY.add("crash_points", 1, violations)
+    assert [v for vs in found for v in vs] == []
+
+
+# ---- parallel batches (SPEC §15.1) --------------------------------------------------------------------
+
+# With 4 calls in flight, the kill lands with several reservations open at once, answers arriving
+# in any order and outcomes written between other comments' calls. The quick lane takes the points
+# where that differs most from a serial batch; the long lane takes every point.
+PARALLEL_POINTS = [p for p in _points() if LONG or p in (
+    "after_reserve_write:2", "after_answer", "before_outcome_write", "during_call")]
+
+
+@pytest.mark.parametrize("point", PARALLEL_POINTS)
+def test_kill_a_parallel_batch_at_step_boundary_breaks_no_promise(point: str, baseline: Baseline,
+                                                                  tmp_path: Path) -> None:
+    """SIGKILL a --parallel 4 scan or recheck at this point, from both entrypoints: every call lock is
+    free after the kill, and recovery keeps every promise."""
+    cells = [(command, entry) for command in _commands(point) for entry in ENTRYPOINTS]
+    with ThreadPoolExecutor(max_workers=len(cells)) as pool:
+        found = list(pool.map(lambda cell: crash_case(baseline, tmp_path / "-".join(cell), point, *cell, 4),
+                              cells))
     for violations in found:
         TALLY.add("crash_points", 1, violations)
     assert [v for vs in found for v in vs] == []
@@ -134,7 +161,7 @@ def agent_crash_case(baseline: Baseline, work: Path, case: str, entry: str) -> l
         claimed: dict[str, Any] | None = None
         if point == "after_submit_validated":
             got = inproc(data, AGENT_ENV, entry, "claim")  # flaky and bad (orph is closed as interrupted)
-            claimed = got.result["claimed"][0]
+            claimed = got.to_json()["result"]["claimed"][0]
             proc = run(entry, "submit", claimed["id"], str(claimed["n"]), INVALID if variant else json.dumps(VERDICT),
                        data_dir=data, env=AGENT_ENV, fault=f"kill_at={point}")
         elif point == "between_claim_and_submit":

@@ -69,12 +69,16 @@ def counted_ops(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def cycle(data: Path, fake: FakeProvider, export: Path, fault: Fault) -> tuple[list[str], dict[str, str]]:
-    """scan, recheck, mark, signals under ``fault``; returns silent failures and the marks that took."""
+def cycle(data: Path, fake: FakeProvider, export: Path, fault: Fault,
+          parallel: int | None = None) -> tuple[list[str], dict[str, str]]:
+    """scan, recheck, mark, signals under ``fault``; returns silent failures and the marks that took.
+
+    ``parallel``: scan and recheck with that many calls in flight (SPEC §15.1); the writes are all
+    made on the batch's own thread, where the fault is, in the order the answers arrive."""
     env, provider = fake.env(), in_process(fake)
     steps: list[tuple[str, str, dict[str, Any]]] = [
-        ("scan", "cli", {"source": export}),
-        ("recheck", "bridge", {}),
+        ("scan", "cli", {"source": export, "parallel": parallel}),
+        ("recheck", "bridge", {"parallel": parallel}),
         ("mark", "cli", {"id": "newa", "triage": "replied"}),
         ("mark", "bridge", {"id": "flaky", "triage": "ignored"}),
         ("signals", "bridge", {}),
@@ -95,17 +99,18 @@ def cycle(data: Path, fake: FakeProvider, export: Path, fault: Fault) -> tuple[l
     return silent, marks
 
 
-def failed_write_case(baseline: Baseline, work: Path, at: int, persistent: bool) -> tuple[bool, list[str]]:
+def failed_write_case(baseline: Baseline, work: Path, at: int, persistent: bool,
+                      parallel: int | None = None) -> tuple[bool, list[str]]:
     """One case; returns whether the fault was reached, and the violations found."""
     with running_fake() as fake:
         data = baseline.clone(work / "data", fake)
         before = snapshot(data, fake.calls)
         fault = Fault(at=at, persistent=persistent)
-        silent, marks = cycle(data, fake, baseline.full_export, fault)
+        silent, marks = cycle(data, fake, baseline.full_export, fault, parallel)
         recovery = recover_until_quiet(data, fake.env(), baseline.full_export, fake=fake)
         problems = silent + recovery.problems
         problems += check_all(data, fake.calls, before=before, expect=Expect(marks={**baseline.marks, **marks}))
-    mode = "persistent" if persistent else "once"
+    mode = ("persistent" if persistent else "once") + (f", --parallel {parallel}" if parallel else "")
     return bool(fault.hit_in), [f"write #{at} fails ({mode}): {p}" for p in problems]
 
 
@@ -143,4 +148,34 @@ def test_every_failed_write_is_loud_and_recoverable(persistent: bool, part: int,
     TALLY.add("failed_writes", cases, found)
     assert found == []
     # Over 100 operations in a cycle: over 100 // stride of them fall to each chunk.
+    assert cases > 100 // stride, "the cycle should contain many durable write operations"
+
+
+# Parallel batches (SPEC §15.1): the same cycle with 4 calls in flight, every 4th N in the quick lane
+# (every N in the long one), dealt to two chunks. The outcomes are written in the order the answers
+# arrive, so which write is the N-th varies; how many there are does not.
+PARALLEL = 4
+PARALLEL_PARTS = 2
+
+
+@pytest.mark.parametrize("part", range(PARALLEL_PARTS), ids=lambda p: f"parallel-eio-{p + 1}of{PARALLEL_PARTS}")
+def test_every_failed_write_of_a_parallel_batch_is_loud_and_recoverable(part: int, baseline: Baseline,
+                                                                         tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail write op N of a cycle whose scan and recheck run --parallel 4: loud exit, clean recovery."""
+    found: list[str] = []
+    cases = 0
+    step = 1 if LONG else 4
+    stride = step * PARALLEL_PARTS
+    with counted_ops(monkeypatch):
+        for at in range(1 + step * part, 10_000, stride):
+            reached, violations = failed_write_case(baseline, tmp_path / str(at), at, False, PARALLEL)
+            if not reached:
+                break
+            cases += 1
+            found += violations
+            if found and not LONG:
+                break
+    TALLY.add("failed_writes", cases, found)
+    assert found == []
     assert cases > 100 // stride, "the cycle should contain many durable write operations"

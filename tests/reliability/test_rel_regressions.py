@@ -30,7 +30,7 @@ def test_comment_whose_inbox_file_was_quarantined_is_not_given_a_fresh_budget(
         for entry in ("cli", "bridge"):
             scan = inproc(data, env, entry, "scan", source=baseline.full_export)
             assert scan.exit_code == 0, scan.error
-            items = {i["id"]: i for i in scan.result["items"]}
+            items = {i["id"]: i for i in scan.to_json()["result"]["items"]}
             assert items["flaky"]["outcome"] == "skipped"
             assert inproc(data, env, entry, "recheck").exit_code == 0
         assert "flaky" not in fake.calls[calls:]

@@ -63,6 +63,8 @@ def _batch(soak: Soak, rng: random.Random, entry: str) -> None:
     else:
         args = ["recheck", *rng.sample(LABELS, rng.choice([0, 0, 1, 2]))]
     args += ["--limit", str(rng.randint(1, 6))]
+    # Half the batches make their calls in parallel (SPEC §15.1), beside serial ones and the agent.
+    args += ["--parallel", str(rng.choice([2, 4]))] if rng.random() < 0.5 else []
     if rng.random() < 0.1:  # die somewhere in the middle
         proc = start(entry, *args, data_dir=soak.data, env=soak.fake.env())
         time.sleep(rng.uniform(0.3, 1.5))

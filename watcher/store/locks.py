@@ -39,10 +39,12 @@ _OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOE
 # filelock's own default: 0o666 through the umask (and default ACLs), so a group-shared data
 # dir keeps working as it did when FileLock created these files.
 _MODE = 0o666
-# Waiting polls: short at first (the seen and signals locks are held for milliseconds, so a
-# waiter should not sleep 50 ms behind one), then no more often than filelock's default.
+# Waiting polls: short at first (every lock is held for milliseconds, so a waiter should not
+# sleep 50 ms behind one), and never longer than 10 ms: with the pipeline lock taken once per
+# decision and answer (SPEC §15.1), a waiter sleeping 50 ms kept losing it to holders that came
+# later (bench/run.py figure 8). A poll is one syscall.
 _FIRST_PAUSE_S = 0.001
-_MAX_PAUSE_S = 0.05
+_MAX_PAUSE_S = 0.01
 
 
 @contextmanager
@@ -166,8 +168,29 @@ def try_call_lock(path: Path) -> CallLock | None:
     return CallLock(fd)
 
 
+def held_elsewhere(path: Path) -> bool:
+    """Whether another open file description holds the lock at ``path`` now (another process, or
+    another run of this one). Creates nothing: no lock file means no call was ever in flight
+    there, and a dry run (which writes nothing) may ask too."""
+    from filelock import lock_descriptor, unlock_descriptor
+
+    try:
+        fd = os.open(path, _OPEN_FLAGS & ~os.O_CREAT)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _cannot_lock(path, exc) from exc
+    try:
+        if lock_descriptor(fd, blocking=False):
+            unlock_descriptor(fd)
+            return False
+        return True
+    finally:
+        os.close(fd)
+
+
 def pipeline_lock(paths: Paths, *, timeout: float | None = None) -> AbstractContextManager[None]:
-    """Held by scan/recheck from reconcile to the seen save, model calls included.
+    """Held by scan/recheck for each decision and write, never across a model call (SPEC §15.1).
 
     ``timeout`` defaults to :data:`PIPELINE_WAIT_S` as it is *now*, not as it was at import: a
     default bound at import would make the tests either wait the real 5 s or patch every caller.
