@@ -192,12 +192,14 @@ def test_claude_starts_before_a_slow_server_unless_told_to_wait(ws: Workspace, m
     documented = ws.mcp_json()
     plain = json.loads(json.dumps(documented))
     del plain["mcpServers"]["watcher"]["alwaysLoad"]
-    default_wait = {**YOURS, "MCP_CONNECT_TIMEOUT_MS": ""}  # the lane raises it elsewhere (_clients.claude_env)
-    cases = ((plain, {**default_wait, "TAP_DELAY_S": "1.5"}, False),
-             (documented, {**default_wait, "TAP_DELAY_S": "1.5"}, True),
-             (plain, {**default_wait, **WAIT, "TAP_DELAY_S": "1.5"}, True),
+    # The lane raises MCP_CONNECT_TIMEOUT_MS to 20 s (_clients.claude_env: a loaded machine can take more
+    # than 5 s to start a server); "" is Claude Code's default again.
+    default_wait = {**YOURS, "MCP_CONNECT_TIMEOUT_MS": ""}
+    cases = ((plain, {**YOURS, "TAP_DELAY_S": "1.5"}, False),
+             (documented, {**YOURS, "TAP_DELAY_S": "1.5"}, True),
+             (plain, {**YOURS, **WAIT, "TAP_DELAY_S": "1.5"}, True),
              (documented, {**default_wait, "TAP_DELAY_S": "7"}, False),
-             (documented, {**YOURS, "MCP_CONNECT_TIMEOUT_MS": "20000", "TAP_DELAY_S": "7"}, True))
+             (documented, {**YOURS, "TAP_DELAY_S": "7"}, True))
     for doc, extra, waits in cases:
         ws.write_mcp_json(doc)
         model.turns.clear()
