@@ -243,3 +243,33 @@ def test_check_lists_every_free_check_in_order_and_exits_with_the_first_failure(
                       ("data_dir", True)]
     assert (result.exit_code, doc["error"]["kind"]) == (2, "config")
     assert "DEVTO_USERNAME is not set" in doc["error"]["message"]
+
+
+@pytest.mark.parametrize("entry", ["cli", "bridge"])
+def test_hooks_handed_to_main_reach_the_pipeline_beside_the_progress_display(
+        data_dir: Path, tmp_path: Path, entry: str) -> None:
+    """`main(argv, hooks=...)`: the store factory and progress callbacks a caller hands the front end
+    are the ones the batch uses; the human front end still renders its table (and its progress)."""
+    from _proc import run_main
+
+    from watcher.config import Paths
+    from watcher.pipeline import Hooks, ItemResult
+    from watcher.store.files import FileStore
+
+    opened: list[Path] = []
+
+    class Recorded(FileStore):
+        def __init__(self, paths: Paths) -> None:
+            opened.append(paths.root)
+            super().__init__(paths)
+
+    planned: list[int] = []
+    items: list[ItemResult] = []
+    export = write_export(tmp_path / "e.json", ["h1", "h2"])
+    hooks = Hooks(make_store=Recorded, on_planned=planned.append, on_item=items.append)
+    done = run_main(entry, "scan", "--source", str(export), data_dir=data_dir,
+                    env={"WATCHER_PROVIDER": "offline"}, hooks=hooks)
+    assert done.returncode == 0, done.stderr
+    assert opened == [data_dir] and planned == [2] and [(i.id, i.outcome) for i in items] == [
+        ("h1", "verdict"), ("h2", "verdict")]
+    assert (done.envelope is None) == (entry == "cli")  # the cli printed its table, the bridge its envelope
