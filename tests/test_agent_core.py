@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fake_provider import VERDICT, FakeProvider, in_process_context
+from _fakes.provider import VERDICT, FakeProvider, in_process_context
 from _proc import write_export
 from typer.testing import CliRunner
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, in_process_context
+from _fakes.provider import FakeProvider, in_process_context
 from typer.testing import CliRunner
 
 from watcher import commands, records

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, in_process, running_fake
+from _fakes.provider import FakeProvider, in_process, running_fake
 from _proc import run, run_main, write_export
 
 from watcher import commands

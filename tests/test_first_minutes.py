@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _fake_provider import running_fake
+from _fakes.provider import running_fake
 from _proc import ENTRYPOINTS, env_for, run, run_main, write_export
 from typer.testing import CliRunner
 

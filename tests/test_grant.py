@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, in_process_context
+from _fakes.provider import FakeProvider, in_process_context
 from _proc import write_export
 from typer.testing import CliRunner
 

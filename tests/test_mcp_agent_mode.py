@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 import anyio
 import pytest
-from _fake_provider import VERDICT, FakeProvider, running_fake
+from _fakes.provider import VERDICT, FakeProvider, running_fake
 from _proc import FAULTS, envelope, run, write_export
 from jsonschema.validators import validator_for
 from mcp import ClientSession

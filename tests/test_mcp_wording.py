@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _fakes.records import emit as _emit
 from _proc import write_export
-from _records import emit as _emit
 
 from bridge.wording import for_agents
 from watcher import commands

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from _fake_provider import FakeProvider, in_process_context
+from _fakes.provider import FakeProvider, in_process_context
 from _proc import write_export
 
 from watcher import commands

@@ -21,8 +21,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from _fakes.records import comment, record
 from _proc import envelope, run, run_main, write_export
-from _records import comment, record
 
 from watcher import records
 from watcher.config import Paths, Settings

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, in_process_context, running_fake
+from _fakes.provider import FakeProvider, in_process_context, running_fake
 from _proc import command, env_for, envelope, run, run_main, start, write_export
 
 from watcher import commands, records

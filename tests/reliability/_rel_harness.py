@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _fake_provider import FakeProvider, in_process
+from _fakes.provider import FakeProvider, in_process
 from _proc import write_export
 from _tally import TALLY  # noqa: F401 - the rig imports it from here
 
@@ -96,7 +96,7 @@ def inproc(data_dir: Path, env: Mapping[str, str], entry: str, command: str, *,
            provider: ProviderFactory = None, clock: Callable[[], datetime] | None = None, **kw: Any) -> Envelope:
     """Run one command in this process as front end ``entry`` would; never raises.
 
-    ``provider`` (e.g. :func:`_fake_provider.in_process`) swaps only the wire: everything else
+    ``provider`` (e.g. :func:`_fakes.provider.in_process`) swaps only the wire: everything else
     of SPEC §7 runs for real, and the fake's call log is the same as over loopback HTTP.
     ``clock``: the run's "now" for leases (SPEC §14)."""
     ctx = Context(entrypoint=entry, data_dir=data_dir, hooks=Hooks(make_provider=provider, clock=clock,

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from _fake_provider import running_fake
+from _fakes.provider import running_fake
 from _rel_harness import Baseline, build_baseline
 
 from watcher.providers import _http

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _fake_provider import key_leaks, running_fake, u_escaped
+from _fakes.provider import key_leaks, running_fake, u_escaped
 from _proc import envelope, run, run_main, write_export
 from _rel_harness import LONG, TALLY, inproc
 from _rel_invariants import files_containing

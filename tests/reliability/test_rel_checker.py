@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, running_fake
+from _fakes.provider import FakeProvider, running_fake
 from _rel_harness import Baseline, inproc, recover_until_quiet
 from _rel_invariants import Expect, Snapshot, check_all, snapshot
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _fake_provider import running_fake
+from _fakes.provider import running_fake
 from _rel_harness import LONG, TALLY, Baseline, inproc, recover_until_quiet
 from _rel_invariants import Expect, check_all, snapshot
 

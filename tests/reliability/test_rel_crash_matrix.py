@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fake_provider import VERDICT, FakeProvider, running_fake
+from _fakes.provider import VERDICT, FakeProvider, running_fake
 from _faults.sitecustomize import KILL_POINTS
 from _proc import envelope, run, start
 from _rel_harness import AGENT_ENV, LONG, TALLY, Baseline, inproc, recover_until_quiet

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fake_provider import FakeProvider, in_process, running_fake
+from _fakes.provider import FakeProvider, in_process, running_fake
 from _rel_harness import LONG, TALLY, Baseline, inproc, recover_until_quiet
 from _rel_invariants import Expect, check_all, snapshot
 

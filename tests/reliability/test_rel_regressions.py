@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _fake_provider import running_fake
+from _fakes.provider import running_fake
 from _proc import envelope, run, write_export
 from _rel_harness import Baseline, inproc
 

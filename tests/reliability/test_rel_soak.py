@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from _fake_provider import VERDICT, FakeProvider, running_fake
+from _fakes.provider import VERDICT, FakeProvider, running_fake
 from _proc import envelope, run, start, write_export
 from _rel_harness import AGENT_ENV, LONG, TALLY, recover_until_quiet
 from _rel_invariants import Expect, attempts_monotonic, check_all, records, snapshot
