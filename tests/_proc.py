@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,24 +52,29 @@ SHORT_LOCK_WAIT_S = 1.0
 # ---- a process of its own --------------------------------------------------------------------------
 
 
-def hook_env(*, fault: str | None = None, notices: Notices | None = None,
-             lock_wait: float | None = None) -> dict[str, str]:
+def hook_env(*, fault: str | None = None, notices: Notices | None = None, lock_wait: float | None = None,
+             clock_shift: timedelta | None = None) -> dict[str, str]:
     """The variables that load tests/_faults/sitecustomize.py into a child and tell it what to do.
 
     Fault injection lives in the tests (SPEC §12): only a process started with these has it.
+    ``clock_shift``: the child's runs see "now" that much later (``Hooks.clock``, as
+    :func:`_fakes.clock.later` gives a run in this process).
     """
     env = notices.env() if notices else {}
     if fault:
         env["WATCHER_TEST_FAULT"] = fault
     if lock_wait is not None:
         env["WATCHER_TEST_LOCK_WAIT"] = str(lock_wait)
+    if clock_shift is not None:
+        env["WATCHER_TEST_CLOCK_SHIFT"] = str(clock_shift.total_seconds())
     if env:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FAULTS), os.environ.get("PYTHONPATH")]))
     return env
 
 
 def env_for(data_dir: Path, extra: Mapping[str, str] | None = None, fault: str | None = None,
-            notices: Notices | None = None, lock_wait: float | None = None) -> dict[str, str]:
+            notices: Notices | None = None, lock_wait: float | None = None,
+            clock_shift: timedelta | None = None) -> dict[str, str]:
     """The environment a command gets: this process's without ``WATCHER_*``, ``DEVTO_*`` or keys
     (what a shell could leak into a test), then the data dir, ``NO_COLOR``, ``extra`` and the hooks'."""
     with _THIS_PROCESS:  # not while run_main has this process's environment changed for its command
@@ -77,7 +83,7 @@ def env_for(data_dir: Path, extra: Mapping[str, str] | None = None, fault: str |
     env["WATCHER_DATA_DIR"] = str(data_dir)
     env["NO_COLOR"] = "1"
     env.update(extra or {})
-    env.update(hook_env(fault=fault, notices=notices, lock_wait=lock_wait))
+    env.update(hook_env(fault=fault, notices=notices, lock_wait=lock_wait, clock_shift=clock_shift))
     return env
 
 
@@ -113,9 +119,10 @@ def command(entry: str, *args: str) -> list[str]:
 
 
 def run(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None, fault: str | None = None,
-        timeout: float = 60, lock_wait: float | None = None) -> subprocess.CompletedProcess[str]:
+        timeout: float = 60, lock_wait: float | None = None,
+        clock_shift: timedelta | None = None) -> subprocess.CompletedProcess[str]:
     """``entry`` as a process of its own, to its end (see :func:`start` for how it is started)."""
-    child_env = env_for(data_dir, env, fault, lock_wait=lock_wait)
+    child_env = env_for(data_dir, env, fault, lock_wait=lock_wait, clock_shift=clock_shift)
     if EXEC:
         return subprocess.run(command(entry, *args), env=child_env, capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL, check=False)
@@ -130,14 +137,15 @@ def run(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = Non
 
 
 def start(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None, fault: str | None = None,
-          notices: Notices | None = None, lock_wait: float | None = None) -> subprocess.Popen[str] | ForkedProcess:
+          notices: Notices | None = None, lock_wait: float | None = None,
+          clock_shift: timedelta | None = None) -> subprocess.Popen[str] | ForkedProcess:
     """``entry`` started as a process of its own, stdout and stderr piped, stdin /dev/null.
 
     Forked from the worker's fork server (tests/_forkserver.py: the libraries come preloaded,
     watcher itself is imported fresh in the child), or a real ``exec`` of the console script
     under ``WATCHER_TESTS_EXEC=1``. Either way a real process: its own pid, locks, signals.
     """
-    child_env = env_for(data_dir, env, fault, notices, lock_wait)
+    child_env = env_for(data_dir, env, fault, notices, lock_wait, clock_shift)
     if EXEC:
         return subprocess.Popen(command(entry, *args), env=child_env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)

@@ -1,7 +1,9 @@
 """The suite's two clocks: wall-clock "now" for leases, and monotonic time for pacing.
 
 ``later(by)`` is the one way a test moves "now": a :attr:`watcher.pipeline.Hooks.clock` for a
-command run in this process (``run_main(..., hooks=Hooks(clock=later(LEASE_END)))``).
+command run in this process (``run_main(..., hooks=Hooks(clock=later(LEASE_END)))``). A process
+of its own gets the same clock with ``_proc.run(..., clock_shift=by)``: tests/_faults/sitecustomize.py
+gives every Hooks its front end builds this clock.
 
 :class:`FakeClock` is the dev.to client's ``clock``/``sleep`` pair (:func:`watcher.source.fetch_devto`):
 time that moves only when the client sleeps, so pacing and back-off are asserted, never waited for.

@@ -16,9 +16,12 @@ of this (SPEC §12), and none of these variables is read outside this file.
 ``WATCHER_TEST_LOCK_WAIT=<seconds>`` is the store's pipeline-lock wait instead of the real 5 s:
 lock-busy tests other than the one that proves the real 5 s wait do not have to wait 5 s.
 
-``WATCHER_TEST_CLOCK_SHIFT=<seconds>`` runs the process that much later: :func:`watcher.timeutil.utcnow`
-is moved on before any watcher module binds it. A run "after an agent's 15-minute lease"
-(SPEC §14) is then one started with a shift of 960, instead of a test that sleeps 15 minutes.
+``WATCHER_TEST_CLOCK_SHIFT=<seconds>`` runs the process that much later: every
+:class:`watcher.pipeline.Hooks` its front end builds (the CLI's, each MCP tool call's) gets the
+clock ``now + seconds`` — the ``Hooks.clock`` an in-process test hands ``run_main``
+(tests/_fakes/clock.py's ``later``), so both kinds of run move the same "now". A run "after an
+agent's 15-minute lease" (SPEC §14) is then one started with a shift of 960, instead of a test
+that sleeps 15 minutes.
 """
 
 from __future__ import annotations
@@ -249,16 +252,21 @@ def _install_kill_before_seen_save() -> None:
 
 
 def _install_clock(seconds: float) -> None:
-    from watcher import timeutil
+    from watcher.pipeline.batch import Hooks
+    from watcher.timeutil import utcnow
 
-    real = timeutil.utcnow
     shift = timedelta(seconds=seconds)
+    real_init = Hooks.__init__
 
     def later() -> datetime:
-        return real() + shift
+        return utcnow() + shift
 
-    # Before any other watcher module is imported: a `from watcher.timeutil import utcnow` binds this.
-    timeutil.utcnow = later
+    def init(self: Any, **kwargs: Any) -> None:
+        if kwargs.get("clock") is None:
+            kwargs["clock"] = later
+        real_init(self, **kwargs)
+
+    Hooks.__init__ = init  # type: ignore[method-assign]
 
 
 def _install_lock_wait(seconds: float) -> None:
