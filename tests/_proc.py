@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timedelta
@@ -195,6 +196,9 @@ def run_main(entry: str, *args: str, data_dir: Path, env: Mapping[str, str] | No
             if isinstance(exc.code, str):
                 sys.stderr.write(exc.code + "\n")  # the interpreter prints such a message and exits 1
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception:  # noqa: BLE001 - as the interpreter reports an uncaught exception
+            traceback.print_exc()
+            code = 1
         sys.stdout.flush()
         sys.stderr.flush()
         return Answer(argv, code, _text(out), _text(err))
@@ -217,12 +221,13 @@ def _environment(env: Mapping[str, str]) -> Iterator[None]:
 
 @contextmanager
 def _streams(stdin: str) -> Iterator[tuple[io.BytesIO, io.BytesIO]]:
-    """The standard streams swapped for UTF-8 text over bytes, as a process's are (not a terminal)."""
+    """The standard streams swapped for UTF-8 text over bytes, as a process's are when they are not
+    a terminal (stderr with the interpreter's ``backslashreplace``)."""
     out, err = io.BytesIO(), io.BytesIO()
     saved = sys.stdin, sys.stdout, sys.stderr
     sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8")
-    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
-    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+    sys.stdout = io.TextIOWrapper(out, encoding="utf-8", errors="strict", write_through=True)
+    sys.stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
     try:
         yield out, err
     finally:
