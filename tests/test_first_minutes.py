@@ -1,4 +1,4 @@
-"""SPEC §13.4 and issue 16: the first ten minutes — the demo apart, a missing setup that fails
+"""SPEC §13.4 and §9: the first ten minutes — the demo apart, a missing setup that fails
 loudly, help that teaches, a table that says what matters, cron that mails only what is new."""
 
 from __future__ import annotations

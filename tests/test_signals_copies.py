@@ -251,7 +251,7 @@ def _scanned(data_dir: Path, tmp_path: Path, labels: list[str]) -> Path:
 @pytest.mark.parametrize("copy", ["copytree", "cp -a"])
 def test_scan_and_recheck_in_a_copied_data_dir_exit_0_and_count_on(
         data_dir: Path, tmp_path: Path, copy: str) -> None:
-    """The issue's cron: after cp, `scan && recheck` both exit 0 and count only their own lines."""
+    """A cron line on a copied data dir (SPEC §13.5): `scan && recheck` both exit 0 and count only their own lines."""
     _scanned(data_dir, tmp_path, ["aa1", "bb2"])
     dest = tmp_path / "data2"
     COPIES[copy](data_dir, dest)

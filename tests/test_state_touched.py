@@ -1,6 +1,6 @@
 """SPEC §13.5–§13.6: state that others touched, and a person who stops a run.
 
-Real processes where the issue is a process (a deleted lock file, a signal, a closed pipe);
+Real processes where the process is the point (a deleted lock file, a signal, a closed pipe);
 in-process runs with the injected fake where only the pipeline's decision is under test.
 """
 

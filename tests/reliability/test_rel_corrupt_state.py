@@ -6,7 +6,7 @@ command needed the file, it exits 5 with a message naming it and the damaged byt
 way the runs that follow recover: they exit 0 and every promise still holds (a comment whose
 inbox file was lost is never given a fresh budget).
 
-Planted files count too (SPEC §13.5, issue 14): a symlink (a loop, or a link to a file outside
+Planted files count too (SPEC §13.5): a symlink (a loop, or a link to a file outside
 the data dir), a FIFO or an empty directory at a state path is quarantined itself — never read
 through, never opened blocking, its target untouched — and an inbox file whose content is
 another comment (restored under the wrong name, a hard link) is corrupt. A directory holding

@@ -1,7 +1,7 @@
-"""Races that need a lock bypass (issue 14): a deleted pipeline.lock mid-call, and two data dirs
-sharing one inbox/ through a symlink. Real processes, scripted so each interleaving happens for
-sure; afterwards every promise is checked from disk and the call log. The runs count as soak
-operations in the rig's closing line."""
+"""Races that need a lock bypass, which the outcome write's compare-and-swap answers (SPEC §13.5):
+a deleted pipeline.lock mid-call, and two data dirs sharing one inbox/ through a symlink. Real
+processes, scripted so each interleaving happens for sure; afterwards every promise is checked
+from disk and the call log. The runs count as soak operations in the rig's closing line."""
 
 from __future__ import annotations
 
