@@ -85,7 +85,7 @@ def context(s: Settings, *, entrypoint: str = "cli", hooks: Hooks | None = None)
     return ctx
 
 
-def run_of(s: Settings, command: Any, *, limit: int, hooks: Hooks) -> Run:
+def run_of(s: Settings, command: Any, *, limit: int, hooks: Hooks, parallel: int = 1) -> Run:
     """A pipeline :class:`Run` as ``commands`` builds one, but with any ``limit``.
 
     The 20-call cap of ``--limit`` is a policy of the command layer (``check_limit``), not a
@@ -94,7 +94,7 @@ def run_of(s: Settings, command: Any, *, limit: int, hooks: Hooks) -> Run:
     """
 
     return Run(settings=s, store=open_store(s.paths, hooks), command=command, entrypoint="cli",
-               run_id=new_run_id(), limit=limit, hooks=hooks)
+               run_id=new_run_id(), limit=limit, parallel=parallel, hooks=hooks)
 
 
 @dataclass(frozen=True)

@@ -137,8 +137,8 @@ def _bracketed(floor: Callable[[int, int], float], n: int, batch: Callable[[], A
 
 def _recheck(s: Settings, n: int, hooks: Hooks) -> dict[str, Any]:
     doc, error = pipeline.recheck(run_of(s, "recheck", limit=n, hooks=hooks))
-    if error is not None or doc["calls"] != n:
-        raise RuntimeError(f"recheck did not make {n} calls: {error} {doc['counts']}")
+    if error is not None or doc.calls != n:
+        raise RuntimeError(f"recheck did not make {n} calls: {error} {doc.counts}")
     return doc
 
 
@@ -267,8 +267,8 @@ def bench_scan(base: Path | None, n: int, reps: int) -> Row:
 
             def batch(s: Settings = s, export: Path = export) -> None:
                 doc, error = pipeline.scan(run_of(s, "scan", limit=n, hooks=INSTANT), source=str(export))
-                if error is not None or doc["calls"] != n:
-                    raise RuntimeError(f"scan did not make {n} calls: {error} {doc['counts']}")
+                if error is not None or doc.calls != n:
+                    raise RuntimeError(f"scan did not make {n} calls: {error} {doc.counts}")
 
             floor, measured = _bracketed(three, n, batch, counter if rep == 0 else None)
             floors.append(floor)

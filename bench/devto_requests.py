@@ -28,6 +28,7 @@ from typing import Any
 from _common import Row, bench_source, context, forem_article, forem_node, settings, temp_dir
 
 from watcher import commands
+from watcher.results import BatchResult
 
 ARTICLES = 300
 CHANGED = (17, 42, 123, 250, 299)
@@ -74,7 +75,7 @@ class FakeForemAPI:
         return {**forem_article(article_id, len(self.threads[article_id])), "last_comment_at": stamp}
 
 
-def _scan(root: Path, api: FakeForemAPI) -> tuple[int, dict[str, Any]]:
+def _scan(root: Path, api: FakeForemAPI) -> tuple[int, BatchResult]:
     import httpx
 
     s = settings(root, devto_username="me", devto_base_url="http://devto.bench.invalid/api")
@@ -102,18 +103,18 @@ def run(base: Path | None, *, quick: bool) -> list[Row]:
         assert len(api.threads[CANCEL_OUT]) == count_before  # comments_count did not move
         cancel, cancel_doc = _scan(root, api)
         known = len(json.loads((root / "seen.json").read_text())["articles"])
-    found = cancel_doc["discovered"] == 1
+    found = cancel_doc.discovered == 1
     minimum = pages + len(CHANGED)
     naive = 1 + ARTICLES
     notes = [(f"first scan (all {ARTICLES} articles new): {first} requests ({pages} listing pages incl. the "
-              f"empty one + {ARTICLES} threads), discovered {first_doc['discovered']} comments"),
+              f"empty one + {ARTICLES} threads), discovered {first_doc.discovered} comments"),
              (f"steady-state scan: {steady} requests = {pages} listing pages (incl. the empty one) + "
-              f"{steady - pages} comment threads; discovered {steady_doc['discovered']} new comments; "
+              f"{steady - pages} comment threads; discovered {steady_doc.discovered} new comments; "
               f"naive (1 + {ARTICLES}) would be {naive}"),
              f"scan with nothing changed: {idle} requests (listing pages only); seen.json knows {known} articles",
              (f"cancel-out case (a new comment + a deleted one, comments_count unchanged): found: "
               f"{'yes' if found else 'no'} ({cancel} requests = {pages} pages + {cancel - pages} threads; "
-              f"discovered {cancel_doc['discovered']})"),
+              f"discovered {cancel_doc.discovered})"),
              "the source is fetch_devto over httpx.MockTransport with a no-op sleep; everything else is the product scan"]
     return [Row("2", f"steady-state scan, {ARTICLES} articles, {len(CHANGED)} with new comments",
                 f"{steady} requests", f"{minimum} (= {pages} pages + {len(CHANGED)})", steady / minimum,

@@ -28,6 +28,7 @@ FIGURES = {
     "3": ("state_scale", "state at scale"),
     "4": ("signals_counter", "signal counter"),
     "5": ("startup", "start-up"),
+    "6": ("concurrency", "parallel calls, and the pipeline lock held for decisions only (figures 6–8)"),
 }
 
 

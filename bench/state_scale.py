@@ -116,14 +116,14 @@ def _floor(s: Settings) -> None:
 
 def _status(s: Settings, n: int) -> None:
     doc = commands.status(context(s))
-    if doc["states"]["done"] != n:
-        raise RuntimeError(f"status saw {doc['states']}, expected {n} done")
+    if doc.states["done"] != n:
+        raise RuntimeError(f"status saw {doc.states}, expected {n} done")
 
 
 def _scan(s: Settings, devto: str) -> None:
     doc, error = commands.scan(context(s), source=devto)
-    if error is not None or doc["planned"] or doc["repaired"]:
-        raise RuntimeError(f"idle scan was not idle: {error} {doc['counts']} {doc['repaired'][:3]}")
+    if error is not None or doc.planned or doc.repaired:
+        raise RuntimeError(f"idle scan was not idle: {error} {doc.counts} {doc.repaired[:3]}")
 
 
 def measure(base: Path | None, n: int, reps: int) -> dict[str, float]:

@@ -8,9 +8,10 @@ about attempts, locks or state.
 
 What the server adds for agents (SPEC §10, "MCP, for agents"), all of it adaptation: progress
 notifications from the pipeline's hooks (:class:`_Progress`), a typed ``result`` in each output
-schema (:mod:`bridge.results`), messages reworded for MCP (:mod:`bridge.wording`), the resources
-``watcher://inbox`` and ``watcher://comment/{id}``, and the ``reply-session`` prompt
-(:mod:`bridge.mcp_text`, with every word an agent reads).
+schema (generated from the models the commands return, :mod:`watcher.envelope`), messages
+reworded for MCP (:mod:`bridge.wording`), the resources ``watcher://inbox`` and
+``watcher://comment/{id}``, and the ``reply-session`` prompt (:mod:`bridge.mcp_text`, with every
+word an agent reads).
 
 With ``WATCHER_PROVIDER=agent`` the agent is the model (SPEC §14): ``claim`` and ``submit`` hand
 its arguments to :func:`watcher.commands.claim` / :func:`watcher.commands.submit`, which reserve,
@@ -38,13 +39,15 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError
 
 import watcher
-from bridge import mcp_text, results
+from bridge import mcp_text
 from bridge.wording import for_agents
 from watcher import commands
 from watcher.commands import Context, Envelope
+from watcher.envelope import RESULTS, envelope_schema
 from watcher.errors import EXIT_USAGE
 from watcher.models import COMMENT_ID_SHAPE
 from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT, Hooks, ItemResult
+from watcher.results import CommentRecord
 
 MIN_SDK = (2, 3)
 INSTALL_HINT = ("watcher-bridge mcp needs the MCP Python SDK (mcp >= {need}), an optional extra:\n"
@@ -123,7 +126,7 @@ def _notice(message: str) -> None:
     sys.stderr.flush()
 
 
-def _tool_result(envelope: Envelope) -> CallToolResult:
+def _tool_result(envelope: Envelope[Any]) -> CallToolResult:
     doc = envelope.to_json()
     text = json.dumps(doc, ensure_ascii=False)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=doc,
@@ -174,7 +177,8 @@ class _Runner:
     def __init__(self, data_dir: Path | None) -> None:
         self.data_dir = data_dir
 
-    async def __call__(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None) -> Envelope:
+    async def __call__(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None,
+                       ) -> Envelope[Any]:
         # A fresh Context per call: settings (provider, keys, data dir) are re-read every time, as
         # a new CLI process would. The batch blocks on the lock and on model calls for minutes, so
         # it runs in a worker thread and the server keeps answering (mark, status) meanwhile. The
@@ -188,11 +192,7 @@ class _Runner:
 
     async def tool(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None,
                    ) -> CallToolResult:
-        envelope = await self(command, fn, report=report)
-        if command in results.RESULTS and envelope.ok and (problem := results.drift(command, envelope.to_json())):
-            # The client validates against the advertised schema; say on our side which key drifted.
-            log.warning("%s result does not fit its advertised output schema: %s", command, problem)
-        return _tool_result(envelope)
+        return _tool_result(await self(command, fn, report=report))
 
 
 def _usage(tool: str, message: str) -> CallToolResult:
@@ -239,9 +239,10 @@ if _SDK_MISSING is None:
 
         async def list_tools(self) -> list[Tool]:
             # The tools return CallToolResult (the envelope, also on errors), so the SDK derives no
-            # output schema; each tool's is the envelope with its result typed (bridge/results.py).
-            return [t.model_copy(update={"output_schema": results.output_schema(t.name)})
-                    if t.name in results.RESULTS else t for t in await super().list_tools()]
+            # output schema; each tool's is generated from the model its command returns, the one
+            # the envelope dumps (watcher/envelope.py).
+            return [t.model_copy(update={"output_schema": envelope_schema(t.name)})
+                    if t.name in RESULTS else t for t in await super().list_tools()]
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             began = time.monotonic()
@@ -288,10 +289,10 @@ async def _stdout_kept_for_protocol(_server: Any) -> AsyncIterator[dict[str, Any
         sys.stdout = saved
 
 
-def _without_prompt(fn: Callable[[Context], dict[str, Any]]) -> Callable[[Context], dict[str, Any]]:
+def _without_prompt(fn: Callable[[Context], CommentRecord]) -> Callable[[Context], CommentRecord]:
     """``show`` without the cached prompt (about 2 KB an agent rarely needs)."""
-    def shown(ctx: Context) -> dict[str, Any]:
-        return {k: v for k, v in fn(ctx).items() if k != "prompt"}
+    def shown(ctx: Context) -> CommentRecord:
+        return fn(ctx).model_copy(update={"prompt": None})
     return shown
 
 
@@ -364,12 +365,12 @@ def _add_resources(server: WatcherServer, run: _Runner) -> None:
         began = time.monotonic()
         envelope = await run(command, fn)
         log.info("resource %s -> exit_code %s in %.2f s", command, envelope.exit_code, time.monotonic() - began)
+        kind, message = (envelope.error["kind"], envelope.error["message"]) if envelope.error else (None, None)
         if envelope.exit_code == EXIT_USAGE:  # a bad or unknown id: the client's INVALID_PARAMS
-            raise ResourceNotFoundError(f"{(envelope.error or {}).get('message')}")
+            raise ResourceNotFoundError(f"{message}")
         if not envelope.ok:
-            raise ResourceError(f"exit_code {envelope.exit_code} ({(envelope.error or {}).get('kind')}): "
-                                f"{(envelope.error or {}).get('message')}")
-        return json.dumps(envelope.result, ensure_ascii=False, indent=1)
+            raise ResourceError(f"exit_code {envelope.exit_code} ({kind}): {message}")
+        return json.dumps(envelope.to_json()["result"], ensure_ascii=False, indent=1)
 
     @server.resource("watcher://inbox", name="inbox", title="What needs a reply", mime_type="application/json",
                      description=mcp_text.INBOX_RESOURCE)

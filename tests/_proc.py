@@ -97,6 +97,10 @@ class Notices:
     def env(self) -> dict[str, str]:
         return {"WATCHER_TEST_NOTIFY": str(self.path)}
 
+    def resume(self) -> None:
+        """Let every child held by ``pause_at=`` go on."""
+        Path(f"{self.path}.resume").touch()
+
     def reached(self, point: str) -> bool:
         try:
             return point in self.path.read_text().splitlines()

@@ -3,7 +3,6 @@ errors (exit 2); secrets never in repr, public output or any error message."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -124,7 +123,7 @@ def test_watcher_api_key_beats_the_provider_fallback(data_dir: Path) -> None:
 def test_offline_provider_holds_no_key(data_dir: Path) -> None:
     """A stray key is not kept when the provider is offline."""
     s = load_settings(data_dir=data_dir, env={"WATCHER_API_KEY": SECRET})
-    assert s.api_key is None and s.public()["api_key_set"] is False
+    assert s.api_key is None and s.public().api_key_set is False
 
 
 def test_unknown_provider_is_a_config_error(data_dir: Path) -> None:
@@ -148,9 +147,9 @@ def test_secret_never_in_repr_str_or_public(data_dir: Path) -> None:
     env = {"WATCHER_PROVIDER": "openai", "WATCHER_API_KEY": SECRET, "DEVTO_API_KEY": SECRET + "-devto"}
     s = load_settings(data_dir=data_dir, env=env)
     public = s.public()
-    for text in (repr(s), str(s), json.dumps(public)):
+    for text in (repr(s), str(s), public.model_dump_json(), repr(public)):
         assert SECRET not in text
-    assert public["api_key_set"] is True and public["devto_api_key_set"] is True
+    assert public.api_key_set is True and public.devto_api_key_set is True
 
 
 @pytest.mark.parametrize(

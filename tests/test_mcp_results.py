@@ -1,9 +1,13 @@
 """SPEC §10: each tool's output schema types its ``result``, and what the tools really return fits it.
 
-Every real structured result (successes, a batch stopped by the provider, usage errors) is
-validated against the schema the server advertises, and against a *closed* copy of it (every
-``additionalProperties: true`` made false): the advertised schema stays open so a new key never
-breaks a client, and the closed copy is where a key the bridge does not describe yet is caught.
+The schema and the output both come from the command's model (watcher/results.py), but down two
+paths: pydantic's JSON schema of the model, and its serializer (the batch summary's key order and
+dry-run keys are a custom one). So every real structured result (successes, a batch stopped by the
+provider, usage errors) is validated against the schema the server advertises, and against a
+*closed* copy of it (every ``additionalProperties: true`` made false): the advertised schema stays
+open so a client never rejects a result (watcher.results._advertised says why), and the closed
+copy is where output and schema disagreeing is caught. The envelopes pinned in tests/golden (grant
+and demo among them, which are no tools) are checked against the closed copies too.
 
 The sessions run against the real server built in this process, over the SDK's in-memory transport:
 the schemas and results are the server's, whatever process serves them.
@@ -12,6 +16,7 @@ the schemas and results are the server's, whatever process serves them.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +28,9 @@ from jsonschema.validators import validator_for
 from mcp import ClientSession
 from test_mcp_server import TOOLS, doc, run_memory_session
 
-pytestmark = pytest.mark.slow
+from watcher.envelope import RESULTS, envelope_schema
+
+GOLDEN = Path(__file__).parent / "golden"
 
 
 @pytest.fixture
@@ -73,6 +80,37 @@ class Checked:
         return envelope
 
 
+def _golden_envelopes() -> list[tuple[str, dict[str, Any]]]:
+    """Every JSON envelope the golden transcripts pin, with the step that printed it (a resource
+    is a bare result, not an envelope; the human tables are no JSON)."""
+    found = []
+    for path in sorted(GOLDEN.glob("*.txt")):
+        for part in ("\n" + path.read_text()).split("\n=== ")[1:]:
+            title, _, body = part.partition("\n")
+            if body.startswith("{") and not title.startswith("resource "):
+                found.append((f"{path.stem}: {title}", json.loads(body)))
+    return found
+
+
+def test_every_printed_envelope_fits_its_commands_closed_schema() -> None:
+    """Each --json, bridge and MCP envelope in tests/golden validates against the closed schema
+    generated for its command, and every command with a result model is among them."""
+    seen: set[str] = set()
+    for step, envelope in _golden_envelopes():
+        command = envelope["command"]
+        if command not in RESULTS:  # a usage error before any command was chosen
+            assert envelope["result"] is None, step
+            continue
+        schema = closed(envelope_schema(command))
+        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+                  for e in validator_for(schema)(schema).iter_errors(envelope)]
+        assert not errors, (step, errors[:5])
+        if envelope["result"] is not None:
+            seen.add(command)
+    assert seen == set(RESULTS)
+
+
+@pytest.mark.slow
 def test_every_output_schema_types_its_result(data_dir: Path) -> None:
     """No tool's result is `{}`: each is an object schema with required keys, or null."""
     async def scenario(session: ClientSession) -> None:
@@ -90,6 +128,7 @@ def test_every_output_schema_types_its_result(data_dir: Path) -> None:
     run_memory_session(data_dir, scenario)
 
 
+@pytest.mark.slow
 def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: Path) -> None:
     """scan (real and dry), recheck, status, inbox (both), show (both), mark, signals, check and
     usage errors: each real envelope validates against its schema, open and closed."""
@@ -122,6 +161,7 @@ def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: 
     run_memory_session(data_dir, scenario)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("answer", "exit_code", "stopped", "shown"), [
     ("429:600", 3, "rate_limited", "cooldown"),
     ("401", 2, "auth", "breaker"),

@@ -69,14 +69,20 @@ def _failed_once(data_dir: Path, fake: FakeProvider, tmp_path: Path, label: str 
 
 def test_save_failure_after_answer_leaves_attempt_for_waiting_run_to_mark_interrupted(
         data_dir: Path, fake: FakeProvider, tmp_path: Path, notices: Notices) -> None:
-    """Save fails after the model answered: exit 5; the queued recheck records interrupted, no call."""
+    """Save fails after the model answered: exit 5. A run meeting the live call defers it without
+    waiting; a run queued behind the failing outcome write records interrupted; no second call."""
     _failed_once(data_dir, fake, tmp_path)
     fake.script("first", "hold")
-    first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env(), fault="save_outcome")
+    first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env(),
+                  fault="save_outcome,pause_at=before_outcome_write", notices=notices)
     fake.wait_in_flight()
-    second = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env(), fault=QUEUED, notices=notices)
-    notices.wait("lock_queued", second)  # it planned (attempt 2 reserved) and waits on the lock
+    during = run("bridge", "recheck", data_dir=data_dir, env=fake.env())
+    assert during.returncode == 0 and envelope(during)["result"]["items"][0]["outcome"] == "deferred"
     fake.release()
+    notices.wait("before_outcome_write", first)  # holds the pipeline lock, about to fail its write
+    second = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env(), fault=QUEUED, notices=notices)
+    notices.wait("lock_queued", second)
+    notices.resume()
     out1 = first.communicate(timeout=30)
     out2 = second.communicate(timeout=30)
     assert first.returncode == 5, out1
@@ -90,17 +96,23 @@ def test_save_failure_after_answer_leaves_attempt_for_waiting_run_to_mark_interr
 
 def test_killed_during_call_leaves_attempt_for_waiting_run_to_mark_interrupted(
         data_dir: Path, fake: FakeProvider, tmp_path: Path, notices: Notices) -> None:
-    """SIGKILL while the provider holds the request: the queued recheck records interrupted, no call."""
+    """A run meeting a live call defers it; SIGKILL after the answer, with a recheck queued behind
+    the outcome write: the queued recheck records interrupted, and no second call is made."""
     _failed_once(data_dir, fake, tmp_path)
     fake.script("first", "hold")
-    first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
+    first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env(),
+                  fault="pause_at=before_outcome_write", notices=notices)
     fake.wait_in_flight()
+    during = run("bridge", "recheck", "--limit", "1", data_dir=data_dir, env=fake.env())
+    items = envelope(during)["result"]["items"]
+    assert [i["outcome"] for i in items] == ["deferred"] and f"pid {first.pid}" in items[0]["message"]
+    fake.release()
+    notices.wait("before_outcome_write", first)
     second = start("bridge", "recheck", data_dir=data_dir, env=fake.env(), fault=QUEUED, notices=notices)
     notices.wait("lock_queued", second)
     first.send_signal(signal.SIGKILL)
     first.wait(10)
     out2 = second.communicate(timeout=30)
-    fake.release()
     assert second.returncode == 0, out2
     assert envelope(out2)["result"]["items"][0]["outcome"] == "interrupted"
     assert fake.calls == ["first"]
@@ -142,14 +154,14 @@ def test_comment_changed_while_waiting_for_lock_is_deferred(
         data_dir: Path, fake: FakeProvider, tmp_path: Path, notices: Notices) -> None:
     """B plans on attempt 1 failed; A makes attempt 2 meanwhile; B defers instead of calling."""
     _failed_once(data_dir, fake, tmp_path)
-    fake.script("first", "hold-malformed")
-    a = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
-    fake.wait_in_flight()
-    b = start("bridge", "recheck", "first", data_dir=data_dir, env=fake.env(), fault=QUEUED, notices=notices)
-    notices.wait("lock_queued", b)
-    fake.release()
-    out_a, out_b = a.communicate(timeout=30), b.communicate(timeout=30)
-    assert a.returncode == 0 and b.returncode == 0, (out_a, out_b)
+    fake.script("first", "malformed")
+    b = start("bridge", "recheck", "first", data_dir=data_dir, env=fake.env(), fault="pause_at=after_plan",
+              notices=notices)
+    notices.wait("after_plan", b)  # planned on attempt 1, before its first lock
+    a = run("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
+    notices.resume()
+    out_b = b.communicate(timeout=30)
+    assert a.returncode == 0 and b.returncode == 0, (a.stderr, out_b)
     assert envelope(out_b)["result"]["items"][0]["outcome"] == "deferred"
     assert fake.calls == ["first"]
     assert len(_record(data_dir, "first").attempts) == 2
@@ -211,21 +223,22 @@ def _let_the_cooldown_expire(data_dir: Path) -> None:
 
 
 def test_second_run_fails_with_lock_busy_after_five_seconds_from_both_entrypoints(
-        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+        data_dir: Path, fake: FakeProvider, tmp_path: Path, notices: Notices) -> None:
     """While one run holds the pipeline lock, others exit 4 after about 5 s (CLI and bridge).
 
     The one test that waits the real 5 s, for the documented message; the other lock-busy tests
-    lower the wait (``lock_wait=``), which the lock reads at call time."""
+    lower the wait (``lock_wait=``). The holder is stopped inside a lock hold (``pause_at``): a
+    run never holds it across a call (SPEC §15.1; see the next test)."""
     export = write_export(tmp_path / "export.json", ["slow"])
-    fake.script("slow", "hold")
-    holder = start("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env())
-    fake.wait_in_flight()
+    holder = start("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env(),
+                   fault="pause_at=before_outcome_write", notices=notices)
+    notices.wait("before_outcome_write", holder)
     began = time.monotonic()
     cli = start("cli", "recheck", data_dir=data_dir, env=fake.env())
     bridge = start("bridge", "recheck", data_dir=data_dir, env=fake.env())
     out_cli, out_bridge = cli.communicate(timeout=30), bridge.communicate(timeout=30)
     elapsed = time.monotonic() - began
-    fake.release()
+    notices.resume()
     holder.communicate(timeout=30)
     assert cli.returncode == 4 and bridge.returncode == 4
     assert 4.9 <= elapsed <= 12
@@ -234,6 +247,27 @@ def test_second_run_fails_with_lock_busy_after_five_seconds_from_both_entrypoint
     env = envelope(out_bridge)
     assert env["exit_code"] == 4 and env["error"]["kind"] == "lock_busy"
     assert fake.calls == ["slow"]
+
+
+def test_runs_during_a_long_call_neither_wait_nor_exit_4(data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
+    """The pipeline lock is not held across a model call (SPEC §15.1): while one scan's call is out,
+    a recheck and a scan from both entrypoints finish at once, deferring the comment in flight."""
+    export = write_export(tmp_path / "export.json", ["slow", "other"])
+    fake.script("slow", "hold")
+    holder = start("cli", "scan", "--source", str(export), "--limit", "1", data_dir=data_dir, env=fake.env())
+    fake.wait_in_flight()
+    began = time.monotonic()
+    cli = run("cli", "recheck", "slow", "--json", data_dir=data_dir, env=fake.env())
+    bridge = run("bridge", "scan", "--source", str(export), data_dir=data_dir, env=fake.env())
+    elapsed = time.monotonic() - began
+    fake.release()
+    assert holder.communicate(timeout=30) and holder.returncode == 0
+    assert (cli.returncode, bridge.returncode) == (0, 0), (cli.stderr, bridge.stdout)
+    assert envelope(cli)["result"]["items"][0]["outcome"] == "deferred"
+    assert {i["id"]: i["outcome"] for i in envelope(bridge)["result"]["items"]} == {"slow": "deferred",
+                                                                                   "other": "verdict"}
+    assert elapsed < 4.0  # neither waited out the 5 s lock wait
+    assert sorted(fake.calls) == ["other", "slow"]
 
 
 def test_mark_during_batch_returns_promptly_and_survives_the_batch_save(

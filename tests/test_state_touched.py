@@ -43,11 +43,12 @@ def _record(data_dir: Path, cid: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
-def test_deleting_the_pipeline_lock_mid_call_cannot_buy_a_fourth_call(
+def test_deleting_the_lock_files_mid_call_cannot_buy_a_fourth_call(
         data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
-    """A slow recheck holds the lock; the user deletes locks/pipeline.lock; two more rechecks run
-    meanwhile. The slow run's outcome write is a compare-and-swap: it finds its attempt is no longer
-    the file's last one, writes nothing (exit 5, save_conflict), and the comment gets 3 calls in all.
+    """A slow recheck's call is out; the user deletes locks/pipeline.lock and the comment's call
+    lock; two more rechecks run meanwhile. The slow run's outcome write is a compare-and-swap: it
+    finds its attempt is no longer the file's last one, writes nothing (exit 5, save_conflict), and
+    the comment gets 3 calls in all.
 
     The runs around the slow one are processes; the scan before and the rechecks after, there
     only to spend and then exhaust the budget, run the CLI's ``main`` in this process."""
@@ -56,7 +57,8 @@ def test_deleting_the_pipeline_lock_mid_call_cannot_buy_a_fourth_call(
     assert run_main("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env()).returncode == 0
     first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
     fake.wait_in_flight()
-    Paths(data_dir).pipeline_lock.unlink()  # "it looked stale"
+    Paths(data_dir).pipeline_lock.unlink()  # "they looked stale"
+    Paths(data_dir).call_lock("slow").unlink()
     closes = run("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())  # orphan → interrupted
     assert envelope(closes)["result"]["items"][0]["outcome"] == "interrupted"
     again = run("bridge", "recheck", data_dir=data_dir, env=fake.env())  # attempt 3 (malformed)

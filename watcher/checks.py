@@ -22,6 +22,7 @@ from watcher.errors import (
 )
 from watcher.pipeline.gate import setup_error
 from watcher.providers import Provider, make_provider
+from watcher.results import CheckResult, CheckRow
 from watcher.source import check_user
 
 
@@ -33,20 +34,19 @@ class Check:
     fix: str = ""
     error: WatcherError | None = None  # what the command exits with when this is the first failure
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix or None}
+    def row(self) -> CheckRow:
+        return CheckRow(name=self.name, ok=self.ok, detail=self.detail, fix=self.fix or None)
 
 
 def run_checks(data_dir: Path | None, overrides: dict[str, Any], factory: Callable[[Settings], Provider] | None = None,
-               ) -> tuple[dict[str, Any], WatcherError | None]:
+               ) -> tuple[CheckResult, WatcherError | None]:
     """Every free check of the setup, in order: the document ``watcher check`` prints, and the error
     the command exits with (the first failed check's), or None when all pass.
 
     ``factory`` builds the provider to probe in place of :func:`make_provider` (tests)."""
     checks = _each_check(data_dir, overrides, factory)
     failed = [c for c in checks if not c.ok]
-    doc = {"ok": not failed, "checks": [c.to_json() for c in checks]}
-    return doc, failed[0].error if failed else None
+    return CheckResult(ok=not failed, checks=[c.row() for c in checks]), failed[0].error if failed else None
 
 
 def _each_check(data_dir: Path | None, overrides: dict[str, Any],

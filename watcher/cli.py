@@ -111,7 +111,7 @@ class Frontend:
             os.dup2(devnull, sys.stdout.fileno())
         raise typer.Exit(envelope.exit_code)
 
-    def render(self, envelope: Envelope, *, as_json: bool) -> None:
+    def render(self, envelope: Envelope[Any], *, as_json: bool) -> None:
         if as_json or self.always_envelope:
             sys.stdout.write(json.dumps(envelope.to_json(), ensure_ascii=False, indent=None if
                                         self.always_envelope else 2) + "\n")
@@ -167,6 +167,9 @@ def _whole_number(value: str) -> int:
 
 LimitOpt = Annotated[int, typer.Option("--limit", help="Most model calls this run (1–20).", show_default=True,
                                        parser=_whole_number, metavar="N")]
+ParallelOpt = Annotated[int | None, typer.Option(
+    "--parallel", metavar="N", help="Model calls in flight at once (1–8); default WATCHER_PARALLEL, else 4 for the "
+    "providers' own endpoints and 1 for another WATCHER_BASE_URL.", parser=_whole_number, show_default=False)]
 DryOpt = Annotated[bool, typer.Option("--dry-run", help="Plan and print what would be called; take no lock, "
                                                         "write nothing, call nothing.")]
 
@@ -222,8 +225,8 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
     @app.command(epilog=_epilog("watcher scan", "watcher scan --limit 20 --json", "watcher scan --dry-run",
                                 "watcher scan --since 2026-11-01", "watcher scan --source export.json",
                                 codes=BATCH_CODES))
-    def scan(ctx: typer.Context, limit: LimitOpt = commands.DEFAULT_LIMIT, dry_run: DryOpt = False,
-             source: Annotated[str | None, typer.Option("--source", help="'devto' (the default; needs "
+    def scan(ctx: typer.Context, limit: LimitOpt = commands.DEFAULT_LIMIT, parallel: ParallelOpt = None,
+             dry_run: DryOpt = False, source: Annotated[str | None, typer.Option("--source", help="'devto' (the default; needs "
                                                         "DEVTO_USERNAME), a Forem-format export FILE, or 'sample' "
                                                         "(the bundled demo comments, offline, in ./data/demo "
                                                         "unless --data-dir is given).")] = None,
@@ -238,17 +241,20 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         Needs WATCHER_PROVIDER and DEVTO_USERNAME (or --source FILE). A setup failure stops the
         batch at once and costs at most one attempt per outage."""
         _frontend(ctx).respond("scan", lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source,
-                                                           since=since, full=full), as_json=as_json, batch=True)
+                                                               since=since, full=full, parallel=parallel),
+                               as_json=as_json, batch=True)
 
     @app.command(epilog=_epilog("watcher recheck", "watcher recheck 3bkf --json", "watcher recheck --dry-run",
                                 codes=BATCH_CODES))
     def recheck(ctx: typer.Context, ids: Annotated[list[str] | None, typer.Argument(
                     metavar="ID", help="Only these comment ids (default: every failed or interrupted one).")] = None,
-                limit: LimitOpt = commands.DEFAULT_LIMIT, dry_run: DryOpt = False, as_json: JsonOpt = False) -> None:
+                limit: LimitOpt = commands.DEFAULT_LIMIT, parallel: ParallelOpt = None, dry_run: DryOpt = False,
+                as_json: JsonOpt = False) -> None:
         """Retry failed verdicts with the cached prompt; each comment gets 3 model attempts in all.
 
         Also closes attempts a killed run left open (as interrupted, no call for them this run)."""
-        _frontend(ctx).respond("recheck", lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or ()),
+        _frontend(ctx).respond("recheck", lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or (),
+                                                                     parallel=parallel),
                            as_json=as_json, batch=True)
 
     @app.command(epilog=_epilog("watcher claim --json", "watcher claim --limit 1", codes=CLAIM_CODES))
@@ -358,7 +364,8 @@ def main(argv: Sequence[str] | None = None, *, entrypoint: str = "cli", hooks: H
     except _CLICK_ERROR as exc:
         # Usage errors still answer with exactly one envelope on stdout.
         message = exc.format_message()  # type: ignore[attr-defined]
-        envelope = Envelope(False, args[0] if args else "", EXIT_USAGE, None, {"kind": "usage", "message": message})
+        envelope: Envelope[Any] = Envelope(False, args[0] if args else "", EXIT_USAGE, None,
+                                           {"kind": "usage", "message": message})
         sys.stdout.write(json.dumps(envelope.to_json()) + "\n")
         sys.stderr.write(f"error: {message}\n")
         raise SystemExit(EXIT_USAGE) from None

@@ -1,7 +1,8 @@
 """Every command as one core function, and the one place errors become exit codes.
 
 The CLI (``watcher``) and the bridge (``watcher-bridge``, its MCP server) call :func:`execute`
-with the same functions; they differ only in how they render the :class:`Envelope`.
+with the same functions; they differ only in how they render the :class:`Envelope`. Each
+command returns its model from :mod:`watcher.results` (or a :class:`Partial` of it).
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from watcher import pipeline, records
 from watcher.config import Settings, load_settings
+from watcher.envelope import Envelope
 from watcher.errors import (
     EXIT_OK,
     ConfigError,
@@ -26,7 +30,7 @@ from watcher.errors import (
     error_kind,
     exit_code_for,
 )
-from watcher.models import SeenFile, State
+from watcher.models import SeenFile, State, Triage
 from watcher.pipeline import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -39,11 +43,29 @@ from watcher.pipeline import (
     open_store,
     read_cooldown,
 )
+from watcher.results import (
+    AgentClaims,
+    BatchResult,
+    CheckResult,
+    ClaimResult,
+    CommentRecord,
+    Cooldown,
+    DemoResult,
+    GrantResult,
+    InboxEntry,
+    InboxResult,
+    MarkResult,
+    SignalsResult,
+    StatusPaths,
+    StatusResult,
+    StatusSignals,
+    SubmitResult,
+)
 from watcher.store import Store
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "TRIAGE_CHOICES", "Context", "Envelope", "Partial", "execute"]
 
-TRIAGE_CHOICES = ("replied", "ignored", "open")
+TRIAGE_CHOICES: tuple[Triage, ...] = ("replied", "ignored", "open")
 SAMPLE = "sample"  # --source sample: the bundled demo export
 PRIORITY_ORDER = {"high": 0, "normal": 1, "low": 2}
 
@@ -75,23 +97,10 @@ class Context:
         return self._store
 
 
-@dataclass
-class Envelope:
-    ok: bool
-    command: str
-    exit_code: int
-    result: Any
-    error: dict[str, str] | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "command": self.command, "exit_code": self.exit_code,
-                "result": self.result, "error": self.error}
-
-
-def execute(command: str, ctx: Context, fn: Callable[[Context], Any]) -> Envelope:
+def execute(command: str, ctx: Context, fn: Callable[[Context], BaseModel | Partial[Any]]) -> Envelope[Any]:
     """Run one command; never raises. ``fn`` returns a result, or a :class:`Partial` when it
     produced a result *and* must exit non-zero (a batch stopped by a 429 still has a summary)."""
-    result: Any = None
+    result: BaseModel | None = None
     error: BaseException | None = None
     try:
         out = fn(ctx)
@@ -125,8 +134,9 @@ def _signal_failure(ctx: Context, exc: WatcherError) -> None:
 
 
 def scan(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, source: str | None = None,
-         since: str | None = None, full: bool = False) -> Partial:
+         since: str | None = None, full: bool = False, parallel: int | None = None) -> Partial[BatchResult]:
     check_limit(limit)  # a bad option first: nothing else is looked at (before the settings are read)
+    _check_parallel(parallel)
     since_at = _since(since)
     if source == SAMPLE:
         ctx = _demo(ctx)
@@ -134,7 +144,7 @@ def scan(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, sou
         # Cron does not inherit shell exports: scanning the sample instead would exit 0 forever.
         raise ConfigError("no comment source: set DEVTO_USERNAME (or pass --source FILE); "
                           "`watcher demo` shows what watcher does on the bundled sample comments")
-    return pipeline.scan(_batch_run(ctx, "scan", limit=limit, dry_run=dry_run), source=source,
+    return pipeline.scan(_batch_run(ctx, "scan", limit=limit, dry_run=dry_run, parallel=parallel), source=source,
                          notice=ctx.notice, since=since_at, full=full)
 
 
@@ -150,12 +160,25 @@ def _since(text: str | None) -> datetime | None:
         raise UsageError(f"--since takes a date like 2026-11-01 (or 2026-11-01T09:00:00Z), got {text!r}") from None
 
 
-def recheck(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, ids: Sequence[str] = ()) -> Partial:
+def recheck(ctx: Context, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False, ids: Sequence[str] = (),
+            parallel: int | None = None) -> Partial[BatchResult]:
     check_limit(limit)
-    return pipeline.recheck(_batch_run(ctx, "recheck", limit=limit, dry_run=dry_run), ids=ids, notice=ctx.notice)
+    _check_parallel(parallel)
+    return pipeline.recheck(_batch_run(ctx, "recheck", limit=limit, dry_run=dry_run, parallel=parallel), ids=ids,
+                            notice=ctx.notice)
 
 
-def claim(ctx: Context, *, limit: int = DEFAULT_LIMIT) -> Partial:
+def _check_parallel(parallel: int | None) -> None:
+    if parallel is not None:
+        from watcher.config import parse_parallel
+
+        try:
+            parse_parallel(parallel)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def claim(ctx: Context, *, limit: int = DEFAULT_LIMIT) -> Partial[ClaimResult]:
     """Provider agent (SPEC §14): reserve attempts for the agent and hand it the prompts to judge."""
     from watcher.pipeline import agent
 
@@ -164,7 +187,7 @@ def claim(ctx: Context, *, limit: int = DEFAULT_LIMIT) -> Partial:
     return agent.claim(_batch_run(ctx, "claim", limit=limit, dry_run=False), notice=ctx.notice)
 
 
-def submit(ctx: Context, comment_id: str, n: int, verdict: Any) -> Partial:
+def submit(ctx: Context, comment_id: str, n: int, verdict: Any) -> Partial[SubmitResult]:
     """Provider agent (SPEC §14): the agent's verdict for attempt ``n`` that claim handed out."""
     from watcher.pipeline import agent
 
@@ -172,20 +195,20 @@ def submit(ctx: Context, comment_id: str, n: int, verdict: Any) -> Partial:
     return agent.submit(_run_of(ctx, "submit"), comment_id, n, verdict, notice=ctx.notice)
 
 
-def demo(ctx: Context) -> Partial:
+def demo(ctx: Context) -> Partial[DemoResult]:
     """The bundled sample through the real pipeline (reservations, lock, verdicts), offline, in its
     own data dir (SPEC §13.4), then what needs a reply. Runs scan until nothing is left."""
     ctx = _demo(ctx)
-    runs: list[dict[str, Any]] = []
+    runs: list[BatchResult] = []
     error: WatcherError | None = None
     while len(runs) < 5:  # 23 sample comments at 20 calls a run: two runs
         out = pipeline.scan(_batch_run(ctx, "scan", limit=MAX_LIMIT, dry_run=False), source=SAMPLE,
                             notice=ctx.notice)
         runs.append(out.result)
         error = out.error
-        if error is not None or not out.result["remaining"]:
+        if error is not None or not out.result.remaining:
             break
-    return Partial({"data_dir": str(ctx.settings.data_dir), "scans": runs, "inbox": inbox_view(ctx)}, error)
+    return Partial(DemoResult(data_dir=str(ctx.settings.data_dir), scans=runs, inbox=inbox_view(ctx)), error)
 
 
 def _demo(ctx: Context) -> Context:
@@ -196,7 +219,8 @@ def _demo(ctx: Context) -> Context:
     return replace(ctx, _settings=demo_settings(ctx.data_dir), _store=None)
 
 
-def _batch_run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool) -> Run:
+def _batch_run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: bool,
+               parallel: int | None = None) -> Run:
     """A run that may call the model: the provider choice and the key are checked first (the
     command checked its limit before reading any setting)."""
     settings = ctx.settings
@@ -208,12 +232,13 @@ def _batch_run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: 
                           "or WATCHER_PROVIDER=offline for the built-in heuristic; `watcher check` tests the setup")
     if not dry_run:
         settings.require_key()  # before any work; read-only commands never need a key
-    return _run_of(ctx, command, limit=limit, dry_run=dry_run)
+    return _run_of(ctx, command, limit=limit, dry_run=dry_run, parallel=parallel or settings.parallel)
 
 
-def _run_of(ctx: Context, command: pipeline.Command, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False) -> Run:
+def _run_of(ctx: Context, command: pipeline.Command, *, limit: int = DEFAULT_LIMIT, dry_run: bool = False,
+            parallel: int = 1) -> Run:
     return Run(settings=ctx.settings, store=ctx.store, command=command, entrypoint=ctx.entrypoint,
-               run_id=new_run_id(), limit=limit, dry_run=dry_run, hooks=ctx.hooks)
+               run_id=new_run_id(), limit=limit, parallel=parallel, dry_run=dry_run, hooks=ctx.hooks)
 
 
 # ---- read commands and marks -----------------------------------------------------------------------
@@ -233,11 +258,11 @@ def _repaired_index(ctx: Context) -> SeenFile:
     return index
 
 
-def status(ctx: Context) -> dict[str, Any]:
+def status(ctx: Context) -> StatusResult:
     settings, store = ctx.settings, ctx.store
     index = _repaired_index(ctx)
-    states: dict[str, int] = dict.fromkeys(State.__args__, 0)  # type: ignore[attr-defined]
-    triage: dict[str, int] = dict.fromkeys(TRIAGE_CHOICES, 0)
+    states: dict[State, int] = dict.fromkeys(State.__args__, 0)  # type: ignore[attr-defined]
+    triage: dict[Triage, int] = dict.fromkeys(TRIAGE_CHOICES, 0)
     for entry in index.comments.values():
         states[entry.status] += 1
         triage[entry.triage] += 1
@@ -247,27 +272,25 @@ def status(ctx: Context) -> dict[str, Any]:
     cooldown = read_cooldown(store, state)
     breaker = provider_state.breaker_of(settings, state)
     counted = store.read_signal_state()
-    signal_doc: dict[str, Any] = ({"counts": counted.counts, "invalid": counted.invalid} if counted
-                                  else {"counts": {}, "invalid": 0})
     trouble = store.signal_trouble(counted)  # no lock, no count: a warning, never exit 5
-    if trouble:
-        signal_doc["warning"] = trouble
-    return {
-        "comments": len(index.comments),
-        "articles": len(index.articles),
-        "states": states,
-        "triage": triage,
-        "cooldown": {"until": cooldown.until, "reason": cooldown.reason} if cooldown else None,
-        "breaker": breaker.model_dump() if breaker else None,
-        "claimed": _claims(ctx, index),
-        "signals": signal_doc,
-        "settings": settings.public(),
-        "paths": {"data_dir": str(settings.data_dir), "inbox": str(settings.paths.inbox),
-                  "seen": str(settings.paths.seen), "observations": str(settings.paths.observations)},
-    }
+    signal_doc = StatusSignals(counts=counted.counts if counted else {}, invalid=counted.invalid if counted else 0,
+                               warning=trouble or None)
+    return StatusResult(
+        comments=len(index.comments),
+        articles=len(index.articles),
+        states=states,
+        triage=triage,
+        cooldown=Cooldown(until=cooldown.until, reason=cooldown.reason) if cooldown else None,
+        breaker=breaker,
+        claimed=_claims(ctx, index),
+        signals=signal_doc,
+        settings=settings.public(),
+        paths=StatusPaths(data_dir=str(settings.data_dir), inbox=str(settings.paths.inbox),
+                          seen=str(settings.paths.seen), observations=str(settings.paths.observations)),
+    )
 
 
-def _claims(ctx: Context, index: SeenFile) -> dict[str, Any]:
+def _claims(ctx: Context, index: SeenFile) -> AgentClaims:
     """Attempts agents hold (SPEC §14): in flight (lease running, earliest end) or lease ended.
 
     Reads only the inbox files of reserved comments — a handful, not every file: status stays
@@ -289,17 +312,17 @@ def _claims(ctx: Context, index: SeenFile) -> dict[str, Any]:
             in_flight.append(last.lease_until)
         else:
             ended += 1
-    return {"in_flight": len(in_flight), "earliest_lease_until": min(in_flight, default=None), "lease_ended": ended}
+    return AgentClaims(in_flight=len(in_flight), earliest_lease_until=min(in_flight, default=None), lease_ended=ended)
 
 
-def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> dict[str, Any]:
+def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> InboxResult:
     """What needs a reply (``show_all``: every comment). ``new``: only what no earlier ``--new``
     listed, and remember these as listed — for a cron line that mails its output."""
     if show_all and new:
         raise UsageError("--new lists only comments needing a reply; it cannot be combined with --all")
     store = ctx.store
     index = _repaired_index(ctx)
-    rows: list[dict[str, Any]] = []
+    rows: list[InboxEntry] = []
     for cid, entry in index.comments.items():
         if not show_all and (entry.status != "done" or entry.triage != "open"):
             continue
@@ -311,23 +334,23 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> di
         verdict = record.verdict
         if not show_all and (verdict is None or not verdict.needs_reply):
             continue
-        rows.append({
-            "id": cid, "state": entry.status, "triage": entry.triage, "attempts": entry.attempts,
-            "author": record.comment.author, "article": record.comment.article_title,
-            "url": record.comment.url, "created_at": record.comment.created_at,
-            "verdict": verdict.model_dump() if verdict else None,
-            "verdict_by": records.verdict_by(record),
-            "hint": _hint(cid, entry.status),
-        })
+        rows.append(InboxEntry(
+            id=cid, state=entry.status, triage=entry.triage, attempts=entry.attempts,
+            author=record.comment.author, article=record.comment.article_title,
+            url=record.comment.url, created_at=record.comment.created_at,
+            verdict=verdict,
+            verdict_by=records.verdict_by(record),
+            hint=_hint(cid, entry.status),
+        ))
     if new and rows:
-        claimed = set(store.claim_listed([r["id"] for r in rows]))
-        rows = [r for r in rows if r["id"] in claimed]
-    rows.sort(key=lambda r: (PRIORITY_ORDER.get((r["verdict"] or {}).get("priority", "low"), 3), r["created_at"]))
-    unresolved = dict.fromkeys(("pending", "failed", "reserved", "exhausted", "baseline"), 0)
+        claimed = set(store.claim_listed([r.id for r in rows]))
+        rows = [r for r in rows if r.id in claimed]
+    rows.sort(key=lambda r: (PRIORITY_ORDER[r.verdict.priority if r.verdict else "low"], r.created_at))
+    unresolved: dict[State, int] = dict.fromkeys(("pending", "failed", "reserved", "exhausted", "baseline"), 0)
     for entry in index.comments.values():
         if entry.status in unresolved:
             unresolved[entry.status] += 1
-    return {"all": show_all, "new": new, "count": len(rows), "comments": rows, "unresolved": unresolved}
+    return InboxResult(all=show_all, new=new, count=len(rows), comments=rows, unresolved=unresolved)
 
 
 def _hint(comment_id: str, state: str) -> str | None:
@@ -342,47 +365,47 @@ def _hint(comment_id: str, state: str) -> str | None:
     return None
 
 
-def show(ctx: Context, comment_id: str) -> dict[str, Any]:
+def show(ctx: Context, comment_id: str) -> CommentRecord:
     check_id(comment_id)
     store = ctx.store
     record = store.load_record(comment_id)
     if record is None:
         raise UsageError(f"no comment {comment_id} in {store.paths.inbox} — `watcher inbox --all` lists them")
     entry = _repaired_index(ctx).comments.get(comment_id)
-    doc = record.model_dump(mode="json")
-    # The file leaves this release's fields out while unused (models._unset); the result has them all.
-    doc.update(grants=[g.model_dump() for g in record.grants], baseline=record.baseline)
-    doc["state"] = records.state_of(record)
-    doc["verdict_by"] = records.verdict_by(record)
-    doc["cap"] = records.cap_of(record)
+    state = records.state_of(record)
     lease = records.open_lease(record)
-    doc["hint"] = (f"attempt {len(record.attempts)} is claimed by an agent until {lease}: its verdict comes by "
-                   "submit; after that time the next run closes it as interrupted" if lease
-                   else _hint(comment_id, doc["state"]))
-    doc["triage"] = entry.triage if entry else "open"
-    doc["triage_by"] = entry.triage_by if entry else None
-    doc["replied_at"] = (entry.replied_at if entry else None) or record.replied_at
-    return doc
+    # The file leaves this release's fields out while unused (models._unset); the result has them all.
+    return CommentRecord(
+        schema_version=record.schema_version, comment=record.comment, prompt=record.prompt,
+        cap=records.cap_of(record), attempts=record.attempts, verdict=record.verdict, grants=record.grants,
+        baseline=record.baseline, state=state, verdict_by=records.verdict_by(record),
+        hint=(f"attempt {len(record.attempts)} is claimed by an agent until {lease}: its verdict comes by "
+              "submit; after that time the next run closes it as interrupted" if lease
+              else _hint(comment_id, state)),
+        triage=entry.triage if entry else "open",
+        triage_by=entry.triage_by if entry else None,
+        replied_at=(entry.replied_at if entry else None) or record.replied_at,
+    )
 
 
-def mark(ctx: Context, comment_id: str, triage: str) -> dict[str, Any]:
+def mark(ctx: Context, comment_id: str, triage: str) -> MarkResult:
     check_id(comment_id)
     if triage not in TRIAGE_CHOICES:
         raise UsageError(f"mark takes one of {', '.join(TRIAGE_CHOICES)}, got {triage!r}")
-    entry = ctx.store.patch_triage(comment_id, triage)  # type: ignore[arg-type]
+    entry = ctx.store.patch_triage(comment_id, triage)
     if entry is None:
         raise UsageError(f"no comment {comment_id} — `watcher inbox --all` lists the known ones")
-    return {"id": comment_id, "triage": entry.triage, "state": entry.status}
+    return MarkResult(id=comment_id, triage=entry.triage, state=entry.status)
 
 
-def check(ctx: Context) -> Partial:
+def check(ctx: Context) -> Partial[CheckResult]:
     """Every free check (config, key, provider probe, dev.to user, data dir); exit 0 only if all pass."""
     from watcher.checks import run_checks
 
     return Partial(*run_checks(ctx.data_dir, ctx.overrides, ctx.hooks.make_provider))
 
 
-def grant(ctx: Context, comment_id: str, *, attempts: int = 1) -> dict[str, Any]:
+def grant(ctx: Context, comment_id: str, *, attempts: int = 1) -> GrantResult:
     """More attempts for an exhausted or failed comment: the person's decision, never an agent's."""
     if ctx.entrypoint != "cli":
         raise UsageError("grant is the person's decision: run `watcher grant ID` in a terminal. The bridge and "
@@ -393,7 +416,7 @@ def grant(ctx: Context, comment_id: str, *, attempts: int = 1) -> dict[str, Any]
     return grant_attempts(ctx.store, comment_id, attempts, entrypoint=ctx.entrypoint, run_id=new_run_id())
 
 
-def signals_cmd(ctx: Context, *, reset: bool = False) -> dict[str, Any]:
+def signals_cmd(ctx: Context, *, reset: bool = False) -> SignalsResult:
     counted = ctx.store.count_signals(reset=reset)
-    return {"reset": reset, "counts": counted.counts, "invalid": counted.invalid,
-            "applied": counted.applied, "new_lines": counted.new_lines}
+    return SignalsResult(reset=reset, counts=counted.counts, invalid=counted.invalid, applied=counted.applied,
+                         new_lines=counted.new_lines)

@@ -19,6 +19,7 @@ from pydantic import SecretStr
 
 from watcher.errors import ConfigError
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
+from watcher.results import PublicSettings
 from watcher.urls import check_http_url
 
 # env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.
@@ -28,6 +29,7 @@ _ENV_KEYS = {
     "WATCHER_BASE_URL": "base_url",
     "WATCHER_API_KEY": "api_key",
     "WATCHER_TIMEOUT": "timeout",
+    "WATCHER_PARALLEL": "parallel",
     "WATCHER_INCLUDE_OWN_COMMENTS": "include_own_comments",
     "WATCHER_BACKLOG_DAYS": "backlog_days",
     "DEVTO_USERNAME": "devto_username",
@@ -46,6 +48,9 @@ SETTINGS_HELP = {
     "WATCHER_BASE_URL": "provider base URL (Ollama: http://localhost:11434/v1)",
     "WATCHER_API_KEY": "API key; falls back to OPENAI_API_KEY / ANTHROPIC_API_KEY",
     "WATCHER_TIMEOUT": "seconds one model call may take in all (default 60)",
+    "WATCHER_PARALLEL": "model calls in flight at once in one run, 1-8 (also --parallel); default 4 for the "
+                        "providers' own endpoints, 1 when WATCHER_BASE_URL names another server (a local "
+                        "Ollama answers one request at a time)",
     "WATCHER_INCLUDE_OWN_COMMENTS": "also triage your own comments (default false)",
     "WATCHER_BACKLOG_DAYS": "on an account's first scan, older comments are recorded as baseline and never "
                             "sent to the model (default 14; `scan --since DATE` queues them)",
@@ -137,6 +142,7 @@ class Settings:
     base_url: str = ""
     api_key: SecretStr | None = None
     timeout: float = 60.0
+    parallel: int = 1
     devto_username: str | None = None
     devto_api_key: SecretStr | None = None
     devto_base_url: str = "https://dev.to/api"
@@ -160,21 +166,22 @@ class Settings:
                 "(for a local OpenAI-compatible server without keys, any non-empty value works)"
             )
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> PublicSettings:
         """What ``status`` may show: never a secret, only whether one is set."""
-        return {
-            "data_dir": str(self.data_dir),
-            "provider": self.provider,
-            "model": self.model,
-            "base_url": self.base_url or None,
-            "api_key_set": self.api_key is not None,
-            "timeout_s": self.timeout,
-            "offline": self.provider == "offline",
-            "provider_defaulted": self.provider_defaulted,
-            "devto_username": self.devto_username,
-            "devto_api_key_set": self.devto_api_key is not None,
-            "devto_base_url": self.devto_base_url,
-        }
+        return PublicSettings(
+            data_dir=str(self.data_dir),
+            provider=self.provider,
+            model=self.model,
+            base_url=self.base_url or None,
+            api_key_set=self.api_key is not None,
+            timeout_s=self.timeout,
+            parallel=self.parallel,
+            offline=self.provider == "offline",
+            provider_defaulted=self.provider_defaulted,
+            devto_username=self.devto_username,
+            devto_api_key_set=self.devto_api_key is not None,
+            devto_base_url=self.devto_base_url,
+        )
 
 
 DEMO_DIR = Path("data") / "demo"
@@ -246,13 +253,15 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str]) -> Settin
     for key in ("api_key", "devto_api_key"):
         if key in values and not isinstance(values[key], str):
             raise ConfigError(f"{key} must be a string")
+    base_url = _base_url(spec, values)
     return Settings(
         data_dir=root,
         provider=provider,
         model=str(values.get("model") or spec.default_model),
-        base_url=_base_url(spec, values),
+        base_url=base_url,
         api_key=SecretStr(api_key) if api_key and spec.is_remote else None,
         timeout=_positive_float(values.get("timeout", 60.0)),
+        parallel=_parallel(values["parallel"]) if "parallel" in values else _default_parallel(spec, base_url),
         devto_username=(str(values["devto_username"]).strip() or None) if "devto_username" in values else None,
         devto_api_key=SecretStr(devto_key) if devto_key else None,
         devto_base_url=check_http_url(str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"),
@@ -278,6 +287,30 @@ def _positive_float(value: Any) -> float:
     if not 0 < number <= 3600:
         raise ConfigError(f"timeout must be between 0 and 3600 seconds, got {number} (WATCHER_TIMEOUT)")
     return number
+
+
+MAX_PARALLEL = 8
+# The providers' own hosted endpoints take concurrent requests; any other server (a local Ollama,
+# a llama.cpp) is assumed to answer one at a time, where queued requests would only run into
+# their deadline (SPEC §15.1).
+HOSTED_PARALLEL = 4
+
+
+def _default_parallel(spec: ProviderSpec, base_url: str) -> int:
+    return HOSTED_PARALLEL if spec.is_remote and base_url == spec.default_base_url.rstrip("/") else 1
+
+
+def parse_parallel(value: Any) -> int:
+    """``--parallel`` / ``WATCHER_PARALLEL`` / ``parallel``: a whole number 1–8, else exit 2."""
+    return _parallel(value)
+
+
+def _parallel(value: Any) -> int:
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= MAX_PARALLEL:
+        raise ConfigError(f"parallel must be a whole number of model calls from 1 to {MAX_PARALLEL}, got {value!r} "
+                          "(WATCHER_PARALLEL, --parallel)")
+    return int(text)
 
 
 def _days(value: Any) -> int:

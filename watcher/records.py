@@ -25,6 +25,7 @@ from watcher.models import (
     Usage,
     Verdict,
 )
+from watcher.results import Command
 from watcher.timeutil import iso, parse_iso
 
 RAW_LIMIT = 16 * 1024
@@ -206,26 +207,25 @@ def _reserved_last(record: InboxRecord) -> Attempt:
 
 # ---- the decision under the lock (SPEC §7 step 4) -------------------------------------------------
 
-# Who asks: scan and recheck, and an agent's claim and submit (SPEC §14).
-Command = Literal["scan", "recheck", "claim", "submit"]
 # What to do with one comment under the lock: make the call, or the outcome it gets instead.
 Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]
 
 
 def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, now: datetime,
-           seen_attempts: int = 0) -> Decision:
+           seen_attempts: int = 0, call_in_flight: bool = False) -> Decision:
     """What to do with a comment now that we hold the lock. The order is SPEC §7 step 4.
 
     ``now`` judges an agent's lease (SPEC §14). ``seen_attempts`` is seen.json's count: the
     attempts that count are never lower than it, so a record restored from an older copy cannot
-    reopen a spent budget (SPEC §4.1, §13.5). ``claim`` picks like scan and recheck together."""
+    reopen a spent budget (SPEC §4.1, §13.5). ``call_in_flight``: another run holds the comment's
+    call lock (SPEC §15.1). ``claim`` picks like scan and recheck together."""
     if record.verdict is not None:
         return "skipped"
     if record.attempts and record.attempts[-1].outcome is None:
-        if lease_active(record.attempts[-1], now):
-            # An agent claimed it and its lease runs: in flight elsewhere, whatever lock we hold.
+        if lease_active(record.attempts[-1], now) or call_in_flight:
+            # An agent's lease runs, or a run's call is out (its call lock is held): in flight.
             return "deferred"
-        # We hold the pipeline lock, so no call can be in flight (and no lease runs): its process died.
+        # No lease runs and nobody holds its call lock (the kernel dropped it): its process died.
         return "interrupted"
     if fingerprint(record) != planned:
         return "deferred"

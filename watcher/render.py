@@ -8,10 +8,27 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from watcher.pipeline import ItemResult
+from watcher.envelope import EnvelopeError
+from watcher.models import Verdict
+from watcher.results import (
+    BatchResult,
+    CheckResult,
+    ClaimResult,
+    CommentRecord,
+    DemoResult,
+    GrantResult,
+    InboxResult,
+    ItemResult,
+    ItemVerdict,
+    MarkResult,
+    SignalsResult,
+    StatusResult,
+    SubmitResult,
+)
 
 
 class _Console(Console):
@@ -28,13 +45,15 @@ _err = Console(stderr=True, highlight=False, markup=False)
 
 
 class BatchProgress:
-    """A transient rich progress bar on stderr: which comment is with the model and for how long
-    (one call may take a minute); with --verbose, one line per item as well."""
+    """A transient rich progress bar on stderr: which comments are with the model (up to
+    ``--parallel`` at once, SPEC §15.1) and for how long (one call may take a minute); with
+    --verbose, one line per item as well."""
 
     def __init__(self, *, verbose: bool) -> None:
         self.verbose = verbose
         self._progress: Any = None
         self._task: Any = None
+        self._out: list[str] = []  # the comments whose call is out, oldest first
 
     def start(self, total: int) -> None:
         if not _err.is_terminal:
@@ -47,90 +66,129 @@ class BatchProgress:
         self._task = self._progress.add_task("checking comments", total=max(total, 1))
 
     def calling(self, comment_id: str) -> None:
-        if self._progress is not None:
-            self._progress.update(self._task, description=f"asking the model about {comment_id}")
+        self._out.append(comment_id)
+        self._describe()
         if self.verbose:
             _err.print(f"{comment_id}: calling the model")
 
     def advance(self, item: ItemResult) -> None:
-        if self._progress is not None and item.outcome in ("verdict", "error", "save_failed", "save_conflict"):
-            self._progress.advance(self._task)
+        if item.id in self._out:  # one of this run's calls came back (or was cut): it counts as done
+            self._out.remove(item.id)
+            self._describe()
+            if self._progress is not None:
+                self._progress.advance(self._task)
         if self.verbose:
             _err.print(f"{item.id}: {item.outcome}" + (f" ({item.kind})" if item.kind else ""))
+
+    def _describe(self) -> None:
+        if self._progress is None:
+            return
+        out = self._out
+        if not out:
+            text = "checking comments"
+        elif len(out) == 1:
+            text = f"asking the model about {out[0]}"
+        else:
+            text = f"{len(out)} calls out: {', '.join(out[:3])}{' …' if len(out) > 3 else ''}"
+        self._progress.update(self._task, description=text)
 
     def stop(self) -> None:
         if self._progress is not None:
             self._progress.stop()
 
 
-def human(command: str, result: Any, error: dict[str, str] | None = None) -> None:
-    if command in ("scan", "recheck"):
+def human(command: str, result: BaseModel, error: EnvelopeError | None = None) -> None:
+    """Print ``command``'s result for a person; the model it returned says which way."""
+    if isinstance(result, BatchResult):
         _batch(result, error)
-        return
-    if command == "demo":
-        _demo(result, error)
-        return
-    renderer = {"status": _status, "inbox": _inbox, "show": _show, "mark": _mark, "signals": _signals,
-                "check": _check, "grant": _grant, "claim": _claim, "submit": _submit}[command]
-    renderer(result)
+    elif isinstance(result, DemoResult):
+        _demo(result)
+    elif isinstance(result, StatusResult):
+        _status(result)
+    elif isinstance(result, InboxResult):
+        _inbox(result)
+    elif isinstance(result, CommentRecord):
+        _show(result)
+    elif isinstance(result, MarkResult):
+        _out.print(f"{result.id} marked {result.triage}")
+    elif isinstance(result, SignalsResult):
+        _signals(result)
+    elif isinstance(result, CheckResult):
+        _check(result)
+    elif isinstance(result, GrantResult):
+        _grant(result)
+    elif isinstance(result, ClaimResult):
+        _claim(result)
+    elif isinstance(result, SubmitResult):
+        _submit(result)
+    else:
+        raise TypeError(f"{command}: no human rendering for {type(result).__name__}")
 
 
-def _detail(item: dict[str, Any]) -> str:
-    verdict = item.get("verdict")
-    if verdict:
-        need = "needs a reply" if verdict["needs_reply"] else "no reply needed"
-        return f"{need} · {verdict['category']} · {verdict['priority']}: {verdict['summary']}"
-    kind, message = item.get("kind"), item.get("message")
-    if kind and message:
-        return f"{kind}: {message}"
-    return kind or message or ""
+def _said(verdict: ItemVerdict | Verdict) -> str:
+    need = "needs a reply" if verdict.needs_reply else "no reply needed"
+    return f"{need} · {verdict.category} · {verdict.priority}: {verdict.summary}"
 
 
-def _batch(doc: dict[str, Any], error: dict[str, str] | None = None) -> None:
-    if doc["items"]:
-        table = Table(title=f"{doc['command']} ({doc['provider']} {doc['model']})")
+def _detail(item: ItemResult) -> str:
+    if item.verdict:
+        return _said(item.verdict)
+    if item.kind and item.message:
+        return f"{item.kind}: {item.message}"
+    return item.kind or item.message or ""
+
+
+def _cells(item: ItemResult) -> tuple[str, str, str]:
+    """An item's comment, outcome and attempts columns (attempts blank where it has none)."""
+    return item.id, item.outcome, "" if item.attempts is None else str(item.attempts)
+
+
+def _batch(doc: BatchResult, error: EnvelopeError | None = None) -> None:
+    if doc.items:
+        table = Table(title=f"{doc.command} ({doc.provider} {doc.model})")
         used = 4 * 3 + 1  # borders and padding of four columns
-        for name, key in (("comment", "id"), ("outcome", "outcome"), ("attempts", "attempts")):
+        rows = [_cells(item) for item in doc.items]
+        for column, name in enumerate(("comment", "outcome", "attempts")):
             # These never shrink: the detail column gives way on a narrow terminal.
-            width = max([len(name), *(len(str(item.get(key, ""))) for item in doc["items"])])
+            width = max([len(name), *(len(row[column]) for row in rows)])
             table.add_column(name, no_wrap=True, min_width=width)
             used += width
         table.add_column("detail", no_wrap=True)
         room = max(20, _out.width - used)
-        for item in doc["items"]:
+        for item, row in zip(doc.items, rows, strict=True):
             # One line per comment: the summary is cut to the terminal's width, not wrapped.
             detail = _detail(item)
             detail = detail if len(detail) <= room else detail[: room - 1] + "…"
-            table.add_row(item["id"], item["outcome"], str(item.get("attempts", "")), detail)
+            table.add_row(*row, detail)
         _out.print(table, soft_wrap=False)
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(doc["counts"].items())) or "nothing to do"
-    verb = "would call" if doc["dry_run"] else "model calls"
-    calls = len(doc.get("would_call", [])) if doc["dry_run"] else doc["calls"]
-    line = f"{verb}: {calls} (limit {doc['limit']}) · {counts}"
-    if doc.get("discovered"):
-        line += f" · new comments: {doc['discovered']}"
-    if doc["remaining"]:
-        line += f" · remaining: {doc['remaining']} (run again)"
-    if doc["repaired"]:
-        line += f" · index repaired: {len(doc['repaired'])}"
-    if doc.get("baseline"):
-        line += f" · baseline (older than the backlog window, not checked): {doc['baseline']}"
-    if doc.get("answered"):
-        line += f" · already answered by you: {doc['answered']}"
-    if doc.get("replied"):
-        line += f" · marked replied (you answered on dev.to): {len(doc['replied'])}"
-    if doc.get("for_agent"):
-        line += f" · waiting for the agent: {doc['for_agent']}"
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(doc.counts.items())) or "nothing to do"
+    verb = "would call" if doc.dry_run else "model calls"
+    calls = len(doc.would_call) if doc.dry_run else doc.calls
+    line = f"{verb}: {calls} (limit {doc.limit}) · {counts}"
+    if doc.discovered:
+        line += f" · new comments: {doc.discovered}"
+    if doc.remaining:
+        line += f" · remaining: {doc.remaining} (run again)"
+    if doc.repaired:
+        line += f" · index repaired: {len(doc.repaired)}"
+    if doc.baseline:
+        line += f" · baseline (older than the backlog window, not checked): {doc.baseline}"
+    if doc.answered:
+        line += f" · already answered by you: {doc.answered}"
+    if doc.replied:
+        line += f" · marked replied (you answered on dev.to): {len(doc.replied)}"
+    if doc.for_agent:
+        line += f" · waiting for the agent: {doc.for_agent}"
     _out.print(line)
-    if not doc["dry_run"]:
+    if not doc.dry_run:
         _out.print(f"next: {_next_step(doc, error)}")
 
 
-def _next_step(doc: dict[str, Any], error: dict[str, str] | None) -> str:
+def _next_step(doc: BatchResult, error: EnvelopeError | None) -> str:
     """The one next step that fits what happened (the error itself is printed on stderr)."""
-    needs = sum(1 for i in doc["items"] if (i.get("verdict") or {}).get("needs_reply"))
+    needs = sum(1 for i in doc.items if i.verdict and i.verdict.needs_reply)
     if error is not None:
-        kind = error.get("kind", "")
+        kind = error["kind"]
         if kind in ("provider_setup", "config", "usage"):
             return "fix the setup named below, then `watcher check` (free) before the next run"
         if kind in ("provider_unavailable", "cooldown", "rate_limited", "quota_exhausted", "source_unavailable"):
@@ -140,159 +198,152 @@ def _next_step(doc: dict[str, Any], error: dict[str, str] | None) -> str:
         if kind == "lock_busy":
             return "another run is working; try again in a minute"
         return "see the error below; `watcher status` shows the state"
-    if doc.get("for_agent"):
-        return (f"{doc['for_agent']} comment(s) wait for the agent: claim them over MCP (tool claim) or "
+    if doc.for_agent:
+        return (f"{doc.for_agent} comment(s) wait for the agent: claim them over MCP (tool claim) or "
                 "`watcher claim`")
     if needs:
         return f"`watcher inbox` shows the {needs} new comment(s) that need a reply"
-    if any(i["outcome"] == "error" for i in doc["items"]):
+    if any(i.outcome == "error" for i in doc.items):
         return "`watcher recheck` later retries the failed ones (3 attempts per comment in all)"
     return "nothing needs you now; `watcher inbox` lists what still waits for a reply"
 
 
-def _demo(doc: dict[str, Any], error: dict[str, str] | None) -> None:
-    calls = sum(run["calls"] for run in doc["scans"])
-    answered = sum(run.get("answered", 0) for run in doc["scans"])
+def _demo(doc: DemoResult) -> None:
+    calls = sum(run.calls for run in doc.scans)
+    answered = sum(run.answered for run in doc.scans)
     _out.print(f"demo: {calls} bundled sample comments checked with the offline classifier, through the real "
-               f"pipeline, in {doc['data_dir']}")
+               f"pipeline, in {doc.data_dir}")
     if answered:
         _out.print(f"      {answered} more the author had already answered on dev.to: never sent to the model")
     _out.print("")
-    _inbox(doc["inbox"])
+    _inbox(doc.inbox)
     _out.print("")
-    _out.print(f"This was the sample, offline; remove it with: rm -rf {doc['data_dir']}")
+    _out.print(f"This was the sample, offline; remove it with: rm -rf {doc.data_dir}")
     _out.print("Your own comments: set DEVTO_USERNAME and WATCHER_PROVIDER (and its key), run `watcher check`, "
                "then `watcher scan` — `watcher --help` lists every setting.")
 
 
-def _status(doc: dict[str, Any]) -> None:
-    s = doc["settings"]
-    provider = f"{s['provider']} ({s['model']})" + (" — offline heuristic, not a language model" if s["offline"] else "")
-    if s["provider"] == "agent":
+def _status(doc: StatusResult) -> None:
+    s = doc.settings
+    provider = f"{s.provider} ({s.model})" + (" — offline heuristic, not a language model" if s.offline else "")
+    if s.provider == "agent":
         provider += " — the agent you work with gives the verdicts (MCP claim/submit, or `watcher claim`)"
-    _out.print(f"data dir:  {s['data_dir']}")
+    _out.print(f"data dir:  {s.data_dir}")
     _out.print(f"provider:  {provider}")
-    _out.print(f"comments:  {doc['comments']} on {doc['articles']} article(s)")
-    _out.print("states:    " + ", ".join(f"{k} {v}" for k, v in doc["states"].items()))
-    _out.print("triage:    " + ", ".join(f"{k} {v}" for k, v in doc["triage"].items()))
-    cooldown = doc["cooldown"]
-    _out.print(f"cooldown:  {'until ' + cooldown['until'] if cooldown else 'none'}")
-    breaker = doc.get("breaker")
+    _out.print(f"comments:  {doc.comments} on {doc.articles} article(s)")
+    _out.print("states:    " + ", ".join(f"{k} {v}" for k, v in doc.states.items()))
+    _out.print("triage:    " + ", ".join(f"{k} {v}" for k, v in doc.triage.items()))
+    _out.print(f"cooldown:  {'until ' + doc.cooldown.until if doc.cooldown else 'none'}")
+    breaker = doc.breaker
     if breaker:
-        _out.print(f"breaker:   OPEN since {breaker['since']} ({breaker['kind']}): {breaker['message']} — "
+        _out.print(f"breaker:   OPEN since {breaker.since} ({breaker.kind}): {breaker.message} — "
                    "no model call until a free probe passes; `watcher check` tests it now")
-    claimed = doc.get("claimed") or {}
-    if claimed.get("in_flight") or claimed.get("lease_ended"):
-        _out.print(f"claimed:   {claimed['in_flight']} in flight with an agent (first lease ends "
-                   f"{claimed['earliest_lease_until'] or '-'}), {claimed['lease_ended']} lease(s) ended without a "
+    claimed = doc.claimed
+    if claimed.in_flight or claimed.lease_ended:
+        _out.print(f"claimed:   {claimed.in_flight} in flight with an agent (first lease ends "
+                   f"{claimed.earliest_lease_until or '-'}), {claimed.lease_ended} lease(s) ended without a "
                    "submit (the next run closes them as interrupted)")
-    counts = doc["signals"]["counts"]
+    counts = doc.signals.counts
     _out.print("signals:   " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet"))
-    if doc["signals"].get("warning"):
-        _out.print(f"warning:   {doc['signals']['warning']}")
+    if doc.signals.warning:
+        _out.print(f"warning:   {doc.signals.warning}")
 
 
-def _inbox(doc: dict[str, Any]) -> None:
-    waiting = {k: v for k, v in (doc.get("unresolved") or {}).items() if v}
-    if doc.get("new") and not doc["comments"]:
+def _inbox(doc: InboxResult) -> None:
+    waiting = {k: v for k, v in doc.unresolved.items() if v}
+    if doc.new and not doc.comments:
         return  # cron mails only what is new: nothing new, no output, no mail
-    if not doc["comments"]:
-        _out.print("Nothing needs a reply." if not doc["all"] else "No comments yet: run `watcher scan`.")
-    if waiting and not doc["all"]:
+    if not doc.comments:
+        _out.print("Nothing needs a reply." if not doc.all else "No comments yet: run `watcher scan`.")
+    if waiting and not doc.all:
         # "Nothing needs a reply" must never hide comments that have no verdict (SPEC §13).
         states = ", ".join(f"{n} {state}" for state, n in waiting.items())
         _out.print(f"Not yet checked: {states} — `watcher inbox --all` lists them with the reason.")
-    if not doc["comments"]:
+    if not doc.comments:
         return
-    for row in doc["comments"]:
-        v = row["verdict"] or {}
-        head = f"{row['id']}  {v.get('priority', '-'):<6}  {v.get('category', '-'):<10}  @{row['author']}"
-        if doc["all"]:
-            head += f"  [{row['state']}, {row['triage']}]"
-            if row.get("verdict_by"):
-                head += f"  verdict by {row['verdict_by']}"
+    for row in doc.comments:
+        v = row.verdict
+        head = f"{row.id}  {v.priority if v else '-':<6}  {v.category if v else '-':<10}  @{row.author}"
+        if doc.all:
+            head += f"  [{row.state}, {row.triage}]"
+            if row.verdict_by:
+                head += f"  verdict by {row.verdict_by}"
         _out.print(head)
-        _out.print(f"    {v.get('summary', '(no verdict yet)')}")
-        if v.get("reply_hint"):
-            _out.print(f"    hint: {v['reply_hint']}")
-        _out.print(f"    {row['url']}  (on “{row['article']}”)")
-        if row.get("hint"):
-            _out.print(f"    {row['hint']}")
-    _out.print(f"{doc['count']} comment(s)" + ("" if doc["all"] else " need a reply · `watcher show ID` for the "
-                                               "whole text · `watcher mark ID replied` (or ignored) when done"))
+        _out.print(f"    {v.summary if v else '(no verdict yet)'}")
+        if v and v.reply_hint:
+            _out.print(f"    hint: {v.reply_hint}")
+        _out.print(f"    {row.url}  (on “{row.article}”)")
+        if row.hint:
+            _out.print(f"    {row.hint}")
+    _out.print(f"{doc.count} comment(s)" + ("" if doc.all else " need a reply · `watcher show ID` for the "
+                                            "whole text · `watcher mark ID replied` (or ignored) when done"))
 
 
-def _show(doc: dict[str, Any]) -> None:
-    c = doc["comment"]
-    _out.print(f"{c['id']} by {c['author']} on “{c['article_title']}” ({c['created_at']})")
-    _out.print(c["url"])
-    _out.print(f"state: {doc['state']} · triage: {doc['triage']} · attempts: {len(doc['attempts'])}/{doc['cap']}")
+def _show(doc: CommentRecord) -> None:
+    c = doc.comment
+    _out.print(f"{c.id} by {c.author} on “{c.article_title}” ({c.created_at})")
+    _out.print(c.url)
+    _out.print(f"state: {doc.state} · triage: {doc.triage} · attempts: {len(doc.attempts)}/{doc.cap}")
     _out.print("")
-    _out.print(c["text"])
-    if doc["verdict"]:
-        v = doc["verdict"]
+    _out.print(c.text)
+    if doc.verdict:
+        v = doc.verdict
         _out.print("")
-        by = f" — verdict by {doc['verdict_by']}" if doc.get("verdict_by") else ""
-        _out.print(f"verdict: needs_reply={v['needs_reply']} {v['category']} {v['priority']}: {v['summary']}{by}")
-        if v["reply_hint"]:
-            _out.print(f"reply hint: {v['reply_hint']}")
-    if doc.get("replied_at"):
-        _out.print(f"you replied at {doc['replied_at']} (seen on dev.to)")
-    if doc.get("hint"):
-        _out.print(doc["hint"])
-    for a in doc["attempts"]:
-        err = a.get("error") or {}
-        what = a["outcome"] or ("reserved" + (f", claimed until {a['lease_until']}" if a.get("lease_until") else ""))
-        if err:
-            what += f" {err['kind']}: {err['message']}"
-        _out.print(f"attempt {a['n']}: {a['command']} via {a['entrypoint']} ({a['provider']}) at {a['reserved_at']} "
-                   f"→ {what}")
+        by = f" — verdict by {doc.verdict_by}" if doc.verdict_by else ""
+        _out.print(f"verdict: needs_reply={v.needs_reply} {v.category} {v.priority}: {v.summary}{by}")
+        if v.reply_hint:
+            _out.print(f"reply hint: {v.reply_hint}")
+    if doc.replied_at:
+        _out.print(f"you replied at {doc.replied_at} (seen on dev.to)")
+    if doc.hint:
+        _out.print(doc.hint)
+    for a in doc.attempts:
+        what = a.outcome or ("reserved" + (f", claimed until {a.lease_until}" if a.lease_until else ""))
+        if a.error:
+            what += f" {a.error.kind}: {a.error.message}"
+        _out.print(f"attempt {a.n}: {a.command} via {a.entrypoint} ({a.provider}) at {a.reserved_at} → {what}")
 
 
-def _check(doc: dict[str, Any]) -> None:
-    for c in doc["checks"]:
-        _out.print(f"{'ok  ' if c['ok'] else 'FAIL'}  {c['name']:<10}  {c['detail']}")
-        if c["fix"] and not c["ok"]:
-            _out.print(f"{'':16}fix: {c['fix']}")
-    _out.print("all checks passed" if doc["ok"] else "some checks failed")
+def _check(doc: CheckResult) -> None:
+    for c in doc.checks:
+        _out.print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<10}  {c.detail}")
+        if c.fix and not c.ok:
+            _out.print(f"{'':16}fix: {c.fix}")
+    _out.print("all checks passed" if doc.ok else "some checks failed")
 
 
-def _claim(doc: dict[str, Any]) -> None:
-    for c in doc["claimed"]:
-        _out.print(f"{c['id']}  attempt {c['n']}  claimed until {c['lease_until']}")
-    for item in doc["items"]:
-        _out.print(f"{item['id']}  {item['outcome']}: {_detail(item)}")
-    if not doc["claimed"]:
-        _out.print("nothing to claim: no comment waits for a verdict" + (" that is free now" if doc["items"] else ""))
+def _claim(doc: ClaimResult) -> None:
+    for c in doc.claimed:
+        _out.print(f"{c.id}  attempt {c.n}  claimed until {c.lease_until}")
+    for item in doc.items:
+        _out.print(f"{item.id}  {item.outcome}: {_detail(item)}")
+    if not doc.claimed:
+        _out.print("nothing to claim: no comment waits for a verdict" + (" that is free now" if doc.items else ""))
         return
-    more = f" · {doc['remaining']} more wait (claim again)" if doc["remaining"] else ""
-    _out.print(f"claimed {len(doc['claimed'])} (lease {doc['lease_minutes']} min){more}")
+    more = f" · {doc.remaining} more wait (claim again)" if doc.remaining else ""
+    _out.print(f"claimed {len(doc.claimed)} (lease {doc.lease_minutes} min){more}")
     _out.print("prompts: each is in `watcher show ID --json` (prompt.system, prompt.user; `claim --json` gives them "
                "with the verdict schema). Answer with `watcher submit ID N VERDICT` before the lease ends")
 
 
-def _submit(doc: dict[str, Any]) -> None:
-    head = f"{doc['id']} attempt {doc['n']}: "
-    if doc["verdict"]:
-        _out.print(head + "verdict stored — " + _detail({"verdict": doc["verdict"]}))
+def _submit(doc: SubmitResult) -> None:
+    head = f"{doc.id} attempt {doc.n}: "
+    if doc.verdict:
+        _out.print(head + "verdict stored — " + _said(doc.verdict))
     else:
-        _out.print(head + f"{doc['kind']}: {doc['message']}")
-    _out.print(f"state {doc['state']} · {doc['attempts']} attempt(s) used, {doc['attempts_left']} left")
+        _out.print(head + f"{doc.kind}: {doc.message}")
+    _out.print(f"state {doc.state} · {doc.attempts} attempt(s) used, {doc.attempts_left} left")
 
 
-def _grant(doc: dict[str, Any]) -> None:
-    _out.print(f"{doc['id']}: {doc['granted']} more attempt(s) granted — {doc['attempts']} of {doc['cap']} "
-               f"used, now {doc['state']}; `watcher recheck {doc['id']}` tries it")
+def _grant(doc: GrantResult) -> None:
+    _out.print(f"{doc.id}: {doc.granted} more attempt(s) granted — {doc.attempts} of {doc.cap} "
+               f"used, now {doc.state}; `watcher recheck {doc.id}` tries it")
 
 
-def _mark(doc: dict[str, Any]) -> None:
-    _out.print(f"{doc['id']} marked {doc['triage']}")
-
-
-def _signals(doc: dict[str, Any]) -> None:
-    if not doc["counts"]:
+def _signals(doc: SignalsResult) -> None:
+    if not doc.counts:
         _out.print("no signals counted yet")
-    for key, n in sorted(doc["counts"].items()):
+    for key, n in sorted(doc.counts.items()):
         _out.print(f"{n:>8}  {key}")
-    if doc["invalid"]:
-        _out.print(f"{doc['invalid']:>8}  (invalid lines)")
+    if doc.invalid:
+        _out.print(f"{doc.invalid:>8}  (invalid lines)")

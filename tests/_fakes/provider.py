@@ -84,6 +84,13 @@ class FakeProvider:
         self.models: list[str] = ["fake-model"]
         self.models_endpoint = True
         self._chaos: tuple[random.Random, list[str], list[float]] | None = None
+        # Concurrency, for parallel batches (SPEC §15.1): requests being answered now, the most
+        # at once so far, and how many ``hold`` requests wait for :meth:`release`.
+        self._active = 0
+        self.max_active = 0
+        self._held = 0
+        self._changed = threading.Condition(self._lock)
+        self.spans: list[tuple[str, float, float]] = []  # (label, monotonic start, end) per model call
 
     # ---- test-facing ----
     def script(self, label: str, *behaviours: str) -> None:
@@ -106,9 +113,11 @@ class FakeProvider:
         return {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": self.base_url, "WATCHER_API_KEY": "sk-test-fake",
                 "WATCHER_MODEL": "fake-model", "WATCHER_TIMEOUT": "30"}
 
-    def wait_in_flight(self, timeout: float = 20.0) -> None:
-        if not self.in_flight.wait(timeout):
-            raise AssertionError("the provider never received the held request")
+    def wait_in_flight(self, timeout: float = 20.0, *, count: int = 1) -> None:
+        """Return once ``count`` ``hold`` requests are held open at the same time."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._held >= count, timeout):
+                raise AssertionError(f"the provider never held {count} request(s) at once (held {self._held})")
 
     # ---- server side ----
     def _next(self, label: str) -> str:
@@ -123,13 +132,31 @@ class FakeProvider:
             return script.pop(0) if len(script) > 1 else script[0]
 
     def handle(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        with self._changed:
+            self._active += 1
+            self.max_active = max(self.max_active, self._active)
+        began = time.monotonic()
+        try:
+            return self._answer(body, headers)
+        finally:
+            match = TAG.search(json.dumps(body))
+            with self._changed:
+                self._active -= 1
+                self.spans.append((match.group(1) if match else "?", began, time.monotonic()))
+
+    def _answer(self, body: dict[str, Any], headers: dict[str, str] | None) -> tuple[int, dict[str, str], bytes]:
         text = json.dumps(body)
         match = TAG.search(text)
         label = match.group(1) if match else "?"
         behaviour = self._next(label)
         if behaviour.startswith("hold"):
+            with self._changed:
+                self._held += 1
+                self._changed.notify_all()
             self.in_flight.set()
             self._release.wait(60)
+            with self._changed:
+                self._held -= 1
             behaviour = "malformed" if behaviour == "hold-malformed" else "verdict"
         if behaviour.startswith("429"):
             retry = behaviour.split(":", 1)[1] if ":" in behaviour else "30"

@@ -8,6 +8,10 @@ of this (SPEC §12), and none of these variables is read outside this file.
 - ``kill_at=<point>[:<n>]``   SIGKILL the process the ``n``-th time (default 1) it reaches a
   step boundary of SPEC §7/§8; :data:`KILL_POINTS` names them. The wrappers sit on the store's
   methods (:class:`watcher.store.FileStore`), so the real code runs up to the boundary.
+- ``pause_at=<point>[:<n>]``  the ``n``-th time the process reaches ``point``, say so as
+  ``notify_at`` does, then wait there until the file ``<WATCHER_TEST_NOTIFY>.resume`` exists (or
+  the test kills it): a process held with its locks at an exact step, so that another can queue
+  behind it (SPEC §15.1 holds the pipeline lock only for short steps).
 - ``notify_at=<point>[:<n>]`` the ``n``-th time the process reaches ``point`` (a kill point, or
   one of :data:`NOTIFY_ONLY_POINTS`), append the point's name as a line to the file
   ``WATCHER_TEST_NOTIFY`` names, and go on. A test waits for that line instead of sleeping
@@ -15,6 +19,10 @@ of this (SPEC §12), and none of these variables is read outside this file.
 
 ``WATCHER_TEST_LOCK_WAIT=<seconds>`` is the store's pipeline-lock wait instead of the real 5 s:
 lock-busy tests other than the one that proves the real 5 s wait do not have to wait 5 s.
+
+``WATCHER_TEST_LOCK_LOG=<file>`` appends, for every take of the pipeline lock, a line: the seconds
+this process waited for it, the seconds it held it, and the command: bench/concurrency.py figure 8
+reads them.
 
 ``WATCHER_TEST_CLOCK_SHIFT=<seconds>`` runs the process that much later: every
 :class:`watcher.pipeline.Hooks` its front end builds (the CLI's, each MCP tool call's) gets the
@@ -28,6 +36,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
@@ -37,6 +47,7 @@ FAULTS = [f.strip() for f in os.environ.get("WATCHER_TEST_FAULT", "").split(",")
 NOTIFY_FILE = os.environ.get("WATCHER_TEST_NOTIFY", "")
 LOCK_WAIT = os.environ.get("WATCHER_TEST_LOCK_WAIT", "")
 CLOCK_SHIFT = os.environ.get("WATCHER_TEST_CLOCK_SHIFT", "")
+LOCK_LOG = os.environ.get("WATCHER_TEST_LOCK_LOG", "")
 
 KILL_POINTS = (
     "after_plan",  # planned (network done), before asking for the pipeline lock
@@ -47,6 +58,7 @@ KILL_POINTS = (
     "after_claim_write",  # an agent's claim (attempt n+1 with its lease) is on disk, not handed out yet
     "after_submit_validated",  # an agent's verdict was checked against the schema, the outcome not written
     "after_answer",  # the model answered (parsed), the outcome not written
+    "before_outcome_write",  # the pipeline lock taken again for the answer, its outcome not written
     "after_outcome_write",  # the outcome (verdict or error) is on disk
     "after_interrupted_write",  # an orphaned reservation was just closed as interrupted
     "after_signal_append",  # an observation line is on disk
@@ -79,6 +91,12 @@ def _notify(point: str) -> None:
         os.close(fd)
 
 
+def _pause() -> None:
+    resume = f"{NOTIFY_FILE}.resume"
+    while not os.path.exists(resume):
+        time.sleep(0.01)  # a test's own process waits for the go; nothing else runs meanwhile
+
+
 class _Points:
     """What happens when the process reaches a named point: ``(point, n-th time, action)``."""
 
@@ -104,9 +122,13 @@ class _Points:
     def at(self, point: str) -> None:
         n = self.reached[point] = self.reached.get(point, 0) + 1
         for p, nth, action in self.watches:
-            if (p, nth) == (point, n) and action == "notify":
+            if (p, nth) != (point, n):
+                continue
+            if action in ("notify", "pause"):
                 _notify(point)
-            elif (p, nth) == (point, n):
+            if action == "pause":
+                _pause()
+            elif action == "kill":
                 _die()
 
 
@@ -191,6 +213,14 @@ def _install_points(points: _Points) -> None:
         at("after_signal_append")
 
     FileStore._append = append  # type: ignore[method-assign]
+
+    real_write_outcome = FileStore.write_outcome
+
+    def write_outcome(self: Any, reservation: Any, finish: Any) -> Any:
+        at("before_outcome_write")
+        return real_write_outcome(self, reservation, finish)
+
+    FileStore.write_outcome = write_outcome  # type: ignore[method-assign]
 
     real_save_index = FileStore.save_index
 
@@ -280,10 +310,33 @@ def _install_lock_wait(seconds: float) -> None:
     FileStore.pipeline_lock = pipeline_lock  # type: ignore[method-assign]
 
 
+def _install_lock_log(path: str) -> None:
+    from watcher.store.files import FileStore
+
+    real_lock = FileStore.pipeline_lock
+
+    @contextmanager
+    def pipeline_lock(self: Any, **kwargs: Any) -> Iterator[None]:
+        began = time.monotonic()
+        with real_lock(self, **kwargs):
+            got = time.monotonic()
+            try:
+                yield
+            finally:
+                held = time.monotonic() - got
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, f"{got - began:.6f} {held:.6f} {' '.join(sys.argv[1:3])}\n".encode())
+                finally:
+                    os.close(fd)
+
+    FileStore.pipeline_lock = pipeline_lock  # type: ignore[method-assign]
+
+
 def _install() -> None:
     if CLOCK_SHIFT:
         _install_clock(float(CLOCK_SHIFT))
-    if LOCK_WAIT and not any(f.startswith(("kill_at=", "notify_at=")) for f in FAULTS):
+    if LOCK_WAIT and not any(f.startswith(("kill_at=", "notify_at=", "pause_at=")) for f in FAULTS):
         _install_lock_wait(float(LOCK_WAIT))
     points = _Points()
     # The plain faults first: the point wrappers then wrap them, so a point after a failing
@@ -297,11 +350,15 @@ def _install() -> None:
             points.watch(fault.removeprefix("kill_at="), "kill")
         elif fault.startswith("notify_at="):
             points.watch(fault.removeprefix("notify_at="), "notify")
+        elif fault.startswith("pause_at="):
+            points.watch(fault.removeprefix("pause_at="), "pause")
         else:
             raise SystemExit(f"sitecustomize: unknown fault {fault!r}")
     if points.watches:
         _install_points(points)
+    if LOCK_LOG:
+        _install_lock_log(LOCK_LOG)
 
 
-if FAULTS or LOCK_WAIT or CLOCK_SHIFT:
+if FAULTS or LOCK_WAIT or CLOCK_SHIFT or LOCK_LOG:
     _install()

@@ -1,7 +1,7 @@
-"""Races that need a lock bypass, which the outcome write's compare-and-swap answers (SPEC §13.5):
-a deleted pipeline.lock mid-call, and two data dirs sharing one inbox/ through a symlink. Real
-processes, scripted so each interleaving happens for sure; afterwards every promise is checked
-from disk and the call log. The runs count as soak operations in the rig's closing line."""
+"""Races that need a lock bypass (SPEC §13.5, §15.1): a lock file deleted mid-call, and two data
+dirs sharing one inbox/ through a symlink. Real processes, scripted so each interleaving happens for
+sure; afterwards every promise is checked from disk and the call log. The runs count as soak
+operations in the rig's closing line."""
 
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ def _recheck_until_quiet(dirs: list[Path], env: dict[str, str]) -> int:
     return runs
 
 
-def test_a_deleted_lock_file_mid_call_never_buys_a_fourth_call(tmp_path: Path) -> None:
-    """A slow recheck holds the lock; the user deletes locks/pipeline.lock; rechecks run meanwhile.
-    The slow run's outcome write is a compare-and-swap: save_conflict, nothing written, 3 calls."""
+def test_a_deleted_pipeline_lock_mid_call_changes_nothing(tmp_path: Path) -> None:
+    """A slow recheck's call is out (the pipeline lock is not held across it, SPEC §15.1); the user
+    deletes locks/pipeline.lock; rechecks meanwhile see the comment's call lock held and defer it.
+    The slow run saves its outcome; 3 calls in all, never more."""
     data = tmp_path / "rig"
     export = write_export(tmp_path / "export.json", ["race"])
     with running_fake() as fake:
@@ -38,6 +39,34 @@ def test_a_deleted_lock_file_mid_call_never_buys_a_fourth_call(tmp_path: Path) -
         slow = start("bridge", "recheck", data_dir=data, env=env)
         fake.wait_in_flight()
         (data / "locks" / "pipeline.lock").unlink()
+        during = run("cli", "recheck", "--json", data_dir=data, env=env)
+        assert [(i["id"], i["outcome"]) for i in envelope(during)["result"]["items"]] == [("race", "deferred")]
+        assert "in flight" in envelope(during)["result"]["items"][0]["message"]
+        runs = 3 + _recheck_until_quiet([data], env)
+        fake.release()
+        out = slow.communicate(timeout=30)
+        assert slow.returncode == 0 and envelope(out)["result"]["items"][0]["outcome"] == "error", out
+        runs += _recheck_until_quiet([data], env)
+        found = check_all(data, fake.calls, expect=Expect())
+        calls = list(fake.calls)
+    TALLY.add("soak_ops", runs, [f"pipeline lock deleted mid-call: {v}" for v in found])
+    assert calls == ["race"] * 3 and found == []
+
+
+def test_a_deleted_call_lock_mid_call_never_buys_a_fourth_call(tmp_path: Path) -> None:
+    """The user deletes the comment's call lock (and the pipeline lock) while its call is out: a
+    recheck meanwhile takes a fresh lock file, closes the attempt as interrupted and calls again.
+    The slow run's outcome write is a compare-and-swap: save_conflict, nothing written, 3 calls."""
+    data = tmp_path / "rig"
+    export = write_export(tmp_path / "export.json", ["race"])
+    with running_fake() as fake:
+        fake.script("race", "malformed", "hold-malformed", "malformed")
+        env = fake.env()
+        assert run("cli", "scan", "--source", str(export), data_dir=data, env=env).returncode == 0
+        slow = start("bridge", "recheck", data_dir=data, env=env)
+        fake.wait_in_flight()
+        (data / "locks" / "calls" / "race.lock").unlink()
+        (data / "locks" / "pipeline.lock").unlink()
         runs = 2 + _recheck_until_quiet([data], env)
         fake.release()
         out = slow.communicate(timeout=30)
@@ -45,7 +74,7 @@ def test_a_deleted_lock_file_mid_call_never_buys_a_fourth_call(tmp_path: Path) -
         runs += _recheck_until_quiet([data], env)
         found = check_all(data, fake.calls, expect=Expect())
         calls = list(fake.calls)
-    TALLY.add("soak_ops", runs, [f"lock deleted mid-call: {v}" for v in found])
+    TALLY.add("soak_ops", runs, [f"call lock deleted mid-call: {v}" for v in found])
     assert calls == ["race"] * 3 and found == []
 
 

@@ -6,7 +6,8 @@ Where each step lives:
 
     plan.py      step 1    fetch from the source registry and plan, without the lock
     gate.py      §13.1     may the run call? cooldown, breaker + free probe; when a batch stops
-    locked.py    steps 2–5 lock, reconcile, per item (re-read, decide, reserve, call, save), save seen
+    locked.py    steps 2–5 per item under the lock: re-read, decide, reserve; outcome; save seen
+    calls.py     §15.1     the model calls in flight, outside the lock (--parallel)
     provider_state.py      the cooldown after a 429 (§7.2) and the breaker (§13.1)
     batch.py               the Batch a run carries down every step: settings, store, summary, signals
     agent.py     §14       provider agent: claim (reserve with a lease, hand out prompts) and submit
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Generic, NamedTuple
 
 from watcher.errors import UsageError, WatcherError
 from watcher.models import SeenFile
@@ -31,10 +32,7 @@ from watcher.pipeline.batch import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
     Batch,
-    BatchResult,
     Hooks,
-    ItemOutcome,
-    ItemResult,
     Run,
     caught_signals,
     count_signals,
@@ -43,7 +41,8 @@ from watcher.pipeline.batch import (
 )
 from watcher.pipeline.plan import Plan, Planned, check_id, plan_recheck, plan_scan
 from watcher.pipeline.provider_state import read_cooldown, write_cooldown
-from watcher.records import Command, Decision, decide
+from watcher.records import Decision, decide
+from watcher.results import BatchResult, Command, ItemOutcome, ItemResult, ResultT
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -70,11 +69,11 @@ __all__ = [
 ]
 
 
-class Partial(NamedTuple):
+class Partial(NamedTuple, Generic[ResultT]):
     """A result that stands even though the run must exit non-zero: a batch stopped by a 429
     still has a summary of what it did. ``error`` is ``None`` when the run ended well."""
 
-    result: Any
+    result: ResultT
     error: WatcherError | None
 
 
@@ -85,7 +84,7 @@ def check_limit(limit: int) -> int:
 
 
 def scan(run: Run, *, source: str | None = None, notice: Callable[[str], None] = lambda _m: None,
-         since: datetime | None = None, full: bool = False) -> Partial:
+         since: datetime | None = None, full: bool = False) -> Partial[BatchResult]:
     """Fetch, then make the first attempt for new and pending comments (SPEC §7, §13.3)."""
     batch = Batch(run, notice=notice)
     base, index = _read_index(batch)
@@ -98,7 +97,8 @@ def scan(run: Run, *, source: str | None = None, notice: Callable[[str], None] =
     return _carry_out(batch, plan, base)
 
 
-def recheck(run: Run, *, ids: Sequence[str] = (), notice: Callable[[str], None] = lambda _m: None) -> Partial:
+def recheck(run: Run, *, ids: Sequence[str] = (), notice: Callable[[str], None] = lambda _m: None,
+            ) -> Partial[BatchResult]:
     """Retry failed comments and close orphaned reservations, or exactly ``ids`` (SPEC §7)."""
     batch = Batch(run, notice=notice)
     base, index = _read_index(batch)
@@ -113,13 +113,13 @@ def _read_index(batch: Batch) -> tuple[SeenFile, SeenFile]:
     return base, index
 
 
-def _carry_out(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
-    from watcher.pipeline.locked import under_lock
+def _carry_out(batch: Batch, plan: Plan, base: SeenFile) -> Partial[BatchResult]:
+    from watcher.pipeline.locked import carry_out
 
     batch.result.planned = len(plan.items)
     if batch.run.dry_run:
         _dry_run(batch, plan.items)
-        return Partial(batch.result.to_json(), None)
+        return Partial(batch.result, None)
     if batch.run.hooks.on_planned is not None:
         # The calls planned: none for provider agent, whose comments wait for the agent's claim.
         batch.run.hooks.on_planned(min(len(plan.items), batch.run.limit) if batch.calls_model else 0)
@@ -128,11 +128,11 @@ def _carry_out(batch: Batch, plan: Plan, base: SeenFile) -> Partial:
     try:
         with caught_signals(batch):
             # Provider agent: nothing is called, so no cooldown or breaker can stop the run.
-            under_lock(batch, plan, base, gate.evaluate(batch) if batch.calls_model else gate.GO)
+            carry_out(batch, plan, base, gate.evaluate(batch) if batch.calls_model else gate.GO)
     finally:
         batch.close()
     count_signals(batch)
-    return Partial(batch.result.to_json(), batch.error)
+    return Partial(batch.result, batch.error)
 
 
 def _dry_run(batch: Batch, plan: Sequence[Planned]) -> None:
@@ -144,7 +144,13 @@ def _dry_run(batch: Batch, plan: Sequence[Planned]) -> None:
             result.remaining = len(plan) - position
             break
         record = None if item.comment is not None else batch.store.load_record(item.id)
-        action = "call" if record is None else decide(batch.run.command, record, item.fingerprint, now=batch.now())
+        if record is None:
+            action: Decision = "call"
+        else:
+            from watcher.pipeline.locked import live_call
+
+            action = decide(batch.run.command, record, item.fingerprint, now=batch.now(),
+                            call_in_flight=live_call(batch, record))
         if action == "call" and not batch.calls_model:
             result.for_agent += 1
         elif action == "call":

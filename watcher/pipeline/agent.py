@@ -26,9 +26,10 @@ from watcher import records
 from watcher.errors import ConfigError, Interrupted, SaveFailed, SubmitRefused, UsageError
 from watcher.models import Attempt, AttemptError, InboxRecord, SeenFile, Verdict
 from watcher.pipeline import Partial, locked
-from watcher.pipeline.batch import Batch, ItemResult, Run, caught_signals, count_signals
+from watcher.pipeline.batch import Batch, Run, caught_signals, count_signals
 from watcher.pipeline.plan import check_id
 from watcher.providers.agent import NAME
+from watcher.results import Claimed, ClaimResult, ItemResult, SubmitResult
 from watcher.timeutil import iso, parse_iso
 
 # What claim picks (SPEC §14): scan's pending, recheck's failed and orphaned reservations.
@@ -51,25 +52,24 @@ def _minutes() -> int | float:
 # ---- claim ------------------------------------------------------------------------------------------
 
 
-def claim(run: Run, *, notice: Callable[[str], None] = lambda _m: None) -> Partial:
+def claim(run: Run, *, notice: Callable[[str], None] = lambda _m: None) -> Partial[ClaimResult]:
     """Reserve one attempt for each of the oldest ``run.limit`` comments that need a verdict."""
     require_agent(run.settings.provider)
     batch = Batch(run, notice=notice)
     base = batch.store.load_index()
-    claimed: list[dict[str, Any]] = []
+    claimed: list[Claimed] = []
     try:
         with caught_signals(batch), batch.store.pipeline_lock():
             mine = locked.reconcile_index(batch, base)
             try:
                 _claim_each(batch, _candidates(batch, mine), mine, claimed)
             finally:
-                locked.save_index(batch, base, mine, {}, touched=[c["id"] for c in claimed])
+                locked.save_index(batch, base, mine, {}, touched=[c.id for c in claimed])
     finally:
         batch.close()
     count_signals(batch)
-    result = {"provider": NAME, "lease_minutes": _minutes(), "claimed": claimed,
-              "items": [item.to_json() for item in batch.result.items], "remaining": batch.result.remaining,
-              "calls": 0}
+    result = ClaimResult(provider=NAME, lease_minutes=_minutes(), claimed=claimed, items=batch.result.items,
+                         remaining=batch.result.remaining, calls=0)
     return Partial(result, batch.error)
 
 
@@ -83,7 +83,7 @@ def _candidates(batch: Batch, index: SeenFile) -> list[InboxRecord]:
 
 
 def _claim_each(batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile,
-                claimed: list[dict[str, Any]]) -> None:
+                claimed: list[Claimed]) -> None:
     from watcher.providers.parse import verdict_json_schema
 
     run = batch.run
@@ -100,10 +100,11 @@ def _claim_each(batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile
         now = batch.now()
         entry = index.comments.get(cid)
         # Read under the lock just now: the plan is the file, so only a running lease defers it.
-        action = records.decide("claim", record, records.fingerprint(record), now=now,
+        live = locked.live_call(batch, record)
+        action = records.decide("claim", record, records.fingerprint(record), now=now, call_in_flight=live,
                                seen_attempts=entry.attempts if entry else 0)
         if action != "call":
-            locked.no_call(batch, record, action)
+            locked.no_call(batch, record, action, live=live)
             continue
         lease_until = iso(now + records.LEASE)
         reserved = records.reserve(record, command="claim", entrypoint=run.entrypoint, provider=NAME,
@@ -114,9 +115,9 @@ def _claim_each(batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile
             locked.state_stop(batch, cid, "reserve_failed", exc)  # not on disk: not handed out
             continue
         batch.emit("attempt.claimed", comment=cid)
-        claimed.append({"id": cid, "n": len(reserved.attempts), "lease_until": lease_until,
-                        "system": reserved.prompt.system, "user": reserved.prompt.user,
-                        "schema": verdict_json_schema()})
+        claimed.append(Claimed(id=cid, n=len(reserved.attempts), lease_until=lease_until,
+                               system=reserved.prompt.system, user=reserved.prompt.user,
+                               schema=verdict_json_schema()))
 
 
 # ---- submit -----------------------------------------------------------------------------------------
@@ -134,7 +135,7 @@ def validate_verdict(text: str) -> Verdict | AttemptError:
 
 
 def submit(run: Run, comment_id: str, n: int, verdict: Any, *,
-           notice: Callable[[str], None] = lambda _m: None) -> Partial:
+           notice: Callable[[str], None] = lambda _m: None) -> Partial[SubmitResult]:
     """Store the agent's verdict on attempt ``n`` of ``comment_id`` if it is still the open claim.
 
     Raises :class:`SubmitRefused` (exit 2, nothing written) for any other attempt; an invalid
@@ -203,7 +204,7 @@ def _ended(attempt: Attempt) -> str:
     return "is still open" if attempt.outcome is None else f"ended with {_outcome(attempt)}"
 
 
-def _submitted(record: InboxRecord, n: int, error: AttemptError | None) -> dict[str, Any]:
+def _submitted(record: InboxRecord, n: int, error: AttemptError | None) -> SubmitResult:
     cid, cap = record.comment.id, records.cap_of(record)
     left = max(0, cap - len(record.attempts))
     message = None
@@ -212,6 +213,6 @@ def _submitted(record: InboxRecord, n: int, error: AttemptError | None) -> dict[
                  f"that was attempt {n} of {cap}: no attempts left; only the person can grant more "
                  f"(`watcher grant {cid}`)")
         message = f"{error.message} — {after}"
-    return {"id": cid, "n": n, "outcome": "error" if error else "verdict", "kind": error.kind if error else None,
-            "message": message, "attempts": len(record.attempts), "attempts_left": left,
-            "state": records.state_of(record), "verdict": record.verdict.model_dump() if record.verdict else None}
+    return SubmitResult(id=cid, n=n, outcome="error" if error else "verdict", kind=error.kind if error else None,
+                        message=message, attempts=len(record.attempts), attempts_left=left,
+                        state=records.state_of(record), verdict=record.verdict)

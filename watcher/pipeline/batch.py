@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 from watcher.config import Paths, Settings
 from watcher.errors import LockBusy, LogReplaced, StateError, WatcherError
-from watcher.records import Command
+from watcher.results import BatchResult, BatchSignals, Command, ItemResult
 from watcher.store import Store
 
 if TYPE_CHECKING:
@@ -28,12 +28,6 @@ if TYPE_CHECKING:
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
-
-# SPEC §7.1, plus the two a dry run reports instead of acting.
-ItemOutcome = Literal[
-    "verdict", "error", "interrupted", "deferred", "exhausted", "repaired", "skipped",
-    "reserve_failed", "save_failed", "save_conflict", "not_started", "would_call", "would_skip",
-]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,77 +76,9 @@ class Run:
     entrypoint: str  # "cli" | "bridge"
     run_id: str
     limit: int = DEFAULT_LIMIT
+    parallel: int = 1  # model calls in flight at once (SPEC §15.1)
     dry_run: bool = False
     hooks: Hooks = field(default_factory=Hooks)
-
-
-@dataclass
-class ItemResult:
-    id: str
-    outcome: ItemOutcome
-    kind: str | None = None
-    message: str | None = None
-    attempts: int | None = None
-    # For a verdict: needs_reply, category, priority, summary — what the person ran it for.
-    verdict: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
-
-
-@dataclass
-class BatchResult:
-    """What the summary reports (SPEC §7.1): every item reached, or left unreached by a stop."""
-
-    command: str
-    dry_run: bool = False
-    limit: int = DEFAULT_LIMIT
-    planned: int = 0
-    calls: int = 0
-    remaining: int = 0
-    items: list[ItemResult] = field(default_factory=list)
-    discovered: int = 0
-    rejected: list[dict[str, Any]] = field(default_factory=list)
-    repaired: list[str] = field(default_factory=list)
-    stopped: str | None = None
-    provider: str = ""
-    model: str = ""
-    would_call: list[str] = field(default_factory=list)
-    baseline: int = 0  # discovered comments recorded as baseline (first scan's backlog)
-    answered: int = 0  # comments the author had answered on dev.to before any attempt
-    for_agent: int = 0  # provider agent: comments left for the agent to claim (no call is made)
-    replied: list[str] = field(default_factory=list)  # marked replied because the author replied
-    signals: dict[str, Any] | None = None  # {new_lines, invalid}, or {warning} if the counter stopped
-
-    def to_json(self) -> dict[str, Any]:
-        counts: dict[str, int] = {}
-        for item in self.items:
-            counts[item.outcome] = counts.get(item.outcome, 0) + 1
-        doc: dict[str, Any] = {
-            "command": self.command,
-            "dry_run": self.dry_run,
-            "provider": self.provider,
-            "model": self.model,
-            "limit": self.limit,
-            "planned": self.planned,
-            "calls": self.calls,
-            "remaining": self.remaining,
-            "discovered": self.discovered,
-            "baseline": self.baseline,
-            "answered": self.answered,
-            "for_agent": self.for_agent,
-            "replied": self.replied,
-            "counts": counts,
-            "items": [i.to_json() for i in self.items],
-            "rejected": self.rejected,
-            "repaired": self.repaired,
-            "stopped": self.stopped,
-        }
-        if self.dry_run:
-            doc["would_call"] = self.would_call
-        else:
-            doc["signals"] = self.signals
-        return doc
 
 
 class SignalDuringCall(BaseException):
@@ -201,18 +127,22 @@ class Batch:
         """The run's provider, built once on first use (httpx is imported only by runs that call
         or probe a model); the hooks' factory replaces the real one in tests."""
         if self._provider is None:
-            factory = self.run.hooks.make_provider
-            if factory is None:
-                from watcher.providers import make_provider
-
-                factory = make_provider
-            self._provider = factory(self.settings)
+            self._provider = self.new_provider()
             self.result.provider, self.result.model = self._provider.name, self._provider.model
         return self._provider
 
+    def new_provider(self) -> Provider:
+        """A provider of its own, for one worker of parallel calls (its own client and socket)."""
+        factory = self.run.hooks.make_provider
+        if factory is None:
+            from watcher.providers import make_provider
+
+            factory = make_provider
+        return factory(self.settings)
+
     @contextmanager
-    def in_call(self) -> Iterator[None]:
-        """While the model call is out, a signal ends it at once (:class:`SignalDuringCall`)."""
+    def waiting_for_calls(self) -> Iterator[None]:
+        """While calls are out, a signal ends the wait at once (:class:`SignalDuringCall`)."""
         self._calling = True
         try:
             yield
@@ -299,10 +229,10 @@ def count_signals(batch: Batch) -> None:
         counted = batch.store.count_signals()
     except (LogReplaced, LockBusy) as exc:
         batch.notice(f"warning: observation signals not counted: {exc}")
-        batch.result.signals = {"warning": str(exc)}
+        batch.result.signals = BatchSignals(warning=str(exc))
         return
     except StateError as exc:
         if batch.error is None:
             batch.fail(exc)
         return
-    batch.result.signals = {"new_lines": counted.new_lines, "invalid": counted.invalid}
+    batch.result.signals = BatchSignals(new_lines=counted.new_lines, invalid=counted.invalid)

@@ -7,16 +7,15 @@ to the inbox file under the pipeline lock, so it cannot race a batch's reservati
 
 from __future__ import annotations
 
-from typing import Any
-
 from watcher import records
 from watcher.errors import UsageError
+from watcher.results import GrantResult
 from watcher.store import Store
 
 MAX_GRANT = 3
 
 
-def grant(store: Store, comment_id: str, attempts: int, *, entrypoint: str, run_id: str) -> dict[str, Any]:
+def grant(store: Store, comment_id: str, attempts: int, *, entrypoint: str, run_id: str) -> GrantResult:
     """Append ``{"at", "n"}`` to the comment's ``grants`` durably; the cap becomes 3 + grants."""
     if not 1 <= attempts <= MAX_GRANT:
         raise UsageError(f"--attempts must be between 1 and {MAX_GRANT}, got {attempts}")
@@ -36,5 +35,5 @@ def grant(store: Store, comment_id: str, attempts: int, *, entrypoint: str, run_
         index, _ = store.reconcile_index(base, [comment_id])
         store.save_index(base, index)
     store.append_signals([{"key": "item.granted", "comment": comment_id, "run": run_id, "entrypoint": entrypoint}])
-    return {"id": comment_id, "granted": attempts, "attempts": len(granted.attempts),
-            "cap": records.cap_of(granted), "state": records.state_of(granted)}
+    return GrantResult(id=comment_id, granted=attempts, attempts=len(granted.attempts), cap=records.cap_of(granted),
+                       state=records.state_of(granted))

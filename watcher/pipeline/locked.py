@@ -1,9 +1,11 @@
-"""SPEC §7 steps 2–5: the part that runs under the pipeline lock.
+"""SPEC §7 steps 2–5: the decisions and writes, each under the pipeline lock (§15.1).
 
-For each planned comment: re-read → :func:`watcher.records.decide` → no call (repaired / skipped / interrupted /
-deferred / exhausted), or reserve durably → one model call → save the outcome durably. A model
-call is only ever made for an attempt that is already on disk, so no crash, kill or concurrent
-run can buy a fourth call.
+For each planned comment, under the lock: re-read → :func:`watcher.records.decide` → no call
+(repaired / skipped / interrupted / deferred / exhausted), or take its call lock and reserve
+durably. Then, without the lock, one model call (:mod:`watcher.pipeline.calls`, up to
+``--parallel`` at once); then, under the lock again, the outcome's compare-and-swap. A model call
+is only ever made for an attempt that is already on disk, and its call lock marks it in flight
+until its outcome is, so no crash, kill or concurrent run can buy a fourth call.
 
 An agent's claim (SPEC §14) is the one reservation that may be in flight while we hold the lock:
 inside its lease it is deferred, after it closed like any orphan. With provider agent nothing is
@@ -14,33 +16,44 @@ The helpers the agent's claim and submit share (:mod:`watcher.pipeline.agent`) a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from watcher import records, seen
-from watcher.errors import CorruptState, Interrupted, SaveConflict, SaveFailed, StateError
+from watcher.errors import CorruptState, Interrupted, LockBusy, SaveConflict, SaveFailed, StateError
 from watcher.models import AttemptError, InboxRecord, SeenComment, SeenFile
 from watcher.pipeline import provider_state
-from watcher.pipeline.batch import Batch, ItemOutcome, ItemResult, SignalDuringCall
+from watcher.pipeline.batch import Batch, SignalDuringCall
+from watcher.pipeline.calls import Calls, Flight
 from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, stop_for, stops
 from watcher.pipeline.plan import Plan, Planned
 from watcher.records import Decision, decide
+from watcher.results import ItemOutcome, ItemResult, ItemVerdict
 
 
-def under_lock(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
-    """Steps 2–5 of SPEC §7."""
-    with batch.store.pipeline_lock():
-        _create_discovered(batch, plan.discovered)
+def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
+    """Steps 2–5 of SPEC §7, with the pipeline lock held for decisions and writes only (§15.1):
+    a few records at a time to create what the plan discovered, once to reconcile the index, once
+    per comment to decide and reserve, once per answer to write its outcome, once to save the index."""
+    store = batch.store
+    _create_discovered(batch, plan.discovered)
+    with store.pipeline_lock():
         _update_uncalled(batch, plan)
         mine = reconcile_index(batch, base)
         mine = _record_articles(mine, plan)
         counted = {cid: entry.attempts for cid, entry in mine.comments.items()}
+        if gate.close_breaker:
+            provider_state.close_breaker(store)
+    try:
+        _process(batch, plan.items, gate, counted)
+    finally:
         try:
-            if gate.close_breaker:
-                provider_state.close_breaker(batch.store)
-            _process(batch, plan.items, gate, counted)
-        finally:
-            save_index(batch, base, mine, plan.replies)
+            with store.pipeline_lock():
+                save_index(batch, base, mine, plan.replies)
+        except LockBusy as exc:
+            # The inbox files hold the truth; the next command repairs the index from them (§4.2).
+            batch.fail(exc)
 
 
 def reconcile_index(batch: Batch, base: SeenFile) -> SeenFile:
@@ -82,25 +95,40 @@ def _record_articles(index: SeenFile, plan: Plan) -> SeenFile:
     return index
 
 
+# Records created per hold of the pipeline lock: a first scan may discover hundreds, and a run
+# waiting behind it must not wait for all of them (bench/run.py figure 7: the longest hold).
+CREATE_PER_HOLD = 2
+
+
 def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
-    """Inbox files for comments this run discovered: prompt rendered once, cached, no attempts."""
+    """Inbox files for comments this run discovered: prompt rendered once, cached, no attempts.
+
+    The prompts are rendered before the lock; each record is written under it, if it is still
+    missing and its history was not lost."""
     from watcher import prompts  # the template is read only by commands that create records
 
     store = batch.store
-    known: dict[str, SeenComment] | None = None
+    fresh = []
     for item in plan:
-        if item.comment is not None and not store.has_record(item.id):
-            known = store.load_index().comments if known is None else known  # re-read under the lock
-            if store.history_lost(item.id, known.get(item.id)):
-                # Its attempts and any saved verdict live only in a lost or quarantined copy: a
-                # fresh record would start the budget over and re-request a saved verdict (SPEC
-                # §1), so none is made until the user restores it; reread reports it skipped.
-                continue
-            prompt = prompts.render(item.comment, parent_text=item.parent_text)
-            record = records.new_record(item.comment, prompt)
-            if item.baseline or item.replied_at:
-                record = record.model_copy(update={"baseline": item.baseline, "replied_at": item.replied_at})
-            store.save_record(record)
+        if item.comment is None or store.has_record(item.id):
+            continue
+        record = records.new_record(item.comment, prompts.render(item.comment, parent_text=item.parent_text))
+        if item.baseline or item.replied_at:
+            record = record.model_copy(update={"baseline": item.baseline, "replied_at": item.replied_at})
+        fresh.append(record)
+    known: dict[str, SeenComment] | None = None
+    for start in range(0, len(fresh), CREATE_PER_HOLD):
+        with store.pipeline_lock():
+            known = store.load_index().comments if known is None else known  # read under the lock
+            for record in fresh[start:start + CREATE_PER_HOLD]:
+                cid = record.comment.id
+                if store.has_record(cid) or store.history_lost(cid, known.get(cid)):
+                    # Made meanwhile by another run; or its attempts and any saved verdict live only
+                    # in a lost or quarantined copy, and a fresh record would start the budget over
+                    # and re-request a saved verdict (SPEC §1): none is made until the user restores
+                    # it, and reread reports it skipped.
+                    continue
+                store.save_record(record)
     batch.result.baseline = sum(1 for item in plan if item.baseline and not item.replied_at)
     batch.result.answered = sum(1 for item in plan if item.replied_at)
 
@@ -122,48 +150,212 @@ def _update_uncalled(batch: Batch, plan: Plan) -> None:
 
 
 def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[str, int]) -> None:
+    """Decide and reserve comment by comment, with up to ``run.parallel`` calls out at once (§15.1).
+
+    A half-open attempt (§13.1) goes out alone: nothing else is sent until it has answered."""
     result = batch.result
-    # Transient failures in a row (SPEC §13.1). A half-open attempt continues the outage that
-    # opened the breaker: one more transient failure is the second in a row.
-    streak = TRANSIENT_STREAK - 1 if gate.mode == "half_open" else 0
-    for position, item in enumerate(plan):
-        if batch.interrupted is not None and not batch.stopped:
-            batch.stop("interrupted", Interrupted(batch.interrupted))
-        if batch.stopped:
+    # Transient failures in a row, counted in the order the answers arrive (SPEC §13.1). A
+    # half-open attempt continues the outage that opened the breaker: one more transient
+    # failure is the second in a row.
+    run = _Progress(gate, TRANSIENT_STREAK - 1 if gate.mode == "half_open" else 0)
+    calls = Calls(1 if gate.mode == "half_open" else batch.run.parallel, batch.new_provider)
+    begun = 0  # the items met so far; a signal leaves the rest not_started
+    try:
+        for position, item in enumerate(plan):
+            while calls.in_flight and (len(calls.in_flight) >= calls.capacity or run.gate.mode == "half_open"):
+                _collect(batch, calls, run)
+            begun = position + 1
+            if batch.interrupted is not None and not batch.stopped:
+                batch.stop("interrupted", Interrupted(batch.interrupted))
+            if batch.stopped:
+                batch.add(ItemResult(item.id, "not_started"))
+                continue
+            if result.calls >= batch.run.limit:
+                result.remaining = len(plan) - position
+                break
+            flight = _begin(batch, item, run.gate, counted)
+            if flight is not None:
+                calls.start(flight)
+        begun = len(plan)
+        while calls.in_flight:
+            _collect(batch, calls, run)
+    except SignalDuringCall as sig:
+        _interrupted_in_flight(batch, calls, sig.signum)
+        for item in plan[begun:]:
             batch.add(ItemResult(item.id, "not_started"))
-            continue
-        if result.calls >= batch.run.limit:
-            result.remaining = len(plan) - position
-            break
-        record = reread(batch, item.id)
-        if record is None:
-            continue
-        action = decide(batch.run.command, record, item.fingerprint, now=batch.now(),
-                        seen_attempts=counted.get(item.id, 0))
-        if action != "call":
-            no_call(batch, record, action)
-            continue
-        if not batch.calls_model:
-            result.for_agent += 1  # provider agent: it stays pending or failed until an agent claims it
-            continue
-        if gate.error is not None:
-            batch.stop(gate.stop, gate.error)
-            batch.add(ItemResult(item.id, "not_started", message=str(gate.error)))
-            continue
-        if gate.mode == "half_open":
-            # The one real attempt this hour where no probe can tell; recorded before the call.
-            provider_state.mark_half_open(batch.store)
-        error = _attempt(batch, record, streak)
-        streak = streak + 1 if error is not None and error.kind in TRANSIENT_KINDS else 0
-        if gate.mode == "half_open" and not batch.stopped:
-            provider_state.close_breaker(batch.store)  # it answered: the setup works again
-            gate = GO
+    finally:
+        calls.close()
     if batch.interrupted is not None and not batch.stopped:
         batch.stop("interrupted", Interrupted(batch.interrupted))
-    if gate.error is not None and not batch.stopped:
+    if run.gate.error is not None and not batch.stopped:
         # Nothing needed a call this time, but the run still says it may not call (SPEC §7.2,
         # §13.1): a cron job must not mistake "no calls allowed" for "all caught up".
+        batch.stop(run.gate.stop, run.gate.error)
+
+
+class _Progress:
+    """What the answers change while a batch runs: the gate (a half-open attempt that answered
+    closes the breaker) and the count of transient failures in a row."""
+
+    def __init__(self, gate: Gate, streak: int) -> None:
+        self.gate = gate
+        self.streak = streak
+
+
+def _begin(batch: Batch, item: Planned, gate: Gate, counted: Mapping[str, int]) -> Flight | None:
+    """Under the lock: re-read, decide, and for a call take the call lock and reserve durably
+    (SPEC §7 steps 4.1–4.6). Returns the reserved attempt to send, else ``None``."""
+    store = batch.store
+    try:
+        held = store.pipeline_lock()
+        held.__enter__()
+    except LockBusy as exc:
+        batch.stop("lock_busy", exc, comment=item.id)
+        batch.add(ItemResult(item.id, "not_started", message=str(exc)))
+        return None
+    try:
+        return _decide_and_reserve(batch, item, gate, counted)
+    finally:
+        held.__exit__(None, None, None)
+
+
+def _decide_and_reserve(batch: Batch, item: Planned, gate: Gate, counted: Mapping[str, int]) -> Flight | None:
+    store, result = batch.store, batch.result
+    record = reread(batch, item.id)
+    if record is None:
+        return None
+    live = live_call(batch, record)
+    action = decide(batch.run.command, record, item.fingerprint, now=batch.now(),
+                    seen_attempts=counted.get(item.id, 0), call_in_flight=live)
+    if action != "call":
+        no_call(batch, record, action, live=live)
+        return None
+    if not batch.calls_model:
+        result.for_agent += 1  # provider agent: it stays pending or failed until an agent claims it
+        return None
+    if gate.error is not None:
         batch.stop(gate.stop, gate.error)
+        batch.add(ItemResult(item.id, "not_started", message=str(gate.error)))
+        return None
+    cid = record.comment.id
+    call_lock = store.call_lock(cid)
+    if call_lock is None:  # another run is calling for it right now (it took the lock after our read)
+        no_call(batch, record, "deferred", live=True)
+        return None
+    if gate.mode == "half_open":
+        # The one real attempt this hour where no probe can tell; recorded before the call.
+        provider_state.mark_half_open(store)
+    provider = batch.provider()
+    reserved = records.reserve(record, command=batch.run.command, entrypoint=batch.run.entrypoint,
+                               provider=provider.name, model=provider.model)
+    try:
+        reservation = store.write_reservation(reserved)
+    except SaveFailed as exc:
+        # Not reserved on disk means not paid for: no call.
+        call_lock.release()
+        state_stop(batch, cid, "reserve_failed", exc)
+        return None
+    result.calls += 1
+    if batch.run.hooks.on_call is not None:
+        batch.run.hooks.on_call(cid)
+    return Flight(reservation, call_lock, half_open=gate.mode == "half_open")
+
+
+def live_call(batch: Batch, record: InboxRecord) -> bool:
+    """Whether the record's open reservation (no agent lease) is a call in flight elsewhere."""
+    last = record.attempts[-1] if record.attempts else None
+    if last is None or last.outcome is not None or last.lease_until is not None:
+        return False
+    return batch.store.call_in_flight(record.comment.id)
+
+
+def _collect(batch: Batch, calls: Calls, run: _Progress) -> None:
+    """Wait for the next answer and write its outcome under the lock (steps 4.8–4.10)."""
+    with batch.waiting_for_calls():
+        flight = calls.next_done()
+    out = len(calls.in_flight)
+    error = _finish(batch, flight, run)
+    if run.gate.mode == "go":
+        calls.capacity = batch.run.parallel  # a half-open attempt that answered: the setup works again
+    run.streak = run.streak + 1 if error is not None and error.kind in TRANSIENT_KINDS else 0
+    if batch.stopped and out and batch.result.already_out == 0:
+        batch.result.already_out = out  # calls already sent when the batch stopped: they finish and are saved
+
+
+def _finish(batch: Batch, flight: Flight, run: _Progress) -> AttemptError | None:
+    """The outcome of one answered call, written by compare-and-swap (SPEC §13.5). Returns its error."""
+    store, cid = batch.store, flight.comment_id
+    answer = flight.answer
+    assert answer is not None
+    error = answer.error
+    try:
+        with store.pipeline_lock():
+            stop = None
+            if error is not None and stops(error, run.streak + (error.kind in TRANSIENT_KINDS)):
+                stop = stop_for(batch, error)  # cooldown / breaker on disk before the outcome
+            try:
+                finished = store.write_outcome(flight.reservation, lambda current: records.finish(
+                    current, verdict=answer.verdict, error=error, raw=answer.raw, usage=answer.usage,
+                    duration_ms=answer.duration_ms))
+            except SaveConflict as exc:
+                # Someone wrote this file without the lock: writing our copy back would erase their
+                # attempts (5 calls for one comment, once). Write nothing; stop loudly.
+                batch.stop("save_conflict", exc, comment=cid)
+                batch.add(ItemResult(cid, "save_conflict", kind="save_conflict", message=str(exc)))
+                return error
+            except (SaveFailed, CorruptState) as exc:
+                # The attempt stays reserved and counted; whoever holds the lock next records it as
+                # interrupted. The answer itself is lost (SPEC §11).
+                state_stop(batch, cid, "save_failed", exc)
+                return error
+            finally:
+                flight.call_lock.release()  # after the outcome is durable (or will never be)
+            if flight.half_open and stop is None and not batch.stopped:
+                provider_state.close_breaker(store)  # it answered: the setup works again
+                run.gate = GO
+    except LockBusy as exc:
+        flight.call_lock.release()
+        state_stop(batch, cid, "save_failed", exc)
+        return error
+    n = len(finished.attempts)
+    if answer.verdict is not None:
+        batch.emit("verdict.ok", comment=cid)
+        batch.add(ItemResult(cid, "verdict", attempts=n, verdict=ItemVerdict.of(answer.verdict)))
+        return None
+    assert error is not None
+    batch.emit(f"verdict.error.{error.kind}", comment=cid)
+    batch.add(ItemResult(cid, "error", kind=error.kind, message=error.message, attempts=n))
+    if stop is not None:
+        batch.stop(*stop)
+    return error
+
+
+def _interrupted_in_flight(batch: Batch, calls: Calls, signum: int) -> None:
+    """Ctrl-C or SIGTERM while calls were out: each request may have been sent, so each attempt
+    stays counted; they are closed as interrupted at once rather than left for the next run
+    (SPEC §13.6). An answer that had already arrived is saved as it is."""
+    error = Interrupted(signum)
+    batch.interrupted = batch.interrupted or signum
+    for flight in calls.in_flight:
+        calls.forget(flight)
+        if flight.answer is not None:
+            _finish(batch, flight, _Progress(GO, 0))
+            continue
+        cid, n = flight.comment_id, len(flight.record.attempts)
+        message = f"attempt {n} was stopped by the person during the call: {error}"
+        try:
+            with batch.store.pipeline_lock():
+                try:
+                    batch.store.write_outcome(flight.reservation, functools.partial(records.mark_interrupted,
+                                                                                    message=message))
+                finally:
+                    flight.call_lock.release()
+        except (StateError, LockBusy) as exc:
+            state_stop(batch, cid, "save_failed", exc)
+            continue
+        batch.emit("attempt.interrupted", comment=cid)
+        batch.add(ItemResult(cid, "interrupted", kind="interrupted", message=message, attempts=n))
+    batch.stop("interrupted", error)
 
 
 def reread(batch: Batch, cid: str) -> InboxRecord | None:
@@ -183,7 +375,7 @@ def reread(batch: Batch, cid: str) -> InboxRecord | None:
     return record
 
 
-def no_call(batch: Batch, record: InboxRecord, action: Decision) -> None:
+def no_call(batch: Batch, record: InboxRecord, action: Decision, *, live: bool = False) -> None:
     """Record what a comment got instead of a call (steps 4.2–4.5): its outcome, signal and item."""
     cid, n = record.comment.id, len(record.attempts)
     if action == "skipped" and record.verdict is not None:
@@ -214,6 +406,10 @@ def no_call(batch: Batch, record: InboxRecord, action: Decision) -> None:
         batch.emit("item.deferred", comment=cid)
         batch.add(ItemResult(cid, "deferred", message=f"attempt {n} is claimed by an agent until {lease}: "
                              "its verdict comes by submit; after that time the next run closes it", attempts=n))
+    elif action == "deferred" and live:
+        batch.emit("item.deferred", comment=cid)
+        batch.add(ItemResult(cid, "deferred", message=f"attempt {n} is in flight in pid {record.attempts[-1].pid} "
+                             "(another run's call): its outcome comes from that run", attempts=n))
     elif action == "deferred":
         batch.emit("item.deferred", comment=cid)
         batch.add(ItemResult(cid, "deferred", message="changed by another command while this one waited; "
@@ -224,78 +420,8 @@ def no_call(batch: Batch, record: InboxRecord, action: Decision) -> None:
                              f"`watcher grant {cid}` gives it another try", attempts=n))
 
 
-def _attempt(batch: Batch, record: InboxRecord, streak: int) -> AttemptError | None:
-    """Reserve, call once, save the outcome. Returns the attempt's error, if any."""
-    cid, run = record.comment.id, batch.run
-    provider = batch.provider()
-    reserved = records.reserve(record, command=run.command, entrypoint=run.entrypoint,
-                               provider=provider.name, model=provider.model)
-    try:
-        reservation = batch.store.write_reservation(reserved)
-    except SaveFailed as exc:
-        # Not reserved on disk means not paid for: no call.
-        state_stop(batch, cid, "reserve_failed", exc)
-        return None
-    batch.result.calls += 1
-    if run.hooks.on_call is not None:
-        run.hooks.on_call(cid)
-    try:
-        with batch.in_call():
-            answer = provider.complete(reserved.prompt)
-    except SignalDuringCall as sig:
-        _interrupted_in_call(batch, reserved, sig.signum)
-        return None
-    error = answer.error
-    stop = None
-    if error is not None and stops(error, streak + (error.kind in TRANSIENT_KINDS)):
-        stop = stop_for(batch, error)  # cooldown / breaker on disk before the outcome
-    try:
-        finished = batch.store.write_outcome(reservation, lambda current: records.finish(
-            current, verdict=answer.verdict, error=error, raw=answer.raw, usage=answer.usage,
-            duration_ms=answer.duration_ms))
-    except SaveConflict as exc:
-        # Someone wrote this file without the lock: writing our copy back would erase their
-        # attempts (5 calls for one comment, once). Write nothing; stop loudly.
-        batch.stop("save_conflict", exc, comment=cid)
-        batch.add(ItemResult(cid, "save_conflict", kind="save_conflict", message=str(exc)))
-        return error
-    except (SaveFailed, CorruptState) as exc:
-        # The attempt stays reserved and counted; whoever holds the lock next records it as
-        # interrupted. The answer itself is lost (SPEC §11).
-        state_stop(batch, cid, "save_failed", exc)
-        return error
-    n = len(finished.attempts)
-    if answer.verdict is not None:
-        batch.emit("verdict.ok", comment=cid)
-        batch.add(ItemResult(cid, "verdict", attempts=n, verdict=answer.verdict.model_dump(
-            include={"needs_reply", "category", "priority", "summary"})))
-        return None
-    assert error is not None
-    batch.emit(f"verdict.error.{error.kind}", comment=cid)
-    batch.add(ItemResult(cid, "error", kind=error.kind, message=error.message, attempts=n))
-    if stop is not None:
-        batch.stop(*stop)
-    return error
-
-
-def _interrupted_in_call(batch: Batch, reserved: InboxRecord, signum: int) -> None:
-    """Ctrl-C or SIGTERM while the request was out: the request may have been sent, so the attempt
-    stays counted; it is closed as interrupted at once rather than left for the next run."""
-    cid = reserved.comment.id
-    error = Interrupted(signum)
-    message = f"attempt {reserved.attempts[-1].n} was stopped by the person during the call: {error}"
-    try:
-        batch.store.save_record(records.mark_interrupted(reserved, message=message))
-    except SaveFailed as exc:
-        state_stop(batch, cid, "save_failed", exc)
-        return
-    batch.emit("attempt.interrupted", comment=cid)
-    batch.add(ItemResult(cid, "interrupted", kind="interrupted", message=message, attempts=len(reserved.attempts)))
-    batch.stop("interrupted", error)
-
-
 def state_stop(batch: Batch, cid: str, outcome: Literal["reserve_failed", "save_failed"],
-                exc: StateError) -> None:
+                exc: StateError | LockBusy) -> None:
     # A disk that cannot hold our state must not keep buying calls: stop the batch (exit 5).
     batch.stop(outcome, exc, comment=cid)
     batch.add(ItemResult(cid, outcome, kind="save_failed", message=str(exc)))

@@ -15,6 +15,7 @@ from watcher.errors import UsageError, WatcherError
 from watcher.models import Comment, SeenFile
 from watcher.pipeline.batch import Batch
 from watcher.records import Fingerprint
+from watcher.results import Rejected
 from watcher.source import FetchResult, Source, SourceArticle, resolve_source
 from watcher.timeutil import parse_iso, utcnow
 
@@ -68,7 +69,7 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
     chosen = make_source(name) if make_source is not None else resolve_source(name)
     fetched = _fetch(batch, chosen, index, full=full)
     for rejection in fetched.rejected:
-        batch.result.rejected.append({"item": rejection.item, "message": rejection.message})
+        batch.result.rejected.append(Rejected(item=rejection.item, message=rejection.message))
         batch.notice(f"rejected {rejection.item or 'item'}: {rejection.message}")
         batch.emit("input.rejected")
     store = batch.store

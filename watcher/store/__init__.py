@@ -29,10 +29,16 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from watcher.config import Paths
-    from watcher.store.locks import CallLock
     from watcher.store.signals import CountResult
 
-__all__ = ["Reservation", "Store"]
+__all__ = ["CallLock", "Reservation", "Store"]
+
+
+class CallLock(Protocol):
+    """A comment's call lock, held by this run (SPEC §15.1): the mark of a call in flight."""
+
+    def release(self) -> None:
+        """Let go once the attempt's outcome is durable (or its call will never be made)."""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from watcher import records, seen
 from watcher.config import Paths
 from watcher.errors import SaveConflict
 from watcher.models import InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
-from watcher.store import Reservation, _index, durable, locks, signals
+from watcher.store import CallLock, Reservation, _index, durable, locks, signals
 from watcher.timeutil import iso
 
 
@@ -33,6 +33,7 @@ class FileStore:
         # Records this store wrote, with their file's stamp right after the write: a file that
         # still has that stamp holds that record, so the index save does not read it back.
         self._written: dict[str, tuple[str, InboxRecord]] = {}
+        self._swept = False
 
     @property
     def paths(self) -> Paths:
@@ -67,19 +68,20 @@ class FileStore:
     def pipeline_lock(self, *, timeout: float | None = None) -> Iterator[None]:
         paths = self._paths
         with locks.pipeline_lock(paths, timeout=timeout):
-            for directory in (paths.inbox, paths.root, paths.signals_dir):
-                durable.sweep_stale_temps(directory)  # left by writers killed mid-write
+            if not self._swept:
+                # Left by writers killed mid-write. Once per store (one command): a run takes the
+                # lock once per comment and answer (SPEC §15.1), and listing inbox/ each time would
+                # make every hold grow with the number of comments.
+                for directory in (paths.inbox, paths.root, paths.signals_dir):
+                    durable.sweep_stale_temps(directory)
+                self._swept = True
             yield
 
-    def call_lock(self, comment_id: str) -> locks.CallLock | None:
+    def call_lock(self, comment_id: str) -> CallLock | None:
         return locks.try_call_lock(self._paths.call_lock(comment_id))
 
     def call_in_flight(self, comment_id: str) -> bool:
-        held = locks.try_call_lock(self._paths.call_lock(comment_id))
-        if held is None:
-            return True
-        held.release()
-        return False
+        return locks.held_elsewhere(self._paths.call_lock(comment_id))
 
     # ---- records -----------------------------------------------------------------------------------
 

@@ -166,8 +166,29 @@ def try_call_lock(path: Path) -> CallLock | None:
     return CallLock(fd)
 
 
+def held_elsewhere(path: Path) -> bool:
+    """Whether another open file description holds the lock at ``path`` now (another process, or
+    another run of this one). Creates nothing: no lock file means no call was ever in flight
+    there, and a dry run (which writes nothing) may ask too."""
+    from filelock import lock_descriptor, unlock_descriptor
+
+    try:
+        fd = os.open(path, _OPEN_FLAGS & ~os.O_CREAT)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _cannot_lock(path, exc) from exc
+    try:
+        if lock_descriptor(fd, blocking=False):
+            unlock_descriptor(fd)
+            return False
+        return True
+    finally:
+        os.close(fd)
+
+
 def pipeline_lock(paths: Paths, *, timeout: float | None = None) -> AbstractContextManager[None]:
-    """Held by scan/recheck from reconcile to the seen save, model calls included.
+    """Held by scan/recheck for each decision and write, never across a model call (SPEC §15.1).
 
     ``timeout`` defaults to :data:`PIPELINE_WAIT_S` as it is *now*, not as it was at import: a
     default bound at import would make the tests either wait the real 5 s or patch every caller.
