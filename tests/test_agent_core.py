@@ -389,6 +389,14 @@ def test_status_counts_claims_in_flight_and_ended(data_dir: Path, tmp_path: Path
     assert doc["claimed"] == {"in_flight": 2, "earliest_lease_until": claimed[0]["lease_until"], "lease_ended": 0}
 
 
+def test_status_judges_leases_by_the_runs_clock_as_a_batch_does(data_dir: Path, tmp_path: Path) -> None:
+    """status a lease's length later (Hooks.clock): the claim is counted as ended, not in flight."""
+    _scan(data_dir, tmp_path, ["aa1"])
+    _claim(data_dir)
+    doc = agent(data_dir, "status", clock=later(LEASE_END))["result"]
+    assert doc["claimed"] == {"in_flight": 0, "earliest_lease_until": None, "lease_ended": 1}
+
+
 # ---- the budget, whoever spends it ------------------------------------------------------------------
 
 
