@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 import pytest
-from _fake_provider import FakeProvider, running_fake
+from _fakes.provider import FakeProvider, running_fake
 from _proc import write_export
 from mcp import ClientSession
 from test_mcp_server import BRIDGE, doc, run_session

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-import _fake_provider
 from _fake_models import Call, Final, Result
+from _fakes import provider as _fake_provider
 
 VERDICT = {"needs_reply": True, "category": "question", "priority": "normal",
            "summary": "Asks how to configure the cache and whether it works on Windows.",

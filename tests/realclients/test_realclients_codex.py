@@ -14,6 +14,7 @@ import pytest
 from _clients import DOC_BRIDGE, LANE_OPENAI_KEY, Workspace
 from _docs import block, loaded
 from _fake_models import Call, FakeModel, Final
+from _proc import write_export
 from _scenarios import (
     agent_script,
     assert_agent_verdict_on_disk,
@@ -213,8 +214,6 @@ def test_codex_tool_timeout_cancel_starts_no_further_model_call(ws: Workspace, m
     sends notifications/cancelled, and from then on the server starts no model call (the session
     lives on for 6 s more)."""
     export = ws.root / "export.json"
-    from _proc import write_export
-
     write_export(export, ["c1", "c2", "c3", "c4", "c5"])
     with slow_provider(1.5) as provider:
         env = ", ".join(f'{k} = "{v}"' for k, v in {**provider_env(provider), "WATCHER_DATA_DIR": str(ws.data)}.items())
@@ -244,8 +243,6 @@ def test_codex_exec_end_leaves_no_attempt_reserved(ws: Workspace, model: FakeMod
     """(f) codex exec ends (SIGTERM, then stdin closed) while a model call is in flight: once the server
     has exited, no attempt in the inbox files is left reserved (outcome null)."""
     export = ws.root / "export.json"
-    from _proc import write_export
-
     write_export(export, ["d1", "d2", "d3"])
     with slow_provider(15.0) as provider:
         env = ", ".join(f'{k} = "{v}"' for k, v in {**provider_env(provider), "WATCHER_DATA_DIR": str(ws.data)}.items())

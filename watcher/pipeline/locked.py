@@ -191,6 +191,7 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
             flight = _begin(batch, item, run.gate, counted)
             if flight is not None:
                 calls.start(flight)
+            _note_out(batch, calls)
         begun = len(plan)
         while calls.in_flight:
             _collect(batch, calls, run)
@@ -298,13 +299,17 @@ def _collect(batch: Batch, calls: Calls, run: _Progress) -> None:
     """Wait for the next answer and write its outcome under the lock (steps 4.8–4.10)."""
     with batch.waiting_for_calls():
         flight = calls.next_done(batch.run.hooks.aborted)
-    out = len(calls.in_flight)
     error = _finish(batch, flight, run)
     if run.gate.mode == "go":
         calls.capacity = batch.run.parallel  # a half-open attempt that answered: the setup works again
     run.streak = run.streak + 1 if error is not None and error.kind in TRANSIENT_KINDS else 0
-    if batch.stopped and out and batch.result.already_out == 0:
-        batch.result.already_out = out  # calls already sent when the batch stopped: they finish and are saved
+    _note_out(batch, calls)
+
+
+def _note_out(batch: Batch, calls: Calls) -> None:
+    """The calls already sent when the batch stopped: they finish and are saved (SPEC §15.1)."""
+    if batch.stopped and not batch.result.already_out:
+        batch.result.already_out = len(calls.in_flight)
 
 
 def _finish(batch: Batch, flight: Flight, run: _Progress) -> AttemptError | None:
