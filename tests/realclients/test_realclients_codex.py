@@ -278,3 +278,18 @@ def test_codex_reads_a_projects_config_only_once_the_project_is_trusted(ws: Work
     model.turns.clear()
     assert ws.codex("hello", extra_args=["--trust"]).code == 0
     assert set(model.watcher_tools(model.first_turn())) == TOOLS
+
+
+def test_codex_shell_commands_get_the_keys_but_no_network(ws: Workspace, model: FakeModel) -> None:
+    """codex exec's own shell tool (exec_command): the command sees Codex's whole environment, *KEY*,
+    *TOKEN* and *SECRET* variables included, but cannot open a socket, not even to 127.0.0.1."""
+    ws.codex_block(model.base_url, "codex-watcher")
+    port = model.server.server_address[1]  # type: ignore[union-attr]
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), 3); print('CONNECTED')"
+    model.script = [Call("exec_command", {"cmd": "env | cut -d= -f1 | sort | tr '\\n' ' '"}),
+                    Call("exec_command", {"cmd": f'python3 -c "{connect}"'}), Final()]
+    session = ws.codex("look around", extra={"OPENAI_API_KEY": LANE_OPENAI_KEY, "LANE_TOKEN": "t", "LANE_SECRET": "s"})
+    assert session.code == 0, session.why()
+    names = model.result(0).text.split("Output:", 1)[1].split()
+    assert {"OPENAI_API_KEY", "LANE_TOKEN", "LANE_SECRET"} <= set(names), names
+    assert "CONNECTED" not in model.result(1).text and "Operation not permitted" in model.result(1).text
