@@ -23,6 +23,7 @@ from watcher.commands import Context, Envelope
 from watcher.config import SETTINGS_HELP
 from watcher.errors import EXIT_USAGE, exit_code_legend
 from watcher.pipeline import Hooks
+from watcher.visible import json_safe, visible
 
 
 def _settings_help() -> str:
@@ -106,8 +107,10 @@ class Frontend:
 
     def render(self, envelope: Envelope[Any], *, as_json: bool) -> None:
         if as_json or self.always_envelope:
-            sys.stdout.write(json.dumps(envelope.to_json(), ensure_ascii=False, indent=None if
-                                        self.always_envelope else 2) + "\n")
+            # Exact data, and still nothing a terminal acts on (SPEC §15.5): json_safe spells the
+            # characters JSON leaves raw (C1, bidi controls) as escapes of the same characters.
+            sys.stdout.write(json_safe(json.dumps(envelope.to_json(), ensure_ascii=False, indent=None if
+                                                  self.always_envelope else 2)) + "\n")
             if envelope.error and not self.always_envelope:
                 self._notice(f"error: {envelope.error['message']}")
             return
@@ -119,7 +122,8 @@ class Frontend:
             self._notice(f"error: {envelope.error['message']}")
 
     def _notice(self, message: str) -> None:
-        sys.stderr.write(message + "\n")
+        # Errors and notices quote what servers and payloads said: shown, never obeyed (SPEC §15.5).
+        sys.stderr.write(visible(message) + "\n")
         sys.stderr.flush()
 
 
