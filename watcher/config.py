@@ -20,7 +20,7 @@ from pydantic import SecretStr
 from watcher.errors import ConfigError
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
 from watcher.results import PublicSettings
-from watcher.urls import check_http_url
+from watcher.urls import check_http_url, marked, shown_url, split_credentials
 
 # env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.
 _ENV_KEYS = {
@@ -139,7 +139,9 @@ class Settings:
     data_dir: Path
     provider: str = "offline"
     model: str = PROVIDERS["offline"].default_model
+    # Never with credentials: those are in base_url_auth (see watcher.urls).
     base_url: str = ""
+    base_url_auth: SecretStr | None = None
     api_key: SecretStr | None = None
     timeout: float = 60.0
     parallel: int = 1
@@ -166,13 +168,19 @@ class Settings:
                 "(for a local OpenAI-compatible server without keys, any non-empty value works)"
             )
 
+    @property
+    def shown_base_url(self) -> str:
+        """The base URL as messages and status show it: ``http://[redacted]@host/v1`` when
+        credentials go with it."""
+        return marked(self.base_url) if self.base_url_auth is not None and self.base_url else self.base_url
+
     def public(self) -> PublicSettings:
         """What ``status`` may show: never a secret, only whether one is set."""
         return PublicSettings(
             data_dir=str(self.data_dir),
             provider=self.provider,
             model=self.model,
-            base_url=self.base_url or None,
+            base_url=self.shown_base_url or None,
             api_key_set=self.api_key is not None,
             timeout_s=self.timeout,
             parallel=self.parallel,
@@ -180,7 +188,7 @@ class Settings:
             provider_defaulted=self.provider_defaulted,
             devto_username=self.devto_username,
             devto_api_key_set=self.devto_api_key is not None,
-            devto_base_url=self.devto_base_url,
+            devto_base_url=shown_url(self.devto_base_url),
         )
 
 
@@ -253,12 +261,13 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str]) -> Settin
     for key in ("api_key", "devto_api_key"):
         if key in values and not isinstance(values[key], str):
             raise ConfigError(f"{key} must be a string")
-    base_url = _base_url(spec, values)
+    base_url, base_url_auth = split_credentials(_base_url(spec, values))
     return Settings(
         data_dir=root,
         provider=provider,
         model=str(values.get("model") or spec.default_model),
         base_url=base_url,
+        base_url_auth=SecretStr(base_url_auth) if base_url_auth else None,
         api_key=SecretStr(api_key) if api_key and spec.is_remote else None,
         timeout=_positive_float(values.get("timeout", 60.0)),
         parallel=_parallel(values["parallel"]) if "parallel" in values else _default_parallel(spec, base_url),
