@@ -148,6 +148,10 @@ class Settings:
     devto_username: str | None = None
     devto_api_key: SecretStr | None = None
     devto_base_url: str = "https://dev.to/api"
+    # Every key the configuration holds, used by this provider or not (WATCHER_API_KEY, each
+    # provider's own variable, DEVTO_API_KEY): what an agent's submitted verdict is redacted of,
+    # since with provider agent api_key is None although the agent's shell may hold a key.
+    known_keys: tuple[SecretStr, ...] = ()
     include_own_comments: bool = False
     backlog_days: int = 14
     # True when nothing chose a provider and the offline classifier stands in.
@@ -261,6 +265,8 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str]) -> Settin
     for key in ("api_key", "devto_api_key"):
         if key in values and not isinstance(values[key], str):
             raise ConfigError(f"{key} must be a string")
+    known = [values.get("api_key"), *(env.get(var) for other in PROVIDERS.values() for var in other.key_env),
+             devto_key]
     base_url, base_url_auth = split_credentials(_base_url(spec, values))
     return Settings(
         data_dir=root,
@@ -273,6 +279,7 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str]) -> Settin
         parallel=_parallel(values["parallel"]) if "parallel" in values else _default_parallel(spec, base_url),
         devto_username=(str(values["devto_username"]).strip() or None) if "devto_username" in values else None,
         devto_api_key=SecretStr(devto_key) if devto_key else None,
+        known_keys=tuple(SecretStr(key) for key in dict.fromkeys(k for k in known if isinstance(k, str) and k)),
         devto_base_url=check_http_url(str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"),
                                       "DEVTO_BASE_URL"),
         include_own_comments=_bool(values.get("include_own_comments", False)),

@@ -1,7 +1,8 @@
 """The API key never leaves a provider (SPEC §13.5), nor do credentials in its URL (§15.5).
 
     Redaction(key, *more)                      built once per provider from its key ("" = none)
-                                               and the URL's credential_secrets(userinfo)
+                                               and the URL's credential_secrets(userinfo); for
+                                               an agent's submit, from every key configured
     redaction.text(s) -> str                   ``s`` without any of them, in any form
     redaction.call(result) -> CallResult       the boundary of ``complete``: raw body (then the
                                                16 KiB cut), every verdict string, the error message
@@ -51,8 +52,8 @@ _SHORT_ESCAPES = {"\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
 class Redaction:
     """Removes the secrets (the key, URL credentials) from text and from everything a provider returns."""
 
-    def __init__(self, secret: str, *more: str) -> None:
-        secrets = sorted({s for s in (secret, *more) if s}, key=len, reverse=True)
+    def __init__(self, *secrets: str) -> None:
+        secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
         self._pattern = re.compile("|".join(f"(?:{_secret_pattern(s)})" for s in secrets)) if secrets else None
         self.marker = _marker(secrets, self._pattern) if self._pattern is not None else REDACTED
 
@@ -164,7 +165,7 @@ def _hex(unit: int) -> str:
     return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{unit:04x}")
 
 
-def _marker(secrets: list[str], pattern: re.Pattern[str]) -> str:
+def _marker(secrets: tuple[str, ...], pattern: re.Pattern[str]) -> str:
     # A marker whose brackets are in no secret cannot be part of a new match across its edge
     # (escapes contain no brackets), and one the pattern finds nothing in cannot hold one.
     for marker in _MARKERS:
