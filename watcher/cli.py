@@ -14,14 +14,14 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from watcher import __version__, commands
 from watcher.commands import Context, Envelope
 from watcher.config import SETTINGS_HELP
-from watcher.errors import EXIT_USAGE, exit_code_legend
+from watcher.errors import Interrupted, UsageError, WatcherError, error_kind, exit_code_for, exit_code_legend
 from watcher.pipeline import Hooks
 from watcher.visible import json_safe, visible
 
@@ -322,22 +322,57 @@ def main(argv: Sequence[str] | None = None, *, entrypoint: str = "cli") -> None:
     """Console entry point of ``watcher`` (and, with ``entrypoint="bridge"``, of the bridge)."""
     app = build_app(entrypoint)
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
-    if entrypoint != "bridge":
-        app(args=args, prog_name="watcher")
+    prog = "watcher-bridge" if entrypoint == "bridge" else "watcher"
+    if entrypoint != "bridge" and not wants_json(args):
+        app(args=args, prog_name=prog)  # click prints its own usage errors for a person
         return
+    # --json and the bridge: every failure is exactly one envelope on stdout (SPEC §13.5, §15.5),
+    # also the arguments typer and click refuse before any command runs ("-1" read as an
+    # option, "1.5" for a whole number, a missing argument): an agent parsing stdout must never
+    # get click's usage text instead.
     try:
-        code = app(args=args, prog_name="watcher-bridge", standalone_mode=False)
+        code = app(args=args, prog_name=prog, standalone_mode=False)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except _CLICK_ERROR as exc:
-        # Usage errors still answer with exactly one envelope on stdout.
-        message = exc.format_message()  # type: ignore[attr-defined]
-        envelope: Envelope[Any] = Envelope(False, args[0] if args else "", EXIT_USAGE, None,
-                                           {"kind": "usage", "message": message})
-        sys.stdout.write(json.dumps(envelope.to_json()) + "\n")
-        sys.stderr.write(f"error: {message}\n")
-        raise SystemExit(EXIT_USAGE) from None
+        refuse(entrypoint, command_named(args), UsageError(exc.format_message()))  # type: ignore[attr-defined]
+    except typer.Abort:  # Ctrl-C or end of input while click was still parsing
+        import signal
+
+        refuse(entrypoint, command_named(args), Interrupted(signal.SIGINT))
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def refuse(entrypoint: str, command: str, error: WatcherError) -> NoReturn:
+    """Answer a failure met before any command ran (arguments typer or click refused, the MCP
+    server's own options) the way every failure is answered: one envelope, its exit code."""
+    envelope: Envelope[Any] = Envelope(False, command, exit_code_for(error), None,
+                                       {"kind": error_kind(error), "message": str(error)})
+    frontend = Frontend(entrypoint=entrypoint)
+    frontend.render(envelope, as_json=True)  # the CLI also says the error on stderr; the bridge does not
+    if frontend.always_envelope:
+        frontend._notice(f"error: {error}")
+    sys.stdout.flush()
+    raise SystemExit(envelope.exit_code)
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    """Whether ``--json`` stands among the options (before a ``--`` that ends them)."""
+    options = list(args)[: list(args).index("--")] if "--" in args else list(args)
+    return "--json" in options
+
+
+def command_at(args: Sequence[str]) -> int | None:
+    """Where the command stands in an argument list: its first word that is not an option or the
+    value of ``--data-dir``; ``None`` when there is none."""
+    return next((i for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] != "--data-dir")),
+                None)
+
+
+def command_named(args: Sequence[str]) -> str:
+    """The command an argument list names ("" when none), for the envelope of a refused command line."""
+    at = command_at(args)
+    return "" if at is None else args[at]
 
 
 def hoist_global_options(args: list[str]) -> list[str]:
