@@ -167,6 +167,20 @@ grant is refused here: raising a comment's budget is the person's decision (`wat
 Exit codes: {exit_code_legend()}."""
 
 
+def _ask_the_person(question: str) -> bool:
+    """A grant's confirmation (SPEC §15.5): asked on the terminal, on stderr so --json stays one
+    document on stdout. Without a terminal (cron, a script, an agent's shell) nobody can be asked,
+    and a grant there must be typed with --yes on purpose: an agent looping on `watcher grant`
+    took one comment's cap to 18."""
+    if not sys.stdin.isatty():
+        raise UsageError("grant asks the person who pays to confirm, and stdin is not a terminal: run it in a "
+                         "terminal, or add --yes if you are that person (an agent must not)")
+    try:
+        return typer.confirm(question, default=False, err=True)
+    except typer.Abort:  # Ctrl-C or end of input at the question: no
+        return False
+
+
 def _version(value: bool) -> None:
     if value:
         sys.stdout.write(f"devto-watcher {__version__}\n")
@@ -296,16 +310,23 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         _frontend(ctx).respond("check", commands.check, as_json=as_json)
 
     @app.command(epilog=_epilog("watcher grant 3bkf", "watcher grant 3bkf --attempts 2 && watcher recheck 3bkf",
-                                codes="0 granted · 2 unknown id, not exhausted or failed, or asked through the bridge · "
+                                "watcher grant 3bkf --yes   (no terminal: cron, a script)",
+                                codes="0 granted · 2 unknown id, not exhausted or failed, baseline or answered, "
+                                      "past 3 + 6 in all, not confirmed, or asked through the bridge · "
                                       "4 a batch holds the lock · 5 state error"))
     def grant(ctx: typer.Context, comment_id: Annotated[str, typer.Argument(metavar="ID")],
-              attempts: Annotated[int, typer.Option("--attempts", help="How many more attempts (1–3).",
-                                                    parser=_whole_number, metavar="N")] = 1,
+              attempts: Annotated[int, typer.Option("--attempts", help="How many more attempts (1–3; 6 in all "
+                                                    "per comment).", parser=_whole_number, metavar="N")] = 1,
+              yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm without being asked (required "
+                                                "without a terminal).")] = False,
               as_json: JsonOpt = False) -> None:
-        """Give an exhausted or failed comment more model attempts (the cap becomes 3 + grants).
+        """Give an exhausted or failed comment more model attempts (the cap becomes 3 + grants, at most 3 + 6).
 
-        Your decision as the one who pays: the bridge and the MCP server refuse it."""
-        _frontend(ctx).respond("grant", lambda c: commands.grant(c, comment_id, attempts=attempts), as_json=as_json)
+        Your decision as the one who pays: you are asked to confirm (--yes without a terminal), and
+        the bridge and the MCP server refuse it."""
+        confirm = None if yes else _ask_the_person
+        _frontend(ctx).respond("grant", lambda c: commands.grant(c, comment_id, attempts=attempts, confirm=confirm),
+                               as_json=as_json)
 
     @app.command(epilog=_epilog("watcher signals", "watcher signals --reset", codes="0 ok · 5 the observation log "
                                 "was replaced or truncated (recount with --reset)"))
