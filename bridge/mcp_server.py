@@ -25,11 +25,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import inspect
 import json
 import logging
+import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
@@ -177,20 +181,60 @@ class _Progress:
 
 
 class _Runner:
-    """Runs one command per call, in a worker thread, with a fresh :class:`Context`."""
+    """Runs one command per call, in a worker thread, with a fresh :class:`Context`.
+
+    It also carries the client's word to the batches (SPEC §15.4): a cancelled call starts no
+    further model call, and a server that is going (SIGINT, SIGTERM, stdin closed) has every call
+    in flight closed as interrupted before it exits. The pipeline decides what that means for
+    each attempt; this only passes it on."""
 
     def __init__(self, data_dir: Path | None) -> None:
         self.data_dir = data_dir
+        self.going: int | None = None  # the signal the server is going by, once it is
+        self._running = 0
+        self._idle = threading.Condition()
+
+    def go(self, signum: int) -> None:
+        """The server is going: running batches close their calls in flight as interrupted."""
+        self.going = self.going or signum
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Whether every running command ended within ``timeout`` seconds."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._running == 0, timeout)
 
     async def __call__(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None,
                        ) -> Envelope[Any]:
         # A fresh Context per call: settings (provider, keys, data dir) are re-read every time, as
-        # a new CLI process would. The batch blocks on the lock and on model calls for minutes, so
-        # it runs in a worker thread and the server keeps answering (mark, status) meanwhile. The
-        # thread is not abandoned on cancellation: a batch always finishes and releases its lock.
-        hooks = _Progress(report).hooks() if report is not None else Hooks()
+        # a new CLI process would. The batch waits on model calls for minutes, so it runs in a
+        # worker thread and the server keeps answering (mark, status) meanwhile.
+        cancel = threading.Event()
+        hooks = (_Progress(report).hooks() if report is not None else Hooks())
+        hooks = dataclasses.replace(hooks, cancelled=cancel.is_set, aborted=lambda: self.going)
         ctx = Context(entrypoint="bridge", data_dir=self.data_dir, notice=_notice, hooks=hooks)
-        envelope = await anyio.to_thread.run_sync(functools.partial(commands.execute, command, ctx, fn))
+        done = threading.Event()
+
+        def work() -> Envelope[Any]:
+            try:
+                return commands.execute(command, ctx, fn)
+            finally:
+                done.set()
+
+        with self._idle:
+            self._running += 1
+        try:
+            envelope = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            # The client cancelled the call (its tool timeout, or the user): no further model call
+            # is started; the calls already out finish and are saved. Nobody waits for the answer.
+            cancel.set()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(done.wait)
+            raise
+        finally:
+            with self._idle:
+                self._running -= 1
+                self._idle.notify_all()
         if envelope.error is not None:
             envelope.error = {**envelope.error, "message": for_agents(envelope.error["message"])}
         return envelope
@@ -235,6 +279,30 @@ if _SDK_MISSING is None:
             super().__init__(*args, **kwargs)
             self.run_command = run
             self.parameters: dict[str, frozenset[str]] = {}
+
+        async def run_stdio_async(self) -> None:
+            """The SDK's stdio serving, told when stdin closes: the SDK itself waits for every running
+            tool call first, so a batch would go on making calls for a client that is gone. Here the
+            messages pass through a stream of our own, and the end of stdin starts the same going as
+            a signal (SPEC §15.4)."""
+            from mcp.server.stdio import stdio_server
+            from mcp.shared._context_streams import create_context_streams
+            from mcp.shared.message import SessionMessage
+
+            async with stdio_server() as (read_stream, write_stream):
+                passed, received = create_context_streams[SessionMessage | Exception](0)
+
+                async def forward() -> None:
+                    async with passed:
+                        async for message in read_stream:
+                            await passed.send(message)
+                    threading.Thread(target=_going, args=(self.run_command, signal.SIGHUP), name="watcher-going",
+                                     daemon=True).start()
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(forward)
+                    await self._lowlevel_server.run(received, write_stream,
+                                                    self._lowlevel_server.create_initialization_options())
 
         def add_watcher_tool(self, fn: Callable[..., Any], *, annotations: ToolAnnotations) -> None:
             context = find_context_parameter(fn)
@@ -424,7 +492,32 @@ def serve(args: list[str]) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if options.verbose else logging.WARNING,
                         format="watcher-bridge mcp: %(levelname)s %(name)s: %(message)s")
     server = build_server(data_dir=options.data_dir, verbose=options.verbose)
+    runner = server.run_command
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        # Off the event loop's thread: the batches still report progress through the loop while
+        # they close their calls.
+        signal.signal(signum, lambda number, _frame: threading.Thread(
+            target=_going, args=(runner, number), name="watcher-going", daemon=True).start())
     # The SDK's stdio transport writes protocol frames to a private duplicate of fd 1 and points
     # fd 1 itself at stderr while serving; the server's lifespan also keeps sys.stdout on stderr
     # (see _stdout_kept_for_protocol). A stray print anywhere cannot corrupt the protocol.
     server.run("stdio")
+    # stdin closed (the client's session ended): the same as a signal, without one.
+    _going(runner, signal.SIGHUP)
+
+
+# How long a going server waits for its batches to close their calls in flight (each a durable
+# write under the lock: milliseconds) before it leaves anyway: clients kill a server that has not
+# gone within a second or so of SIGTERM (Claude Code: SIGINT, then SIGTERM 100 ms later).
+_GOING_WAIT_S = 0.8
+
+
+def _going(runner: _Runner, signum: int) -> None:
+    """Leave within a second (SPEC §15.4): calls in flight are closed as interrupted, then exit.
+
+    Called from a signal handler or after the transport ended. The exit is ``os._exit``: the SDK's
+    stdin reader is a thread blocked in ``read()`` that a normal interpreter exit waits for."""
+    runner.go(signum)
+    runner.wait_idle(_GOING_WAIT_S)
+    sys.stderr.flush()
+    os._exit(0 if signum == signal.SIGHUP else 128 + signum)

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, running_fake
+from _fakes.provider import FakeProvider, running_fake
 from _proc import write_export
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError

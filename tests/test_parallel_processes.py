@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, running_fake
+from _fakes.provider import FakeProvider, running_fake
 from _proc import envelope, run, start, write_export
 
 from watcher import records

@@ -7,16 +7,18 @@ bridge (``watcher-bridge``) runs this same app with a front end that always prin
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
+import typer.main
 
 from watcher import __version__, commands
 from watcher.commands import Context, Envelope
@@ -24,6 +26,9 @@ from watcher.config import SETTINGS_HELP
 from watcher.errors import Interrupted, UsageError, WatcherError, error_kind, exit_code_for, exit_code_legend
 from watcher.pipeline import Hooks
 from watcher.visible import json_safe, visible
+
+if TYPE_CHECKING:
+    from watcher.render import BatchProgress
 
 
 def _settings_help() -> str:
@@ -67,11 +72,13 @@ SUBMIT_CODES = ("0 stored: a verdict, or an invalid one counted as the attempt �
 
 @dataclass
 class Frontend:
-    """How results are shown: ``cli`` (human or --json) or ``bridge`` (always the envelope)."""
+    """How results are shown: ``cli`` (human or --json) or ``bridge`` (always the envelope), and
+    the hooks every command hands the pipeline (:func:`main`'s ``hooks``)."""
 
     entrypoint: str = "cli"
     data_dir: Path | None = None
     verbose: bool = False
+    hooks: Hooks = field(default_factory=Hooks)
 
     @property
     def always_envelope(self) -> bool:
@@ -82,13 +89,13 @@ class Frontend:
         """Answer one typed command: run ``fn`` through :func:`watcher.commands.execute` (with a
         progress display for a ``batch`` shown to a person), print the envelope, and exit with
         its code (``typer.Exit``)."""
-        ctx = Context(entrypoint=self.entrypoint, data_dir=self.data_dir, notice=self._notice)
+        ctx = Context(entrypoint=self.entrypoint, data_dir=self.data_dir, notice=self._notice, hooks=self.hooks)
         progress = None
         if batch and not self.always_envelope:
             from watcher.render import BatchProgress  # rich: only for a batch shown to a person
 
             progress = BatchProgress(verbose=self.verbose)
-            ctx.hooks = Hooks(on_planned=progress.start, on_item=progress.advance, on_call=progress.calling)
+            ctx.hooks = _with_progress(self.hooks, progress)
         try:
             envelope = commands.execute(command, ctx, fn)
         finally:
@@ -125,6 +132,26 @@ class Frontend:
         # Errors and notices quote what servers and payloads said: shown, never obeyed (SPEC §15.5).
         sys.stderr.write(visible(message) + "\n")
         sys.stderr.flush()
+
+
+_T = TypeVar("_T")
+
+
+def _then(first: Callable[[_T], None] | None, second: Callable[[_T], None]) -> Callable[[_T], None]:
+    if first is None:
+        return second
+
+    def both(arg: _T) -> None:
+        first(arg)
+        second(arg)
+
+    return both
+
+
+def _with_progress(hooks: Hooks, progress: BatchProgress) -> Hooks:
+    """``hooks`` with the progress display's callbacks, each called after the caller's own."""
+    return replace(hooks, on_planned=_then(hooks.on_planned, progress.start),
+                   on_call=_then(hooks.on_call, progress.calling), on_item=_then(hooks.on_item, progress.advance))
 
 
 def _frontend(ctx: typer.Context) -> Frontend:
@@ -201,7 +228,9 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                               help="Print the version and exit.")] = False,
     ) -> None:
-        ctx.obj = Frontend(entrypoint=entrypoint, data_dir=data_dir, verbose=verbose)
+        # click's obj arrives as main()'s hooks and leaves as the Frontend every command reads.
+        hooks = ctx.obj if isinstance(ctx.obj, Hooks) else Hooks()
+        ctx.obj = Frontend(entrypoint=entrypoint, data_dir=data_dir, verbose=verbose, hooks=hooks)
 
     @app.command(epilog=_epilog("watcher demo", "watcher --data-dir /tmp/try demo",
                                 codes="0 ok · 5 the demo data dir cannot be written"))
@@ -339,20 +368,27 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
     return app
 
 
-def main(argv: Sequence[str] | None = None, *, entrypoint: str = "cli") -> None:
-    """Console entry point of ``watcher`` (and, with ``entrypoint="bridge"``, of the bridge)."""
-    app = build_app(entrypoint)
+def main(argv: Sequence[str] | None = None, *, entrypoint: str = "cli", hooks: Hooks | None = None) -> None:
+    """Console entry point of ``watcher`` (and, with ``entrypoint="bridge"``, of the bridge): run
+    ``argv`` (default ``sys.argv[1:]``) as typed, print the answer, raise ``SystemExit`` with the
+    exit code.
+
+    ``hooks`` are what this front end hands the pipeline for every command (:class:`Hooks`: the
+    store, provider and source factories, the clock, progress callbacks — called before the
+    front end's own progress display). The console scripts pass none; a program that runs the
+    CLI inside its own process, such as the test suite (tests/README.md), passes its own."""
+    command = _command(entrypoint)
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
     prog = "watcher-bridge" if entrypoint == "bridge" else "watcher"
     if entrypoint != "bridge" and not wants_json(args):
-        app(args=args, prog_name=prog)  # click prints its own usage errors for a person
+        command(args=args, prog_name=prog, obj=hooks)  # click prints its own usage errors for a person
         return
     # --json and the bridge: every failure is exactly one envelope on stdout (SPEC §13.5, §15.5),
     # also the arguments typer and click refuse before any command runs ("-1" read as an
     # option, "1.5" for a whole number, a missing argument): an agent parsing stdout must never
     # get click's usage text instead.
     try:
-        code = app(args=args, prog_name=prog, standalone_mode=False)
+        code = command(args=args, prog_name=prog, standalone_mode=False, obj=hooks)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except _CLICK_ERROR as exc:
@@ -394,6 +430,14 @@ def command_named(args: Sequence[str]) -> str:
     """The command an argument list names ("" when none), for the envelope of a refused command line."""
     at = command_at(args)
     return "" if at is None else args[at]
+
+
+@functools.cache
+def _command(entrypoint: str) -> Callable[..., Any]:
+    """The click command typer makes of :func:`build_app` (what ``app()`` runs), made once per
+    entry point: typer introspects every command's signature for it (~15 ms of CPU), and
+    :func:`main` may run many times in one process."""
+    return typer.main.get_command(build_app(entrypoint))
 
 
 def hoist_global_options(args: list[str]) -> list[str]:

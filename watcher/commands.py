@@ -298,7 +298,7 @@ def _claims(ctx: Context, index: SeenFile) -> AgentClaims:
     (``verdict_by``), which read the files anyway."""
     from watcher.timeutil import utcnow
 
-    now = utcnow()
+    now = (ctx.hooks.clock or utcnow)()  # leases are judged by the hooks' clock, as in a batch
     in_flight: list[str] = []
     ended = 0
     for cid, entry in index.comments.items():

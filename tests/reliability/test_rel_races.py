@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _fake_provider import running_fake
+from _fakes.provider import running_fake
 from _proc import envelope, run, start, write_export
 from _rel_harness import TALLY
 from _rel_invariants import Expect, check_all

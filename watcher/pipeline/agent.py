@@ -31,6 +31,7 @@ from watcher.pipeline.batch import Batch, Run, caught_signals, count_signals
 from watcher.pipeline.plan import check_id
 from watcher.providers.agent import NAME
 from watcher.providers.base import CallResult
+from watcher.providers.parse import verdict_json_schema
 from watcher.providers.redact import Redaction, credential_secrets
 from watcher.results import Claimed, ClaimResult, ItemResult, SubmitResult
 from watcher.timeutil import iso, parse_iso
@@ -59,15 +60,19 @@ def claim(run: Run, *, notice: Callable[[str], None] = lambda _m: None) -> Parti
     """Reserve one attempt for each of the oldest ``run.limit`` comments that need a verdict."""
     require_agent(run.settings.provider)
     batch = Batch(run, notice=notice)
-    base = batch.store.load_index()
+    store = batch.store
+    base = store.load_index()
     claimed: list[Claimed] = []
     try:
-        with caught_signals(batch), batch.store.pipeline_lock():
+        with caught_signals(batch):
+            # Planned without the lock, as scan plans (SPEC §15.1): each claim then re-reads its
+            # comment under the lock and defers it if it changed meanwhile.
             mine = locked.reconcile_index(batch, base)
             try:
                 _claim_each(batch, _candidates(batch, mine), mine, claimed)
             finally:
-                locked.save_index(batch, base, mine, {}, touched=[c.id for c in claimed])
+                with store.pipeline_lock():
+                    locked.save_index(batch, base, mine, {}, touched=[c.id for c in claimed])
     finally:
         batch.close()
     count_signals(batch)
@@ -77,7 +82,7 @@ def claim(run: Run, *, notice: Callable[[str], None] = lambda _m: None) -> Parti
 
 
 def _candidates(batch: Batch, index: SeenFile) -> list[InboxRecord]:
-    """Pending, failed and reserved comments, read under the lock, oldest first (as plan.py orders)."""
+    """Pending, failed and reserved comments as they are now, oldest first (as plan.py orders)."""
     found = []
     for cid, entry in index.comments.items():
         if entry.status in CLAIMABLE and (record := locked.reread(batch, cid)) is not None:
@@ -87,11 +92,9 @@ def _candidates(batch: Batch, index: SeenFile) -> list[InboxRecord]:
 
 def _claim_each(batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile,
                 claimed: list[Claimed]) -> None:
-    from watcher.providers.parse import verdict_json_schema
-
     run = batch.run
-    for position, record in enumerate(candidates):
-        cid = record.comment.id
+    for position, planned in enumerate(candidates):
+        cid = planned.comment.id
         if batch.interrupted is not None and not batch.stopped:
             batch.stop("interrupted", Interrupted(batch.interrupted))
         if batch.stopped:
@@ -100,27 +103,37 @@ def _claim_each(batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile
         if len(claimed) >= run.limit:
             batch.result.remaining = len(candidates) - position
             break
-        now = batch.now()
         entry = index.comments.get(cid)
-        # Read under the lock just now: the plan is the file, so only a running lease defers it.
-        live = locked.live_call(batch, record)
-        action = records.decide("claim", record, records.fingerprint(record), now=now, call_in_flight=live,
-                               seen_attempts=entry.attempts if entry else 0)
-        if action != "call":
-            locked.no_call(batch, record, action, live=live)
-            continue
-        lease_until = iso(now + records.LEASE)
-        reserved = records.reserve(record, command="claim", entrypoint=run.entrypoint, provider=NAME,
-                                 model=batch.settings.model, lease_until=lease_until)
-        try:
-            batch.store.write_reservation(reserved)
-        except SaveFailed as exc:
-            locked.state_stop(batch, cid, "reserve_failed", exc)  # not on disk: not handed out
+        with batch.store.pipeline_lock():
+            reserved = _claim_one(batch, planned, entry.attempts if entry else 0)
+        if reserved is None:
             continue
         batch.emit("attempt.claimed", comment=cid)
-        claimed.append(Claimed(id=cid, n=len(reserved.attempts), lease_until=lease_until,
+        claimed.append(Claimed(id=cid, n=len(reserved.attempts), lease_until=reserved.attempts[-1].lease_until or "",
                                system=reserved.prompt.system, user=reserved.prompt.user,
                                schema=verdict_json_schema()))
+
+
+def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxRecord | None:
+    """Under the lock: re-read, decide against what was planned, reserve with a lease (SPEC §14)."""
+    record = locked.reread(batch, planned.comment.id)
+    if record is None:
+        return None
+    now = batch.now()
+    live = locked.live_call(batch, record)
+    action = records.decide("claim", record, records.fingerprint(planned), now=now, call_in_flight=live,
+                            seen_attempts=seen_attempts)
+    if action != "call":
+        locked.no_call(batch, record, action, live=live)
+        return None
+    reserved = records.reserve(record, command="claim", entrypoint=batch.run.entrypoint, provider=NAME,
+                               model=batch.settings.model, lease_until=iso(now + records.LEASE))
+    try:
+        batch.store.write_reservation(reserved)
+    except SaveFailed as exc:
+        locked.state_stop(batch, record.comment.id, "reserve_failed", exc)  # not on disk: not handed out
+        return None
+    return reserved
 
 
 # ---- submit -----------------------------------------------------------------------------------------
