@@ -78,7 +78,8 @@ def grant_refusal(record: InboxRecord, n: int) -> str | None:
                 f"and has all its attempts — `watcher scan --since {record.comment.created_at[:10]}` queues it")
     if state == "answered":
         return (f"you had already replied to {cid} on dev.to before it was checked, so it was never sent to the "
-                f"model — `watcher mark {cid} open` puts it back on your list if it still needs you")
+                f"model and needs no attempt — if it still needs you, `watcher mark {cid} open` reopens it "
+                f"(`watcher show {cid}` has its text)")
     granted = sum(g.n for g in record.grants)
     left = MAX_GRANTED - granted
     if n > left:
