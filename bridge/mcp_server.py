@@ -52,6 +52,7 @@ from watcher.errors import EXIT_USAGE
 from watcher.models import COMMENT_ID_SHAPE
 from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT, Hooks, ItemResult
 from watcher.results import CommentRecord
+from watcher.visible import json_safe, visible
 
 MIN_SDK = (2, 3)
 INSTALL_HINT = ("watcher-bridge mcp needs the MCP Python SDK (mcp >= {need}), an optional extra:\n"
@@ -125,14 +126,18 @@ VerdictArgument = Annotated[dict[str, Any] | str, Field(
 
 
 def _notice(message: str) -> None:
-    # stdout is the protocol channel: every human-readable word goes to stderr.
-    sys.stderr.write(message + "\n")
+    # stdout is the protocol channel: every human-readable word goes to stderr, where a
+    # terminal may read it (SPEC §15.5: shown, never obeyed).
+    sys.stderr.write(visible(message) + "\n")
     sys.stderr.flush()
 
 
 def _tool_result(envelope: Envelope[Any]) -> CallToolResult:
     doc = envelope.to_json()
-    text = json.dumps(doc, ensure_ascii=False)
+    # The text block is what a client shows its user (Claude Code prints it in the terminal):
+    # the same JSON as the structured content, with the characters JSON leaves raw (C1, bidi
+    # controls) as escapes, so it decodes to the same data and a terminal obeys none (SPEC §15.5).
+    text = json_safe(json.dumps(doc, ensure_ascii=False))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=doc,
                           is_error=not envelope.ok)
 
@@ -257,7 +262,7 @@ def _loggable(arguments: dict[str, Any]) -> str:
     """The arguments for a log line: no tool takes a secret, but a stray one is never logged."""
     shown = {name: "***" if any(w in name.lower() for w in SECRET_WORDS) else
              (value[:200] if isinstance(value, str) else value) for name, value in arguments.items()}
-    return json.dumps(shown, ensure_ascii=False, default=str)
+    return json_safe(json.dumps(shown, ensure_ascii=False, default=str))
 
 
 if _SDK_MISSING is None:
@@ -439,10 +444,10 @@ def _add_resources(server: WatcherServer, run: _Runner) -> None:
         log.info("resource %s -> exit_code %s in %.2f s", command, envelope.exit_code, time.monotonic() - began)
         kind, message = (envelope.error["kind"], envelope.error["message"]) if envelope.error else (None, None)
         if envelope.exit_code == EXIT_USAGE:  # a bad or unknown id: the client's INVALID_PARAMS
-            raise ResourceNotFoundError(f"{message}")
+            raise ResourceNotFoundError(visible(f"{message}"))
         if not envelope.ok:
-            raise ResourceError(f"exit_code {envelope.exit_code} ({kind}): {message}")
-        return json.dumps(envelope.to_json()["result"], ensure_ascii=False, indent=1)
+            raise ResourceError(visible(f"exit_code {envelope.exit_code} ({kind}): {message}"))
+        return json_safe(json.dumps(envelope.to_json()["result"], ensure_ascii=False, indent=1))
 
     @server.resource("watcher://inbox", name="inbox", title="What needs a reply", mime_type="application/json",
                      description=mcp_text.INBOX_RESOURCE)

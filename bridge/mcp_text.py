@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT
 from watcher.records import LEASE
+from watcher.visible import visible
 
 # SPEC §14: how long a claim waits for its submit (the core's figure, in the words' unit).
 LEASE_MINUTES = round(LEASE.total_seconds() / 60)
@@ -154,7 +155,10 @@ mark replied once the author posted it. Nothing is ever posted by the agent."""
 
 
 def reply_session(comment_id: str | None = None) -> str:
-    """The ``reply-session`` prompt's text (optionally starting at one comment)."""
+    """The ``reply-session`` prompt's text (optionally starting at one comment).
+
+    ``comment_id`` is the client's argument, unchecked: shown, never obeyed (SPEC §15.5)."""
+    comment_id = visible(comment_id, one_line=True) if comment_id is not None else None
     start = (f"Start with comment {comment_id}: call `show` with id \"{comment_id}\" (step 3), then go on "
              "with the inbox." if comment_id else "Go through the inbox from the top.")
     return f"""Help me answer the comments on my dev.to articles, using the devto-watcher tools. You draft;

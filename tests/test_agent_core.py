@@ -435,3 +435,46 @@ def test_cli_claim_and_submit_round_trip(data_dir: Path, tmp_path: Path) -> None
     again = run_main("bridge", "submit", "aa1", "1", json.dumps(VERDICT), data_dir=data_dir, env=AGENT_ENV)
     envelope = json.loads(again.stdout)
     assert again.returncode == 2 and envelope["error"]["kind"] == "submit_refused"
+
+
+# ---- what an agent submits is redacted like a provider's answer (SPEC §15.5) ------------------------
+
+KEYS = {"WATCHER_API_KEY": "sk-AGENT/SUBMIT+key1", "OPENAI_API_KEY": "sk-proj-OPENAI/key2",
+        "ANTHROPIC_API_KEY": "sk-ant-ANTHROPIC/key3", "DEVTO_API_KEY": "devto-KEY/key4"}
+
+
+def _leaked_anywhere(data_dir: Path, *texts: str) -> list[str]:
+    from _fakes.provider import key_leaks
+
+    found = [f"{name} in {p.relative_to(data_dir)}" for p in sorted(data_dir.rglob("*")) if p.is_file()
+             for name, key in KEYS.items() if key_leaks(p.read_bytes().decode("utf-8", "replace"), key)]
+    return found + [f"{name} in output" for text in texts for name, key in KEYS.items() if key_leaks(text, key)]
+
+
+def test_a_submitted_verdict_holding_a_key_is_stored_and_answered_without_it(data_dir: Path, tmp_path: Path) -> None:
+    """An agent that read the environment pastes the keys into its verdict (plain, \\/-escaped,
+    \\u-escaped; a valid and an invalid one): the raw answer, the verdict, the error and the
+    output hold none of them, as for a provider's answer."""
+    from _fakes.provider import u_escaped
+
+    env = {**AGENT_ENV, **KEYS}
+    export = write_export(tmp_path / "export.json", ["ak1", "ak2"])
+    assert run_main("cli", "scan", "--source", str(export), data_dir=data_dir, env=env).returncode == 0
+    claim = run_main("cli", "claim", "--json", data_dir=data_dir, env=env)
+    assert [c["id"] for c in json.loads(claim.stdout)["result"]["claimed"]] == ["ak1", "ak2"]
+    keys = list(KEYS.values())
+    valid = {**VERDICT, "summary": f"Asks about {keys[0]} and {keys[3]}.", "reply_hint": f"Quote {keys[1]}."}
+    text = json.dumps(valid).replace(keys[0], keys[0].replace("/", "\\/")) + f" {u_escaped(keys[2])}"
+    outputs = [run_main("cli", "submit", "ak1", "1", json.dumps(valid), "--json", data_dir=data_dir, env=env),
+               run_main("bridge", "submit", "ak2", "1", json.dumps({"needs_reply": keys[2], "summary": text}),
+                        data_dir=data_dir, env=env),
+               run_main("cli", "show", "ak1", data_dir=data_dir, env=env),
+               run_main("cli", "show", "ak2", "--json", data_dir=data_dir, env=env)]
+    assert [o.returncode for o in outputs] == [0, 0, 0, 0], [o.stderr for o in outputs]
+    stored = _record(data_dir, "ak1")
+    assert stored.verdict is not None and "[redacted]" in stored.verdict.summary
+    assert "[redacted]" in (stored.attempts[0].raw or "")
+    failed = _record(data_dir, "ak2")
+    assert failed.verdict is None and failed.attempts[0].error is not None
+    assert failed.attempts[0].error.kind == "invalid_verdict"
+    assert _leaked_anywhere(data_dir, *(o.stdout + o.stderr for o in outputs)) == []

@@ -166,6 +166,49 @@ def test_bridge_usage_errors_still_answer_with_one_envelope(data_dir: Path) -> N
         assert doc["ok"] is False and doc["exit_code"] == 2 and doc["error"]["kind"] == "usage"
 
 
+# What typer and click refuse before any command runs, and the command the envelope names.
+REFUSED_ARGUMENTS = [
+    (("submit", "aaa", "-1", "{}", "--json"), "submit"),  # "-1" parses as an unknown option
+    (("submit", "abc", "x", "{}", "--json"), "submit"),
+    (("grant", "abc", "--attempts", "1.5", "--json"), "grant"),
+    (("scan", "--limit", "--json"), "scan"),
+    (("show", "--json"), "show"),
+    (("mark", "abc", "--json"), "mark"),
+    (("nosuch", "--json"), "nosuch"),
+    (("--bogus", "status", "--json"), "status"),
+    (("--data-dir", "/tmp", "--json"), ""),
+]
+
+
+@pytest.mark.parametrize(("args", "command"), REFUSED_ARGUMENTS)
+def test_with_json_an_argument_typer_refuses_is_one_usage_envelope(data_dir: Path, args: tuple[str, ...],
+                                                                     command: str) -> None:
+    """SPEC §13.5, §15.5: with --json, typer's own argument errors are exactly one envelope on stdout
+    (exit 2, kind usage) naming the command, and the message on stderr."""
+    from _proc import run_main
+
+    proc = run_main("cli", *args, data_dir=data_dir)
+    assert proc.returncode == 2, proc.stdout
+    doc = json.loads(proc.stdout)  # the whole of stdout is one JSON document
+    assert (doc["ok"], doc["command"], doc["exit_code"], doc["result"]) == (False, command, 2, None)
+    assert doc["error"]["kind"] == "usage" and doc["error"]["message"] in proc.stderr
+
+
+@pytest.mark.parametrize(("args", "command"), [
+    (("submit", "aaa", "-1", "{}"), "submit"), (("--bogus", "status"), "status"), (("--verbose",), ""),
+    (("grant", "abc", "--attempts", "1.5"), "grant")])
+def test_the_bridge_answers_every_refused_argument_with_one_envelope_naming_the_command(
+        data_dir: Path, args: tuple[str, ...], command: str) -> None:
+    """The bridge: one envelope, naming the command (not an option standing before it). (`watcher-bridge
+    mcp` is the exception by design: its stdout is the protocol, tests/test_mcp_server.py.)"""
+    from _proc import run_main
+
+    proc = run_main("bridge", *args, data_dir=data_dir)
+    assert proc.returncode == 2, proc.stdout
+    doc = json.loads(proc.stdout)
+    assert (doc["ok"], doc["command"], doc["exit_code"], doc["error"]["kind"]) == (False, command, 2, "usage")
+
+
 def test_cooldown_makes_runs_exit_3_even_with_nothing_to_call_while_status_still_works(data_dir: Path) -> None:
     """During a provider cooldown scan/recheck exit 3 and say until when; status and mark work."""
     from watcher.config import load_settings

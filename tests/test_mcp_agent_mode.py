@@ -175,7 +175,7 @@ def test_two_servers_claiming_at_once_share_no_attempt_and_a_killed_claim_ends_i
                     judged = doc(await sessions[number].call_tool("submit", {"id": cid, "n": n, "verdict": INVALID}))
                     assert judged["result"]["kind"] == "invalid_verdict", judged
 
-            granted = run("cli", "grant", "c1", data_dir=data_dir, env=AGENT)  # the person's decision
+            granted = run("cli", "grant", "c1", "--yes", data_dir=data_dir, env=AGENT)  # the person's decision
             assert granted.returncode == 0, granted.stderr
             (extra,) = await claim_round(sessions[1:])
             assert extra[:2] == ("c1", 4)

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from watcher.errors import ConfigError
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
 from watcher.results import PublicSettings
-from watcher.urls import check_http_url
+from watcher.urls import check_http_url, marked, shown_url, split_credentials
 
 # env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.
 _ENV_KEYS = {
@@ -140,13 +140,19 @@ class Settings:
     data_dir: Path
     provider: str = "offline"
     model: str = PROVIDERS["offline"].default_model
+    # Never with credentials: those are in base_url_auth (see watcher.urls).
     base_url: str = ""
+    base_url_auth: SecretStr | None = None
     api_key: SecretStr | None = None
     timeout: float = 60.0
     parallel: int = 1
     devto_username: str | None = None
     devto_api_key: SecretStr | None = None
     devto_base_url: str = "https://dev.to/api"
+    # Every key the configuration holds, used by this provider or not (WATCHER_API_KEY, each
+    # provider's own variable, DEVTO_API_KEY): what an agent's submitted verdict is redacted of,
+    # since with provider agent api_key is None although the agent's shell may hold a key.
+    known_keys: tuple[SecretStr, ...] = ()
     include_own_comments: bool = False
     backlog_days: int = 14
     # True when nothing chose a provider and the offline classifier stands in.
@@ -170,13 +176,19 @@ class Settings:
                 "(for a local OpenAI-compatible server without keys, any non-empty value works)"
             )
 
+    @property
+    def shown_base_url(self) -> str:
+        """The base URL as messages and status show it: ``http://[redacted]@host/v1`` when
+        credentials go with it."""
+        return marked(self.base_url) if self.base_url_auth is not None and self.base_url else self.base_url
+
     def public(self) -> PublicSettings:
         """What ``status`` may show: never a secret, only whether one is set."""
         return PublicSettings(
             data_dir=str(self.data_dir),
             provider=self.provider,
             model=self.model,
-            base_url=self.base_url or None,
+            base_url=self.shown_base_url or None,
             api_key_set=self.api_key is not None,
             api_key_from=self.api_key_from if self.api_key is not None else None,
             timeout_s=self.timeout,
@@ -185,7 +197,7 @@ class Settings:
             provider_defaulted=self.provider_defaulted,
             devto_username=self.devto_username,
             devto_api_key_set=self.devto_api_key is not None,
-            devto_base_url=self.devto_base_url,
+            devto_base_url=shown_url(self.devto_base_url),
         )
 
 
@@ -288,17 +300,21 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], origin: M
     for key in ("api_key", "devto_api_key"):
         if key in values and not isinstance(values[key], str):
             raise ConfigError(f"{key} must be a string")
-    base_url = _base_url(spec, values)
+    known = [values.get("api_key"), *(env.get(var) for other in PROVIDERS.values() for var in other.key_env),
+             devto_key]
+    base_url, base_url_auth = split_credentials(_base_url(spec, values))
     return Settings(
         data_dir=root,
         provider=provider,
         model=str(values.get("model") or spec.default_model),
         base_url=base_url,
+        base_url_auth=SecretStr(base_url_auth) if base_url_auth else None,
         api_key=SecretStr(api_key) if api_key and spec.is_remote else None,
         timeout=_positive_float(values.get("timeout", 60.0)),
         parallel=_parallel(values["parallel"]) if "parallel" in values else _default_parallel(spec, base_url),
         devto_username=(str(values["devto_username"]).strip() or None) if "devto_username" in values else None,
         devto_api_key=SecretStr(devto_key) if devto_key else None,
+        known_keys=tuple(SecretStr(key) for key in dict.fromkeys(k for k in known if isinstance(k, str) and k)),
         devto_base_url=check_http_url(str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"),
                                       "DEVTO_BASE_URL"),
         include_own_comments=_bool(values.get("include_own_comments", False)),

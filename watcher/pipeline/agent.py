@@ -23,13 +23,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from watcher import records
+from watcher.config import Settings
 from watcher.errors import ConfigError, Interrupted, SaveFailed, SubmitRefused, UsageError
 from watcher.models import Attempt, AttemptError, InboxRecord, SeenFile, Verdict
 from watcher.pipeline import Partial, locked
 from watcher.pipeline.batch import Batch, Run, caught_signals, count_signals
 from watcher.pipeline.plan import check_id
 from watcher.providers.agent import NAME
+from watcher.providers.base import CallResult
 from watcher.providers.parse import verdict_json_schema
+from watcher.providers.redact import Redaction, credential_secrets
 from watcher.results import Claimed, ClaimResult, ItemResult, SubmitResult
 from watcher.timeutil import iso, parse_iso
 
@@ -165,16 +168,27 @@ def submit(run: Run, comment_id: str, n: int, verdict: Any, *,
             raise UsageError(f"no comment {comment_id} in {store.paths.inbox}: submit the id claim handed out")
         attempt = _open_claim(record, n)
         base = store.load_index()
-        answer = validate_verdict(text)
-        error = answer if isinstance(answer, AttemptError) else None
+        answer = _redacted(run.settings, text, validate_verdict(text))
+        error = answer.error
         took = batch.now() - parse_iso(attempt.reserved_at)  # how long the agent took, for the record
-        finished = records.finish(record, verdict=answer if isinstance(answer, Verdict) else None, error=error,
-                                raw=text, duration_ms=max(0, int(took.total_seconds() * 1000)))
+        finished = records.finish(record, verdict=answer.verdict, error=error, raw=answer.raw,
+                                  duration_ms=max(0, int(took.total_seconds() * 1000)))
         store.save_record(finished)  # SaveFailed → exit 5; the claim stays open and counted
         batch.emit("verdict.ok" if error is None else f"verdict.error.{error.kind}", comment=comment_id)
         locked.save_index(batch, base, base, {}, touched=[comment_id])
     count_signals(batch)
     return Partial(_submitted(finished, n, error), batch.error)
+
+
+def _redacted(settings: Settings, text: str, answer: Verdict | AttemptError) -> CallResult:
+    """The agent's answer as a provider's leaves the provider (SPEC §13.5, §15.5): the raw text,
+    every verdict string and the error message without any key the configuration holds, nor the
+    base URL's credentials. An agent reads the shell's environment, and what it pastes into a
+    verdict would otherwise be stored verbatim and shown by every `show`."""
+    auth = settings.base_url_auth.get_secret_value() if settings.base_url_auth is not None else None
+    redaction = Redaction(*(key.get_secret_value() for key in settings.known_keys), *credential_secrets(auth))
+    verdict, error = (answer, None) if isinstance(answer, Verdict) else (None, answer)
+    return redaction.call(CallResult(verdict=verdict, error=error, raw=text))
 
 
 def _verdict_text(verdict: Any) -> str:

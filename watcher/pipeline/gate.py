@@ -108,7 +108,7 @@ def stop_for(batch: Batch, error: AttemptError) -> tuple[str, WatcherError]:
         wait = f"; no model calls until {until}" if until else "; wait a minute before the next run"
         return kind, RateLimited(f"provider rate limit (HTTP 429){wait}")
     provider_state.open_breaker(batch.store, settings, kind=kind, message=said)
-    setup = f"{settings.provider} model {settings.model} at {settings.base_url}"
+    setup = f"{settings.provider} model {settings.model} at {settings.shown_base_url}"
     if kind == "auth":
         return kind, ProviderSetup(f"the provider rejected the API key ({said}) — check WATCHER_API_KEY; "
                                    "no further attempts until it is fixed")
