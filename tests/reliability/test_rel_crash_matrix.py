@@ -117,8 +117,7 @@ def test_kill_at_step_boundary_breaks_no_promise(point: str, baseline: Baseline,
 # With 4 calls in flight, the kill lands with several reservations open at once, answers arriving
 # in any order and outcomes written between other comments' calls. The quick lane takes the points
 # where that differs most from a serial batch; the long lane takes every point.
-PARALLEL_POINTS = [p for p in _points() if LONG or p in (
-    "after_reserve_write:2", "after_answer", "before_outcome_write", "during_call")]
+PARALLEL_POINTS = [p for p in _points() if LONG or p in ("before_outcome_write", "during_call")]
 
 
 @pytest.mark.parametrize("point", PARALLEL_POINTS)

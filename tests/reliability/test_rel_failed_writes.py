@@ -154,7 +154,7 @@ def test_every_failed_write_is_loud_and_recoverable(persistent: bool, part: int,
     assert cases > 100 // stride, "the cycle should contain many durable write operations"
 
 
-# Parallel batches (SPEC §15.1): the same cycle with 4 calls in flight, every 4th N in the quick lane
+# Parallel batches (SPEC §15.1): the same cycle with 4 calls in flight, every 8th N in the quick lane
 # (every N in the long one), dealt to two chunks. The outcomes are written in the order the answers
 # arrive, so which write is the N-th varies; how many there are does not.
 PARALLEL = 4
@@ -168,7 +168,7 @@ def test_every_failed_write_of_a_parallel_batch_is_loud_and_recoverable(part: in
     """Fail write op N of a cycle whose scan and recheck run --parallel 4: loud exit, clean recovery."""
     found: list[str] = []
     cases = 0
-    step = 1 if LONG else 4
+    step = 1 if LONG else 8
     stride = step * PARALLEL_PARTS
     with counted_ops(monkeypatch):
         for at in range(1 + step * part, 10_000, stride):
