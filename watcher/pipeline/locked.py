@@ -46,10 +46,12 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     per comment to decide and reserve, once per answer to write its outcome, once to save the index."""
     store = batch.store
     _create_discovered(batch, plan.discovered)
-    with store.pipeline_lock():
-        _update_uncalled(batch, plan)
-        if gate.close_breaker:
-            provider_state.close_breaker(store)
+    if plan.answered or plan.requeued or gate.close_breaker:  # a hold only when there is a write to make
+        with store.pipeline_lock():
+            _update_uncalled(batch, plan)
+            if gate.close_breaker:
+                provider_state.close_breaker(store)
+    batch.result.answered += len(plan.answered)
     # Without the lock: reading every changed record would make the hold grow with the account
     # (bench/run.py figure 8). Each comment is re-read under the lock before anything is decided,
     # and the index's attempt counts only ever grow, so an index a moment old is safe for decide.
@@ -156,7 +158,6 @@ def _update_uncalled(batch: Batch, plan: Plan) -> None:
         if record is None or record.attempts or record.verdict is not None:
             continue
         store.save_record(record.model_copy(update=update))
-    batch.result.answered += len(plan.answered)
 
 
 def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[str, int]) -> None:
