@@ -1,4 +1,4 @@
-"""The reliability rig (SPEC §12; README "How it is checked"): crash matrix, failed writes, soak, bad input.
+"""The reliability rig (SPEC §12; docs/design.md "How it is checked"): crash matrix, failed writes, soak, bad input.
 
 Quick by default; ``WATCHER_RELIABILITY=long`` runs the long mode. The counted figures are
 printed as one line at the end of the pytest run.
