@@ -213,7 +213,7 @@ def bench_loopback(base: Path | None, n: int, reps: int) -> Row:
     in fsync, and every thread hand-over of the exchange then waits to be scheduled again): here
     ~1 ms more on a loaded machine, ~0.1 ms on tmpfs. The tight-loop time is in the notes."""
     import httpx
-    from _fake_provider import running_fake
+    from _fakes.provider import running_fake
     from pydantic import SecretStr
 
     with running_fake() as fake, httpx.Client(timeout=30.0) as client:

@@ -213,7 +213,7 @@ def fig8(base: Path | None, fake: Any, *, commands: int = 30, seed: int = 8) -> 
 
 
 def run(base: Path | None, *, quick: bool) -> list[Row]:
-    from _fake_provider import running_fake
+    from _fakes.provider import running_fake
 
     with running_fake() as fake:
         rows = fig6_and_7(base, fake)

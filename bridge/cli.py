@@ -10,9 +10,13 @@ from collections.abc import Sequence
 
 from watcher.cli import hoist_global_options
 from watcher.cli import main as watcher_main
+from watcher.pipeline import Hooks
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None, *, hooks: Hooks | None = None) -> None:
+    """Console entry point of ``watcher-bridge``: ``mcp`` serves MCP over stdio, anything else is
+    :func:`watcher.cli.main` answering with one envelope. ``hooks`` go to those commands, as
+    there; the MCP server builds each tool call's own (its progress notifications)."""
     # Global options may stand before or after the command (`--data-dir X mcp`, `mcp --data-dir X`).
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
     command = next((i for i, a in enumerate(args) if not a.startswith("-") and
@@ -22,4 +26,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         serve(args[:command] + args[command + 1:])
         return
-    watcher_main(args, entrypoint="bridge")
+    watcher_main(args, entrypoint="bridge", hooks=hooks)

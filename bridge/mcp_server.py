@@ -25,11 +25,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import inspect
 import json
 import logging
+import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
@@ -48,6 +52,7 @@ from watcher.errors import EXIT_USAGE
 from watcher.models import COMMENT_ID_SHAPE
 from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT, Hooks, ItemResult
 from watcher.results import CommentRecord
+from watcher.visible import json_safe, visible
 
 MIN_SDK = (2, 3)
 INSTALL_HINT = ("watcher-bridge mcp needs the MCP Python SDK (mcp >= {need}), an optional extra:\n"
@@ -91,7 +96,7 @@ DryRun = Annotated[bool, Field(
 Source = Annotated[str | None, Field(
     description="'devto' (needs DEVTO_USERNAME or DEVTO_API_KEY in the server's environment), or the path of a "
                 "Forem-format export file on this machine. Omitted: dev.to; without a dev.to account that is "
-                "exit_code 2.")]
+                "exit_code 2. Not 'sample': the bundled demo is `watcher demo`, in a terminal.")]
 IdItem = Annotated[str, Field(json_schema_extra={"pattern": ID_PATTERN})]
 Ids = Annotated[list[IdItem] | None, Field(
     description="Only these comment ids. Omitted: every failed or interrupted comment, oldest first.")]
@@ -121,14 +126,18 @@ VerdictArgument = Annotated[dict[str, Any] | str, Field(
 
 
 def _notice(message: str) -> None:
-    # stdout is the protocol channel: every human-readable word goes to stderr.
-    sys.stderr.write(message + "\n")
+    # stdout is the protocol channel: every human-readable word goes to stderr, where a
+    # terminal may read it (SPEC §15.5: shown, never obeyed).
+    sys.stderr.write(visible(message) + "\n")
     sys.stderr.flush()
 
 
 def _tool_result(envelope: Envelope[Any]) -> CallToolResult:
     doc = envelope.to_json()
-    text = json.dumps(doc, ensure_ascii=False)
+    # The text block is what a client shows its user (Claude Code prints it in the terminal):
+    # the same JSON as the structured content, with the characters JSON leaves raw (C1, bidi
+    # controls) as escapes, so it decodes to the same data and a terminal obeys none (SPEC §15.5).
+    text = json_safe(json.dumps(doc, ensure_ascii=False))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=doc,
                           is_error=not envelope.ok)
 
@@ -185,6 +194,11 @@ def installed_version() -> str | None:
 class _Runner:
     """Runs one command per call, in a worker thread, with a fresh :class:`Context`.
 
+    It also carries the client's word to the batches (SPEC §15.4): a cancelled call starts no
+    further model call, and a server that is going (SIGINT, SIGTERM, stdin closed) has every call
+    in flight closed as interrupted before it exits. The pipeline decides what that means for
+    each attempt; this only passes it on.
+
     A client keeps its server for a whole session, often days: after an upgrade the server still
     runs the code it loaded, while the CLI beside it writes the new release's files. So every call
     re-reads the installed version (``version_on_disk``, injected by tests) and, once it differs
@@ -196,6 +210,18 @@ class _Runner:
         self._version_on_disk = version_on_disk
         self.started_as = version_on_disk()
         self._logged = False
+        self.going: int | None = None  # the signal the server is going by, once it is
+        self._running = 0
+        self._idle = threading.Condition()
+
+    def go(self, signum: int) -> None:
+        """The server is going: running batches close their calls in flight as interrupted."""
+        self.going = self.going or signum
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Whether every running command ended within ``timeout`` seconds."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._running == 0, timeout)
 
     def restart_notice(self) -> str | None:
         """What to tell the agent when a newer release was installed under this server, else ``None``."""
@@ -213,12 +239,35 @@ class _Runner:
     async def __call__(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None,
                        ) -> Envelope[Any]:
         # A fresh Context per call: settings (provider, keys, data dir) are re-read every time, as
-        # a new CLI process would. The batch blocks on the lock and on model calls for minutes, so
-        # it runs in a worker thread and the server keeps answering (mark, status) meanwhile. The
-        # thread is not abandoned on cancellation: a batch always finishes and releases its lock.
-        hooks = _Progress(report).hooks() if report is not None else Hooks()
+        # a new CLI process would. The batch waits on model calls for minutes, so it runs in a
+        # worker thread and the server keeps answering (mark, status) meanwhile.
+        cancel = threading.Event()
+        hooks = (_Progress(report).hooks() if report is not None else Hooks())
+        hooks = dataclasses.replace(hooks, cancelled=cancel.is_set, aborted=lambda: self.going)
         ctx = Context(entrypoint="bridge", data_dir=self.data_dir, notice=_notice, hooks=hooks)
-        envelope = await anyio.to_thread.run_sync(functools.partial(commands.execute, command, ctx, fn))
+        done = threading.Event()
+
+        def work() -> Envelope[Any]:
+            try:
+                return commands.execute(command, ctx, fn)
+            finally:
+                done.set()
+
+        with self._idle:
+            self._running += 1
+        try:
+            envelope = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            # The client cancelled the call (its tool timeout, or the user): no further model call
+            # is started; the calls already out finish and are saved. Nobody waits for the answer.
+            cancel.set()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(done.wait)
+            raise
+        finally:
+            with self._idle:
+                self._running -= 1
+                self._idle.notify_all()
         if envelope.error is not None:
             envelope.error = {**envelope.error, "message": for_agents(envelope.error["message"])}
         return envelope
@@ -256,7 +305,7 @@ def _loggable(arguments: dict[str, Any]) -> str:
     """The arguments for a log line: no tool takes a secret, but a stray one is never logged."""
     shown = {name: "***" if any(w in name.lower() for w in SECRET_WORDS) else
              (value[:200] if isinstance(value, str) else value) for name, value in arguments.items()}
-    return json.dumps(shown, ensure_ascii=False, default=str)
+    return json_safe(json.dumps(shown, ensure_ascii=False, default=str))
 
 
 if _SDK_MISSING is None:
@@ -273,6 +322,30 @@ if _SDK_MISSING is None:
             super().__init__(*args, **kwargs)
             self.run_command = run
             self.parameters: dict[str, frozenset[str]] = {}
+
+        async def run_stdio_async(self) -> None:
+            """The SDK's stdio serving, told when stdin closes: the SDK itself waits for every running
+            tool call first, so a batch would go on making calls for a client that is gone. Here the
+            messages pass through a stream of our own, and the end of stdin starts the same going as
+            a signal (SPEC §15.4)."""
+            from mcp.server.stdio import stdio_server
+            from mcp.shared._context_streams import create_context_streams
+            from mcp.shared.message import SessionMessage
+
+            async with stdio_server() as (read_stream, write_stream):
+                passed, received = create_context_streams[SessionMessage | Exception](0)
+
+                async def forward() -> None:
+                    async with passed:
+                        async for message in read_stream:
+                            await passed.send(message)
+                    threading.Thread(target=_going, args=(self.run_command, signal.SIGHUP), name="watcher-going",
+                                     daemon=True).start()
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(forward)
+                    await self._lowlevel_server.run(received, write_stream,
+                                                    self._lowlevel_server.create_initialization_options())
 
         def add_watcher_tool(self, fn: Callable[..., Any], *, annotations: ToolAnnotations) -> None:
             context = find_context_parameter(fn)
@@ -360,6 +433,10 @@ def build_server(*, data_dir: Path | None = None, verbose: bool = False,
 
     async def scan(ctx: ToolContext, limit: Limit = DEFAULT_LIMIT, dry_run: DryRun = False,
                    source: Source = None) -> CallToolResult:
+        if source == commands.SAMPLE:
+            # SPEC §15.4: the sample's comments go to the demo's own data dir, which this server's
+            # inbox and show never read; the person runs `watcher demo` instead.
+            return _usage("scan", mcp_text.SAMPLE_REFUSED)
         return await run.tool("scan", lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source),
                               report=_progress_of(ctx))
 
@@ -413,10 +490,10 @@ def _add_resources(server: WatcherServer, run: _Runner) -> None:
         log.info("resource %s -> exit_code %s in %.2f s", command, envelope.exit_code, time.monotonic() - began)
         kind, message = (envelope.error["kind"], envelope.error["message"]) if envelope.error else (None, None)
         if envelope.exit_code == EXIT_USAGE:  # a bad or unknown id: the client's INVALID_PARAMS
-            raise ResourceNotFoundError(f"{message}")
+            raise ResourceNotFoundError(visible(f"{message}"))
         if not envelope.ok:
-            raise ResourceError(f"exit_code {envelope.exit_code} ({kind}): {message}")
-        return json.dumps(envelope.to_json()["result"], ensure_ascii=False, indent=1)
+            raise ResourceError(visible(f"exit_code {envelope.exit_code} ({kind}): {message}"))
+        return json_safe(json.dumps(envelope.to_json()["result"], ensure_ascii=False, indent=1))
 
     @server.resource("watcher://inbox", name="inbox", title="What needs a reply", mime_type="application/json",
                      description=mcp_text.INBOX_RESOURCE)
@@ -466,7 +543,32 @@ def serve(args: list[str]) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO if options.verbose else logging.WARNING,
                         format="watcher-bridge mcp: %(levelname)s %(name)s: %(message)s")
     server = build_server(data_dir=options.data_dir, verbose=options.verbose)
+    runner = server.run_command
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        # Off the event loop's thread: the batches still report progress through the loop while
+        # they close their calls.
+        signal.signal(signum, lambda number, _frame: threading.Thread(
+            target=_going, args=(runner, number), name="watcher-going", daemon=True).start())
     # The SDK's stdio transport writes protocol frames to a private duplicate of fd 1 and points
     # fd 1 itself at stderr while serving; the server's lifespan also keeps sys.stdout on stderr
     # (see _stdout_kept_for_protocol). A stray print anywhere cannot corrupt the protocol.
     server.run("stdio")
+    # stdin closed (the client's session ended): the same as a signal, without one.
+    _going(runner, signal.SIGHUP)
+
+
+# How long a going server waits for its batches to close their calls in flight (each a durable
+# write under the lock: milliseconds) before it leaves anyway: clients kill a server that has not
+# gone within a second or so of SIGTERM (Claude Code: SIGINT, then SIGTERM 100 ms later).
+_GOING_WAIT_S = 0.8
+
+
+def _going(runner: _Runner, signum: int) -> None:
+    """Leave within a second (SPEC §15.4): calls in flight are closed as interrupted, then exit.
+
+    Called from a signal handler or after the transport ended. The exit is ``os._exit``: the SDK's
+    stdin reader is a thread blocked in ``read()`` that a normal interpreter exit waits for."""
+    runner.go(signum)
+    runner.wait_idle(_GOING_WAIT_S)
+    sys.stderr.flush()
+    os._exit(0 if signum == signal.SIGHUP else 128 + signum)

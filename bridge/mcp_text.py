@@ -1,17 +1,18 @@
 """What the MCP server says to an agent: its instructions, each tool's description, the prompt.
 
 Kept apart from the server so the words can be read (and reviewed) in one place. The meaning of
-each exit code comes from :data:`watcher.errors.EXIT_CODES`; what an agent should *do* with it
-is written here, once, and each tool repeats the codes it can return.
+each exit code is :data:`watcher.errors.EXIT_CODES` (the output schema's ``exit_code`` quotes
+it); what an agent should *do* with it is written here, once: the instructions give every code
+first, and each tool repeats the codes it can return.
 
 No MCP SDK import: the plain bridge may load this module.
 """
 
 from __future__ import annotations
 
-from watcher.errors import exit_code_legend
 from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT
 from watcher.records import LEASE
+from watcher.visible import visible
 
 # SPEC §14: how long a claim waits for its submit (the core's figure, in the words' unit).
 LEASE_MINUTES = round(LEASE.total_seconds() / 60)
@@ -19,11 +20,10 @@ LEASE_MINUTES = round(LEASE.total_seconds() / 60)
 # What an agent should do with each non-zero exit code (the meanings come from watcher.errors).
 AGENT_ADVICE = {
     1: "an internal error: tell the user the message; do not retry.",
-    2: "fix the argument, or tell the user to fix the setup the message names; never retry the same call as it is.",
-    3: "wait: the provider or dev.to stopped the batch, and the message (the cooldown or the breaker) says until "
-       "when; do not call scan or recheck again before then.",
-    4: "another run holds the lock; try again later (minutes, not seconds), and do not loop.",
-    5: "a state file is corrupt or could not be saved; tell the user, who must look at the path the message names.",
+    2: "fix the argument, or tell the user to fix the setup the message names; never retry the call as it is.",
+    3: "wait: the message (the cooldown or the breaker) says until when; no scan or recheck before then.",
+    4: "another run holds the lock: try again later (minutes, not seconds); do not loop.",
+    5: "a state file is corrupt or could not be saved: tell the user the path the message names.",
 }
 
 
@@ -32,34 +32,32 @@ def on_exit(*codes: int) -> str:
     return "\n".join(f"exit_code {code}: {AGENT_ADVICE[code]}" for code in codes)
 
 
-INSTRUCTIONS = f"""devto-watcher triages the comments on a dev.to author's articles with a language model,
-under a hard budget of 3 model attempts per comment (the first included), ever.
+# Claude Code cuts a server's instructions at 2,048 characters (its limit in 2.1.197, checked by
+# tests/realclients), so the rules an agent must not miss come first and the whole stays under it
+# (tests/test_mcp_instructions.py holds the length and the order).
+INSTRUCTIONS_LIMIT = 2048
 
-Start with `status` (free). `scan` fetches new comments and makes their first attempt; `recheck`
-retries failed ones; both spend model attempts and share one pipeline lock with every other
-watcher run on this data directory (the CLI included). `inbox` lists what needs a reply, `show`
-one comment in full, `mark` records that the author replied or chose to ignore it. The prompt
-`reply-session` walks through drafting replies; the resources watcher://inbox and
-watcher://comment/{{id}} hold the same data as `inbox` and `show`.
-
-When `status` shows provider "agent" (WATCHER_PROVIDER=agent), YOU are the model and no API key
-is needed: `scan` only fetches and records comments (no model call; `for_agent` counts those
-waiting), `claim` reserves comments for you and hands you each one's prompt (system, user) and
-the verdict's JSON schema, you judge each comment as the system prompt says, and `submit` stores
-your verdict. Each claim spends one of the comment's 3 attempts, submitted or not; submit within
-{LEASE_MINUTES} minutes of the claim; a verdict that fails the schema is recorded as invalid_verdict and
-counts; a refused submit (exit_code 2, late or repeated) changed nothing. Claim only what you are
-about to judge. With any other provider, `claim` answers exit_code 2.
-
-Nothing is ever posted to dev.to: the Forem API cannot post comments. A reply is a draft for the
-author, who posts it; `mark ID replied` records it once they have.
-
-Every tool returns the envelope {{ok, command, exit_code, result, error: {{kind, message}} | null}}.
-exit_code: {exit_code_legend()}.
+INSTRUCTIONS = f"""Rules first. Every tool returns {{ok, command, exit_code, result, error: {{kind, message}} | null}};
+a non-zero exit_code comes back as a tool error that still carries it. exit_code 0: it ran
+(per-comment errors are in result).
 {on_exit(*AGENT_ADVICE)}
-A non-zero exit_code comes back as a tool error that still carries the envelope. Never call
-recheck in a loop, nor claim more than you judge; granting a comment more attempts is the user's
-decision (`watcher grant`, in a terminal), never an agent's."""
+Never call recheck in a loop, nor claim more than you judge. Granting a comment more attempts is
+the user's decision (`watcher grant`, in a terminal), never an agent's.
+
+devto-watcher triages the comments on a dev.to author's articles with a language model, under a
+hard budget of 3 model attempts per comment, ever. Nothing is ever posted to dev.to (its API
+cannot post comments): a reply is a draft the author posts; `mark ID replied` records it after.
+
+Start with `status` (free). `scan` fetches new comments and makes their first attempt, `recheck`
+retries failed ones: both spend attempts. `inbox` lists what needs a reply, `show` one comment,
+`mark` sets the author's triage. The prompt `reply-session` walks through drafting replies; the
+resources watcher://inbox and watcher://comment/{{id}} hold what `inbox` and `show` return.
+
+If `status` shows provider "agent", YOU are the model: `scan` only records comments (`for_agent`
+counts them), `claim` reserves them and hands you each one's prompt and the verdict's JSON schema,
+you judge each as its system prompt says, and `submit` stores your verdict within {LEASE_MINUTES}
+minutes. Each claim spends one of the comment's 3 attempts, submitted or not; a verdict that fails
+the schema counts too; a refused submit (exit_code 2) changed nothing."""
 
 SCAN = f"""Fetch new comments from dev.to (or an export file) and make the FIRST model attempt for each
 comment never attempted before — at most `limit` model calls this run (default {DEFAULT_LIMIT}, max
@@ -139,6 +137,10 @@ an open agent claim, is refused with exit_code 2 (kind submit_refused) and chang
 send it again. Waits at most 5 s for the pipeline lock.
 {on_exit(2, 4, 5)}"""
 
+SAMPLE_REFUSED = ("source 'sample' is the bundled demo: its comments would go to the demo's own data dir, where "
+                  "inbox and show never look. Ask the user to run `watcher demo` in a terminal to see it; to triage "
+                  "real comments, omit source (dev.to) or pass an export file's path.")
+
 DESCRIPTIONS = {"scan": SCAN, "recheck": RECHECK, "status": STATUS, "inbox": INBOX, "show": SHOW, "mark": MARK,
                 "check": CHECK, "signals": SIGNALS, "claim": CLAIM, "submit": SUBMIT}
 
@@ -153,7 +155,10 @@ mark replied once the author posted it. Nothing is ever posted by the agent."""
 
 
 def reply_session(comment_id: str | None = None) -> str:
-    """The ``reply-session`` prompt's text (optionally starting at one comment)."""
+    """The ``reply-session`` prompt's text (optionally starting at one comment).
+
+    ``comment_id`` is the client's argument, unchecked: shown, never obeyed (SPEC §15.5)."""
+    comment_id = visible(comment_id, one_line=True) if comment_id is not None else None
     start = (f"Start with comment {comment_id}: call `show` with id \"{comment_id}\" (step 3), then go on "
              "with the inbox." if comment_id else "Go through the inbox from the top.")
     return f"""Help me answer the comments on my dev.to articles, using the devto-watcher tools. You draft;

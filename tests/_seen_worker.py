@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _records import entry
+from _fakes.records import entry
 
 from watcher import seen
 from watcher.config import Paths

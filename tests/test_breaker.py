@@ -11,16 +11,16 @@ import socket
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
-from _fake_provider import FakeProvider, in_process, running_fake
+from _fakes.provider import FakeProvider, in_process_hooks, running_fake
 from _proc import run, run_main, write_export
 
-from watcher import commands, timeutil
-from watcher.commands import Context, Envelope, execute
-from watcher.config import Paths, load_settings
+from watcher import timeutil
+from watcher.config import Paths
 from watcher.models import ProviderState
-from watcher.pipeline import Hooks, provider_state
+from watcher.pipeline import provider_state
 from watcher.store.files import FileStore
 
 LABELS = ["c1", "c2", "c3"]
@@ -32,12 +32,12 @@ def _env(fake: FakeProvider | None = None, **extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def _run(data_dir: Path, fake: FakeProvider, command: str, export: Path | None = None, **env: str) -> Envelope:
-    ctx = Context(entrypoint="cli", data_dir=data_dir, hooks=Hooks(make_provider=in_process(fake)))
-    ctx._settings = load_settings(data_dir=data_dir, env=_env(**env))
-    if command == "scan":
-        return execute("scan", ctx, lambda c: commands.scan(c, source=str(export)))
-    return execute("recheck", ctx, commands.recheck)
+def _run(data_dir: Path, fake: FakeProvider, command: str, export: Path | None = None, **env: str) -> dict[str, Any]:
+    """`watcher scan --source EXPORT --json` (or `recheck`) in this process, its calls to ``fake``: the envelope."""
+    args = ["scan", "--source", str(export)] if command == "scan" else ["recheck"]
+    done = run_main("cli", *args, "--json", data_dir=data_dir, env=_env(**env), hooks=in_process_hooks(fake))
+    assert done.envelope is not None and done.envelope["exit_code"] == done.returncode, done.stderr
+    return done.envelope
 
 
 def _attempts(data_dir: Path) -> int:
@@ -72,21 +72,21 @@ def test_a_retired_model_stops_at_the_first_call_and_costs_one_attempt_an_hour_u
     fake.models = ["another-model"]
     fake.default = "404-model"
     first = _run(data_dir, fake, "scan", export)
-    assert (first.exit_code, first.error and first.error["kind"]) == (2, "provider_setup")
-    assert "WATCHER_MODEL" in first.error["message"]
-    assert fake.calls == ["c1"] and first.result.stopped == "model_not_found"
-    assert [i.outcome for i in first.result.items] == ["error", "not_started", "not_started"]
+    assert (first["exit_code"], first["error"] and first["error"]["kind"]) == (2, "provider_setup")
+    assert "WATCHER_MODEL" in first["error"]["message"]
+    assert fake.calls == ["c1"] and first["result"]["stopped"] == "model_not_found"
+    assert [i["outcome"] for i in first["result"]["items"]] == ["error", "not_started", "not_started"]
     assert _breaker(data_dir) is not None
     for command in ("recheck", "scan", "recheck", "scan"):
         again = _run(data_dir, fake, command, export)
-        assert again.exit_code == 2, again.to_json()
-        assert "no attempts spent this run" in again.error["message"]
+        assert again["exit_code"] == 2, again
+        assert "no attempts spent this run" in again["error"]["message"]
     assert fake.calls == ["c1"] and _attempts(data_dir) == 1 and fake.probes == []
     fake.models.append("fake-model")  # the user pulled the model
     fake.default = "verdict"
     _later(monkeypatch, timedelta(minutes=61))
     fixed = _run(data_dir, fake, "scan", export)
-    assert fixed.exit_code == 0, fixed.to_json()
+    assert fixed["exit_code"] == 0, fixed
     assert fake.calls == ["c1", "c2", "c3"] and _breaker(data_dir) is None
 
 
@@ -98,7 +98,7 @@ def test_setup_kinds_stop_the_batch_at_once(data_dir: Path, export: Path, behavi
     fake = FakeProvider()
     fake.default = behaviour
     out = _run(data_dir, fake, "scan", export)
-    assert (out.exit_code, out.result.stopped, fake.calls) == (code, kind, ["c1"])
+    assert (out["exit_code"], out["result"]["stopped"], fake.calls) == (code, kind, ["c1"])
 
 
 def test_two_transient_failures_in_a_row_stop_the_batch_and_the_probe_reopens_it(
@@ -110,12 +110,12 @@ def test_two_transient_failures_in_a_row_stop_the_batch_and_the_probe_reopens_it
     for label, behaviour in (("a1", "529"), ("a2", "malformed"), ("a3", "529"), ("a4", "529")):
         fake.script(label, behaviour)
     out = _run(data_dir, fake, "scan", export)
-    assert out.exit_code == 3 and out.error["kind"] == "provider_unavailable"
+    assert out["exit_code"] == 3 and out["error"]["kind"] == "provider_unavailable"
     assert fake.calls == ["a1", "a2", "a3", "a4"]
-    assert [i.outcome for i in out.result.items] == ["error", "error", "error", "error", "not_started"]
+    assert [i["outcome"] for i in out["result"]["items"]] == ["error", "error", "error", "error", "not_started"]
     assert _breaker(data_dir) is not None
     later = _run(data_dir, fake, "scan", export)
-    assert later.exit_code == 0 and fake.calls[-1] == "a5" and len(fake.probes) == 1
+    assert later["exit_code"] == 0 and fake.calls[-1] == "a5" and len(fake.probes) == 1
 
 
 def test_per_comment_kinds_never_stop_a_batch(data_dir: Path, export: Path) -> None:
@@ -124,7 +124,7 @@ def test_per_comment_kinds_never_stop_a_batch(data_dir: Path, export: Path) -> N
     for label, behaviour in zip(LABELS, ("malformed", "invalid", "malformed"), strict=True):
         fake.script(label, behaviour)
     out = _run(data_dir, fake, "scan", export)
-    assert out.exit_code == 0 and fake.calls == LABELS and _breaker(data_dir) is None
+    assert out["exit_code"] == 0 and fake.calls == LABELS and _breaker(data_dir) is None
 
 
 def test_changing_the_model_closes_the_breaker(data_dir: Path, export: Path) -> None:
@@ -132,9 +132,9 @@ def test_changing_the_model_closes_the_breaker(data_dir: Path, export: Path) -> 
     fake = FakeProvider()
     fake.script("c1", "404-model")
     fake.models = ["good-model"]
-    assert _run(data_dir, fake, "scan", export).exit_code == 2
+    assert _run(data_dir, fake, "scan", export)["exit_code"] == 2
     out = _run(data_dir, fake, "scan", export, WATCHER_MODEL="good-model")
-    assert out.exit_code == 0, out.to_json()
+    assert out["exit_code"] == 0, out
     assert fake.calls == ["c1", "c2", "c3"] and fake.probes == [] and _breaker(data_dir) is None
 
 
@@ -145,15 +145,15 @@ def test_without_a_models_endpoint_one_real_attempt_per_hour(data_dir: Path, exp
     fake = FakeProvider()
     fake.models_endpoint = False
     fake.default = "500"
-    assert _run(data_dir, fake, "scan", export).exit_code == 3  # 500, 500: two in a row
+    assert _run(data_dir, fake, "scan", export)["exit_code"] == 3  # 500, 500: two in a row
     assert fake.calls == ["c1", "c2"]
     soon = _run(data_dir, fake, "recheck")
-    assert soon.exit_code == 3 and "no attempts spent this run" in soon.error["message"]
+    assert soon["exit_code"] == 3 and "no attempts spent this run" in soon["error"]["message"]
     _later(monkeypatch, timedelta(minutes=61))
     half_open = _run(data_dir, fake, "recheck")
-    assert half_open.exit_code == 3 and fake.calls == ["c1", "c2", "c1"]
+    assert half_open["exit_code"] == 3 and fake.calls == ["c1", "c2", "c1"]
     closed = _run(data_dir, fake, "recheck")
-    assert closed.exit_code == 3 and "no attempts spent this run" in closed.error["message"]
+    assert closed["exit_code"] == 3 and "no attempts spent this run" in closed["error"]["message"]
     assert fake.calls == ["c1", "c2", "c1"]
 
 
@@ -162,10 +162,9 @@ def test_status_shows_the_open_breaker(data_dir: Path, export: Path) -> None:
     fake = FakeProvider()
     fake.default = "401"
     _run(data_dir, fake, "scan", export)
-    ctx = Context(entrypoint="cli", data_dir=data_dir)
-    ctx._settings = load_settings(data_dir=data_dir, env=_env())
-    breaker = execute("status", ctx, commands.status).result.breaker
-    assert breaker.kind == "auth" and breaker.model == "fake-model" and breaker.since
+    status = run_main("cli", "status", "--json", data_dir=data_dir, env=_env())
+    breaker = json.loads(status.stdout)["result"]["breaker"]
+    assert breaker["kind"] == "auth" and breaker["model"] == "fake-model" and breaker["since"]
 
 
 # ---- as cron runs it ----------------------------------------------------------------------------
@@ -220,17 +219,17 @@ def test_a_models_list_naming_the_model_does_not_undo_a_real_calls_model_not_fou
     (exit 2) however often cron runs; an hour after since, one half-open call; then an hour again."""
     fake = FakeProvider()  # lists "fake-model" at /models and /models/fake-model
     fake.default = "404-model"
-    assert _run(data_dir, fake, "scan", export).exit_code == 2
+    assert _run(data_dir, fake, "scan", export)["exit_code"] == 2
     for command in ("scan", "recheck", "scan", "recheck", "scan"):
         again = _run(data_dir, fake, command, export)
-        assert again.exit_code == 2 and "no attempts spent this run" in again.error["message"], again.to_json()
+        assert again["exit_code"] == 2 and "no attempts spent this run" in again["error"]["message"], again
     assert fake.calls == ["c1"] and _attempts(data_dir) == 1
     _later(monkeypatch, timedelta(minutes=59))
-    assert _run(data_dir, fake, "scan", export).exit_code == 2 and fake.calls == ["c1"]
+    assert _run(data_dir, fake, "scan", export)["exit_code"] == 2 and fake.calls == ["c1"]
     _later(monkeypatch, timedelta(minutes=61))
-    assert _run(data_dir, fake, "scan", export).exit_code == 2
+    assert _run(data_dir, fake, "scan", export)["exit_code"] == 2
     assert len(fake.calls) == 2  # the hour's one half-open attempt, and no other
-    assert _run(data_dir, fake, "recheck").exit_code == 2 and len(fake.calls) == 2
+    assert _run(data_dir, fake, "recheck")["exit_code"] == 2 and len(fake.calls) == 2
 
 
 def test_ollama_without_v1_waits_an_hour_after_since_for_its_first_half_open(
@@ -241,9 +240,9 @@ def test_ollama_without_v1_waits_an_hour_after_since_for_its_first_half_open(
     fake.models_endpoint = False
     fake.default = "404"
     first = _run(data_dir, fake, "scan", export)
-    assert (first.exit_code, first.result.stopped) == (2, "model_not_found")
+    assert (first["exit_code"], first["result"]["stopped"]) == (2, "model_not_found")
     for command in ("recheck", "scan"):
-        assert _run(data_dir, fake, command, export).exit_code == 2
+        assert _run(data_dir, fake, command, export)["exit_code"] == 2
     assert fake.calls == ["c1"]
     _later(monkeypatch, timedelta(minutes=61))
-    assert _run(data_dir, fake, "recheck").exit_code == 2 and fake.calls == ["c1", "c1"]
+    assert _run(data_dir, fake, "recheck")["exit_code"] == 2 and fake.calls == ["c1", "c1"]

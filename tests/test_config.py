@@ -226,3 +226,81 @@ def test_base_urls_that_are_not_http_urls_are_config_errors_at_load(tmp_path: Pa
     env = {name: value, "WATCHER_PROVIDER": "openai", "WATCHER_API_KEY": "k"}
     with pytest.raises(ConfigError, match=name):
         load_settings(data_dir=tmp_path, env=env)
+
+
+# ---- unexpanded ${NAME} and where the key came from (SPEC §15.4, §15.3) -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "setting", "variable"),
+    [
+        # Claude Code passes an MCP server's "env": {"DEVTO_USERNAME": "${DEVTO_USERNAME}"} on literally
+        # when the variable is not set where it runs.
+        ({"DEVTO_USERNAME": "${DEVTO_USERNAME}"}, "DEVTO_USERNAME", "DEVTO_USERNAME"),
+        ({"WATCHER_PROVIDER": "${WATCHER_PROVIDER}"}, "WATCHER_PROVIDER", "WATCHER_PROVIDER"),
+        ({"WATCHER_PROVIDER": "openai", "WATCHER_API_KEY": "${OPENAI_KEY}"}, "WATCHER_API_KEY", "OPENAI_KEY"),
+        ({"WATCHER_PROVIDER": "openai", "OPENAI_API_KEY": "${OPENAI_API_KEY}"}, "OPENAI_API_KEY", "OPENAI_API_KEY"),
+        ({"WATCHER_PROVIDER": "anthropic", "ANTHROPIC_API_KEY": "${ANTHROPIC_API_KEY:-}"}, "ANTHROPIC_API_KEY",
+         "ANTHROPIC_API_KEY"),
+        ({"WATCHER_BASE_URL": "${BASE}/v1", "WATCHER_PROVIDER": "openai"}, "WATCHER_BASE_URL", "BASE"),
+        ({"DEVTO_API_KEY": "dev-${DEVTO_TOKEN}"}, "DEVTO_API_KEY", "DEVTO_TOKEN"),
+    ],
+)
+def test_an_unexpanded_reference_is_a_config_error_naming_the_variable(
+        data_dir: Path, env: dict[str, str], setting: str, variable: str) -> None:
+    """A setting whose value holds `${NAME}` (or `${NAME:-default}`) is exit 2 naming the setting and NAME."""
+    with pytest.raises(ConfigError) as info:
+        load_settings(data_dir=data_dir, env=env)
+    message = str(info.value)
+    assert exit_code_for(info.value) == EXIT_USAGE
+    assert message.startswith(f"{setting} is the unexpanded text ${{{variable}")
+    assert f"set {variable} there" in message
+
+
+def test_an_unexpanded_data_dir_or_config_file_value_is_refused_too(data_dir: Path) -> None:
+    """WATCHER_DATA_DIR="${HOME}/watcher" and a config.toml `devto_username = "${USER}"` are exit 2 too."""
+    with pytest.raises(ConfigError, match=r"^WATCHER_DATA_DIR is the unexpanded text \$\{HOME\}"):
+        load_settings(env={"WATCHER_DATA_DIR": "${HOME}/watcher"})
+    _toml(data_dir, 'devto_username = "${USER}"\n')
+    with pytest.raises(ConfigError, match=r"config\.toml \(devto_username\) is the unexpanded text \$\{USER\}"):
+        load_settings(data_dir=data_dir, env={})
+
+
+def test_an_unexpanded_key_in_the_message_is_only_the_reference(data_dir: Path) -> None:
+    """A key with a `${…}` inside: the message quotes the reference, never the rest of the key."""
+    with pytest.raises(ConfigError) as info:
+        load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": "openai", "WATCHER_API_KEY": SECRET + "${X}"})
+    assert "${X}" in str(info.value) and SECRET not in str(info.value)
+
+
+def test_an_unused_provider_key_may_stay_unexpanded(data_dir: Path) -> None:
+    """OPENAI_API_KEY="${OPENAI_API_KEY}" is no setting of an anthropic or agent run: not an error."""
+    for provider in ("anthropic", "agent", "offline"):
+        s = load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": provider, "OPENAI_API_KEY": "${OPENAI_API_KEY}"})
+        assert s.api_key is None
+
+
+@pytest.mark.parametrize(
+    ("env", "toml", "source"),
+    [
+        ({"WATCHER_PROVIDER": "openai", "WATCHER_API_KEY": SECRET, "OPENAI_API_KEY": "other"}, None, "WATCHER_API_KEY"),
+        ({"WATCHER_PROVIDER": "openai", "OPENAI_API_KEY": SECRET}, None, "OPENAI_API_KEY"),
+        # What Claude Code hands an MCP server it starts: its own ANTHROPIC_API_KEY.
+        ({"WATCHER_PROVIDER": "anthropic", "ANTHROPIC_API_KEY": SECRET}, None, "ANTHROPIC_API_KEY"),
+        ({"WATCHER_PROVIDER": "openai"}, f'api_key = "{SECRET}"\n', "config.toml (api_key)"),
+    ],
+)
+def test_public_settings_name_where_the_key_came_from_never_the_key(
+        data_dir: Path, env: dict[str, str], toml: str | None, source: str) -> None:
+    """public().api_key_from is the variable (or the config file) the key was read from."""
+    if toml:
+        _toml(data_dir, toml)
+    public = load_settings(data_dir=data_dir, env=env).public()
+    assert public.api_key_set is True and public.api_key_from is not None and public.api_key_from.endswith(source)
+    assert SECRET not in public.model_dump_json()
+
+
+def test_no_key_no_source(data_dir: Path) -> None:
+    """Without a key (or with a provider that takes none) api_key_from is None."""
+    assert load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": "openai"}).public().api_key_from is None
+    assert load_settings(data_dir=data_dir, env={"WATCHER_API_KEY": SECRET}).public().api_key_from is None

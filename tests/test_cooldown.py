@@ -17,24 +17,22 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
-from _fake_provider import FakeProvider, in_process
-from _proc import write_export
+from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
+from _proc import run_main, write_export
 
-from watcher import commands, timeutil
-from watcher.commands import Context, Envelope, execute
-from watcher.config import Paths, load_settings
+from watcher import timeutil
+from watcher.config import Paths
 from watcher.errors import SaveFailed
 from watcher.models import ProviderState
-from watcher.pipeline import Hooks, provider_state
+from watcher.pipeline import provider_state
 from watcher.store.files import FileStore
 from watcher.timeutil import parse_iso, utcnow
 
 LABELS = ["c1", "c2", "c3", "c4"]
 MANY = [f"m{i}" for i in range(12)]
-ENV = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake.invalid/v1", "WATCHER_API_KEY": "sk-test-fake",
-       "WATCHER_MODEL": "fake-model"}
 
 
 @pytest.fixture
@@ -43,13 +41,14 @@ def export(tmp_path: Path) -> Path:
 
 
 def _run(data_dir: Path, fake: FakeProvider, command: str, export: Path | None = None, *, limit: int = 5,
-         store: type[FileStore] = FileStore, dry_run: bool = False) -> Envelope:
-    ctx = Context(entrypoint="cli", data_dir=data_dir, hooks=Hooks(make_provider=in_process(fake), make_store=store))
-    ctx._settings = load_settings(data_dir=data_dir, env=ENV)
-    if command == "scan":
-        return execute("scan", ctx, lambda c: commands.scan(c, source=str(export), limit=limit, parallel=1,
-                                                            dry_run=dry_run))
-    return execute("recheck", ctx, lambda c: commands.recheck(c, limit=limit, parallel=1, dry_run=dry_run))
+         store: type[FileStore] = FileStore, dry_run: bool = False) -> dict[str, Any]:
+    """`watcher scan --source EXPORT` (or `recheck`) `--json` in this process, one call at a time, its
+    calls to ``fake`` and its state through ``store``: the envelope."""
+    args = ["scan", "--source", str(export)] if command == "scan" else ["recheck"]
+    args += ["--limit", str(limit), "--parallel", "1", "--json"] + (["--dry-run"] if dry_run else [])
+    done = run_main("cli", *args, data_dir=data_dir, env=IN_PROCESS_ENV, hooks=in_process_hooks(fake, make_store=store))
+    assert done.envelope is not None, done.stderr
+    return done.envelope
 
 
 def _state(data_dir: Path) -> ProviderState:
@@ -81,11 +80,11 @@ def test_a_429_without_a_usable_retry_after_still_starts_a_cooldown(
     fake = FakeProvider()
     fake.default = UNUSABLE[case]
     first = _run(data_dir, fake, "scan", export)
-    assert (first.exit_code, first.result.stopped) == (3, "rate_limited"), first.to_json()
+    assert (first["exit_code"], first["result"]["stopped"]) == (3, "rate_limited"), first
     assert 55 <= _waits(data_dir) <= 60
     for n in range(11):
         again = _run(data_dir, fake, "scan" if n % 2 else "recheck", export)
-        assert again.exit_code == 3 and "provider cooldown until" in again.error["message"], again.to_json()
+        assert again["exit_code"] == 3 and "provider cooldown until" in again["error"]["message"], again
     assert fake.calls == ["c1"]
 
 
@@ -99,16 +98,16 @@ def test_the_cooldown_grows_while_429s_continue_and_starts_over_after_an_answer(
     shift = timedelta(0)
     waits = []
     for _ in range(8):
-        assert _run(data_dir, fake, "scan", export).exit_code == 3
+        assert _run(data_dir, fake, "scan", export)["exit_code"] == 3
         waits.append(round(_waits(data_dir, shift) / 60))
         shift += timedelta(seconds=_waits(data_dir, shift) + 1)
         _later(monkeypatch, shift)
     assert waits == [1, 2, 4, 8, 16, 32, 60, 60]
     assert len(fake.calls) == 8  # one call per run whose cooldown had ended
     fake.default = "verdict"
-    assert _run(data_dir, fake, "scan", export, limit=1).exit_code == 0
+    assert _run(data_dir, fake, "scan", export, limit=1)["exit_code"] == 0
     fake.default = "429:"
-    assert _run(data_dir, fake, "scan", export).exit_code == 3
+    assert _run(data_dir, fake, "scan", export)["exit_code"] == 3
     assert round(_waits(data_dir, shift) / 60) == 1
 
 
@@ -121,11 +120,11 @@ def test_the_second_transient_failure_in_a_row_stops_the_batch_in_whichever_run_
     stops run 2 at once (exit 3) and c3 is not called."""
     fake = FakeProvider()
     fake.default = "529"
-    assert _run(data_dir, fake, "scan", export, limit=1).exit_code == 0
+    assert _run(data_dir, fake, "scan", export, limit=1)["exit_code"] == 0
     second = _run(data_dir, fake, "scan", export)
-    assert (second.exit_code, second.result.stopped) == (3, "overloaded"), second.to_json()
+    assert (second["exit_code"], second["result"]["stopped"]) == (3, "overloaded"), second
     assert fake.calls == ["c1", "c2"]
-    assert [i.outcome for i in second.result.items] == ["error", "not_started", "not_started"]
+    assert [i["outcome"] for i in second["result"]["items"]] == ["error", "not_started", "not_started"]
 
 
 def test_a_transient_failure_is_forgotten_once_the_provider_answers(data_dir: Path, export: Path) -> None:
@@ -133,7 +132,7 @@ def test_a_transient_failure_is_forgotten_once_the_provider_answers(data_dir: Pa
     fake = FakeProvider()
     for label, behaviour in zip(LABELS, ("529", "verdict", "529", "verdict"), strict=True):
         fake.script(label, behaviour)
-    codes = [_run(data_dir, fake, "scan", export, limit=1).exit_code for _ in LABELS]
+    codes = [_run(data_dir, fake, "scan", export, limit=1)["exit_code"] for _ in LABELS]
     assert codes == [0, 0, 0, 0] and fake.calls == LABELS
 
 
@@ -158,18 +157,19 @@ def test_a_cooldown_that_could_not_be_written_stops_the_run_and_is_written_befor
     kept on its attempt; the next run, seconds later, writes the hour's cooldown and calls nothing."""
     fake = FakeProvider()
     fake.default = "429:3600"
+    _CooldownWriteFails.failed = False
     first = _run(data_dir, fake, "scan", export, store=_CooldownWriteFails)
-    assert first.exit_code == 5, first.to_json()
-    assert "provider.json" in first.error["message"]
+    assert first["exit_code"] == 5, first
+    assert "provider.json" in first["error"]["message"]
     assert fake.calls == ["c1"] and _state(data_dir).cooldown_until is None
     record = FileStore(Paths(data_dir)).load_record("c1")
     assert record is not None and record.attempts[-1].error is not None
     assert (record.attempts[-1].error.kind, record.attempts[-1].error.retry_after_s) == ("rate_limited", 3600)
     planned = _run(data_dir, fake, "scan", export, dry_run=True)  # says what the real run would do
-    assert {i.outcome for i in planned.result.items} == {"not_started"}
+    assert {i["outcome"] for i in planned["result"]["items"]} == {"not_started"}
     for command in ("scan", "recheck"):
         again = _run(data_dir, fake, command, export)
-        assert again.exit_code == 3 and "provider cooldown until" in again.error["message"], again.to_json()
+        assert again["exit_code"] == 3 and "provider cooldown until" in again["error"]["message"], again
     assert fake.calls == ["c1"]
     assert 3500 <= _waits(data_dir) <= 3600
 
@@ -186,10 +186,10 @@ def test_a_cooldown_beyond_the_wait_it_was_set_for_is_dropped(data_dir: Path, ex
     fake.script("c1", "429:60", "verdict")
     with monkeypatch.context() as wrong:
         _later(wrong, timedelta(days=365))
-        assert _run(data_dir, fake, "scan", export).exit_code == 3
+        assert _run(data_dir, fake, "scan", export)["exit_code"] == 3
     assert _waits(data_dir) > 364 * 86400  # as written by the run whose clock was wrong
     fixed = _run(data_dir, fake, "scan", export)
-    assert fixed.exit_code == 0, fixed.to_json()
+    assert fixed["exit_code"] == 0, fixed
     assert fake.calls == ["c1", "c2", "c3", "c4"]
     assert _state(data_dir).cooldown_until is None
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Self
 
 import pytest
-from _records import record
+from _fakes.records import record
 
 from watcher.config import Paths
 from watcher.errors import EXIT_STATE, SaveFailed, WatcherError, exit_code_for

@@ -45,6 +45,7 @@ DOCUMENTED = {
     "LogReplaced": 5,
     "SaveConflict": 5,
     "Interrupted": 130,
+    "Cancelled": 130,
 }
 
 

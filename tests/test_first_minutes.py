@@ -1,4 +1,4 @@
-"""SPEC §13.4 and issue 16: the first ten minutes — the demo apart, a missing setup that fails
+"""SPEC §13.4 and §9: the first ten minutes — the demo apart, a missing setup that fails
 loudly, help that teaches, a table that says what matters, cron that mails only what is new."""
 
 from __future__ import annotations
@@ -12,18 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
-from _fake_provider import running_fake
-from _proc import ENTRYPOINTS, env_for, run, run_main, write_export
-from typer.testing import CliRunner
+from _fakes.provider import running_fake
+from _proc import Answer, command, env_for, run, run_main, write_export
 
-from watcher.cli import build_app
-
-runner = CliRunner()
 COMMANDS = ("demo", "scan", "recheck", "status", "inbox", "show", "mark", "check", "grant", "signals", "claim", "submit")
 
 
-def invoke(*args: str, env: dict[str, str] | None = None, entry: str = "cli"):  # type: ignore[no-untyped-def]
-    return runner.invoke(build_app(entry), list(args), env=env, catch_exceptions=False)
+def invoke(*args: str, env: dict[str, str] | None = None, entry: str = "cli") -> Answer:
+    """`watcher ARGS` in this process, in the test's data dir unless ``env`` names another."""
+    return run_main(entry, *args, data_dir=Path(os.environ["WATCHER_DATA_DIR"]), env=env)
 
 
 def test_demo_runs_the_sample_offline_in_its_own_data_dir(data_dir: Path, tmp_path: Path,
@@ -37,7 +34,7 @@ def test_demo_runs_the_sample_offline_in_its_own_data_dir(data_dir: Path, tmp_pa
     monkeypatch.chdir(work)
     env = {"WATCHER_PROVIDER": "openai", "OPENAI_API_KEY": "sk-never-used", "WATCHER_DATA_DIR": str(account)}
     result = invoke("demo", env=env)
-    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
     assert "need a reply" in result.stdout and "rm -rf" in result.stdout
     demo = work / "data" / "demo"
     assert len(list((demo / "inbox").glob("*.json"))) == 23
@@ -73,7 +70,7 @@ def test_the_data_dir_is_shown_absolute_and_a_missing_one_is_named(tmp_path: Pat
     monkeypatch.chdir(tmp_path)
     env = {"WATCHER_DATA_DIR": "relative/data"}
     shown = invoke("inbox", env=env)
-    assert shown.exit_code == 0
+    assert shown.returncode == 0
     assert f"{tmp_path}/relative/data does not exist" in shown.stderr
     status = json.loads(invoke("status", "--json", env=env).stdout)["result"]
     assert status["settings"]["data_dir"] == str(tmp_path / "relative" / "data")
@@ -83,7 +80,7 @@ def test_the_data_dir_is_shown_absolute_and_a_missing_one_is_named(tmp_path: Pat
 def test_every_command_help_has_examples_and_exit_codes(command: str) -> None:
     """`watcher CMD -h` teaches: an example and the exit codes."""
     result = invoke(command, "-h")
-    assert result.exit_code == 0
+    assert result.returncode == 0
     assert "Examples:" in result.stdout and "Exit codes:" in result.stdout, result.stdout
 
 
@@ -95,15 +92,14 @@ def test_top_level_help_lists_settings_version_and_bridge_help() -> None:
     from watcher import __version__
 
     assert invoke("--version").stdout.strip() == f"devto-watcher {__version__}"
-    bridge = subprocess.run([str(ENTRYPOINTS["bridge"]), "--help"], capture_output=True, text=True, timeout=30,
-                            check=False)
+    bridge = invoke("--help", entry="bridge")
     assert bridge.returncode == 0 and "envelope" in bridge.stdout.lower() and "watcher-bridge mcp" in bridge.stdout
 
 
 def test_a_bad_number_is_echoed_back() -> None:
     """--limit abc says what was typed."""
     result = invoke("scan", "--limit", "abc")
-    assert result.exit_code == 2 and "'abc' is not a whole number" in result.stderr
+    assert result.returncode == 2 and "'abc' is not a whole number" in result.stderr
 
 
 def test_inbox_new_lists_each_comment_needing_a_reply_once(data_dir: Path, tmp_path: Path) -> None:
@@ -111,11 +107,11 @@ def test_inbox_new_lists_each_comment_needing_a_reply_once(data_dir: Path, tmp_p
     a comment that needs a reply later is listed once, by the next --new."""
     env = {"WATCHER_PROVIDER": "offline"}
     export = write_export(tmp_path / "e.json", ["q1", "q2", "q3"])
-    assert invoke("scan", "--source", str(export), "--limit", "2", env=env).exit_code == 0
+    assert invoke("scan", "--source", str(export), "--limit", "2", env=env).returncode == 0
     first = invoke("inbox", "--new", env=env)
-    assert first.exit_code == 0 and "q1" in first.stdout and "q2" in first.stdout
+    assert first.returncode == 0 and "q1" in first.stdout and "q2" in first.stdout
     second = invoke("inbox", "--new", env=env)
-    assert second.exit_code == 0 and second.stdout == ""
+    assert second.returncode == 0 and second.stdout == ""
     invoke("scan", "--source", str(export), env=env)
     third = invoke("inbox", "--new", "--json", env=env)
     assert [r["id"] for r in json.loads(third.stdout)["result"]["comments"]] == ["q3"]
@@ -147,7 +143,7 @@ def test_a_terminal_sees_the_comment_being_checked_and_the_elapsed_time(data_dir
     with running_fake() as fake:
         fake.script("held", "hold")
         leader, follower = pty.openpty()
-        proc = subprocess.Popen([str(ENTRYPOINTS["cli"]), "scan", "--source", str(export)],
+        proc = subprocess.Popen(command("cli", "scan", "--source", str(export)),
                                 env={**env_for(data_dir, fake.env()), "TERM": "xterm", "COLUMNS": "120"},
                                 stdin=follower, stdout=follower, stderr=follower, close_fds=True)
         os.close(follower)

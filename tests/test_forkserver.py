@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _fake_provider import running_fake
+from _fakes.provider import running_fake
 from _forkserver import ForkedProcess
 from _proc import MODULES, command, env_for, write_export
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from _proc import run_main, write_export
-from _records import entry, record
+from _fakes.records import entry, record
 from pydantic import BaseModel
 
 from watcher.config import Paths

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from _records import error, record, verdict
+from _fakes.records import error, record, verdict
 
 from watcher import records
 from watcher.config import Paths

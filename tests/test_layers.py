@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Bottom first. A module belongs to the longest prefix listed.
 LAYERS: list[tuple[str, ...]] = [
-    ("watcher", "watcher.timeutil", "watcher.errors", "watcher.models", "watcher.results", "watcher.urls"),
+    ("watcher", "watcher.timeutil", "watcher.errors", "watcher.models", "watcher.results", "watcher.urls",
+     "watcher.visible"),
     # pure rules over the models, and the settings (with the provider table they name)
     ("watcher.records", "watcher.seen", "watcher.prompts", "watcher.config", "watcher.providers.registry",
      "watcher.providers.base"),

@@ -21,8 +21,9 @@ from typing import Any, TextIO
 
 import anyio
 import pytest
-from _fake_provider import VERDICT, FakeProvider, running_fake
-from _proc import FAULTS, envelope, run, write_export
+from _fakes.clock import LEASE_END
+from _fakes.provider import VERDICT, FakeProvider, running_fake
+from _proc import envelope, run, write_export
 from jsonschema.validators import validator_for
 from mcp import ClientSession
 from test_mcp_server import doc, mcp_session, record, run_session
@@ -30,8 +31,6 @@ from test_mcp_server import doc, mcp_session, record, run_session
 pytestmark = pytest.mark.slow
 
 AGENT = {"WATCHER_PROVIDER": "agent"}  # and nothing else: no key, no model, no base URL
-# A run started 16 minutes later (the lease is 15): tests/_faults/sitecustomize.py moves its clock.
-AFTER_THE_LEASE = {"WATCHER_TEST_CLOCK_SHIFT": str(16 * 60), "PYTHONPATH": str(FAULTS)}
 INVALID = {"needs_reply": "maybe", "category": "question"}
 
 
@@ -176,7 +175,7 @@ def test_two_servers_claiming_at_once_share_no_attempt_and_a_killed_claim_ends_i
                     judged = doc(await sessions[number].call_tool("submit", {"id": cid, "n": n, "verdict": INVALID}))
                     assert judged["result"]["kind"] == "invalid_verdict", judged
 
-            granted = run("cli", "grant", "c1", data_dir=data_dir, env=AGENT)  # the person's decision
+            granted = run("cli", "grant", "c1", "--yes", data_dir=data_dir, env=AGENT)  # the person's decision
             assert granted.returncode == 0, granted.stderr
             (extra,) = await claim_round(sessions[1:])
             assert extra[:2] == ("c1", 4)
@@ -193,7 +192,7 @@ def test_two_servers_claiming_at_once_share_no_attempt_and_a_killed_claim_ends_i
         assert agent_attempts(data_dir, cid) == [(n, "error", "invalid_verdict") for n in (1, 2, 3)]
 
     inside = run("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
-    after = run("cli", "recheck", "--json", data_dir=data_dir, env={**fake.env(), **AFTER_THE_LEASE})
+    after = run("cli", "recheck", "--json", data_dir=data_dir, env=fake.env(), clock_shift=LEASE_END)
     assert [(p.returncode, [(i["id"], i["outcome"], i["attempts"]) for i in envelope(p)["result"]["items"]])
             for p in (inside, after)] == [(0, [("c1", "deferred", 4)]), (0, [("c1", "interrupted", 4)])]
     assert "claimed by an agent" in envelope(after)["result"]["items"][0]["message"]

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, running_fake
+from _fakes.provider import FakeProvider, running_fake
 from _proc import write_export
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
@@ -120,6 +120,21 @@ def test_there_is_no_grant_tool_and_calling_one_is_a_usage_envelope(data_dir: Pa
         assert "no tool 'publish'" in unknown["error"]["message"] and "scan" in unknown["error"]["message"]
 
     run_memory_session(data_dir, scenario)
+
+
+def test_scan_of_the_sample_is_refused_pointing_at_watcher_demo(data_dir: Path) -> None:
+    """scan {source: sample} (also as a dry run) is a usage envelope naming `watcher demo`; nothing is written."""
+    async def scenario(session: ClientSession) -> None:
+        for arguments in ({"source": "sample"}, {"source": "sample", "dry_run": True}):
+            refused = doc(await session.call_tool("scan", arguments))
+            assert (refused["command"], refused["exit_code"], refused["error"]["kind"]) == ("scan", 2, "usage")
+            assert "`watcher demo`" in refused["error"]["message"] and refused["result"] is None
+        status = doc(await session.call_tool("status", {}))
+        assert status["result"]["comments"] == 0
+
+    run_memory_session(data_dir, scenario)
+    assert not (data_dir / "inbox").exists() or not any((data_dir / "inbox").iterdir())
+    assert not (data_dir / "demo").exists() and not (Path.cwd() / "data" / "demo").exists()
 
 
 def test_annotations_say_what_each_tool_may_touch(data_dir: Path) -> None:

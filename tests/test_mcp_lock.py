@@ -18,7 +18,7 @@ from typing import Any
 
 import anyio
 import pytest
-from _fake_provider import FakeProvider, running_fake
+from _fakes.provider import FakeProvider, running_fake
 from _proc import SHORT_LOCK_WAIT_S, Notices, envelope, hook_env, start, write_export
 from mcp import ClientSession
 from test_mcp_server import doc, record, run_session

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import pytest
-from _proc import write_export
-from _records import emit as _emit
+from _fakes.records import emit as _emit
+from _proc import run_main, write_export
 
 from bridge.wording import for_agents
-from watcher import commands
-from watcher.commands import Context
 from watcher.config import Paths
 from watcher.store import signals
 
@@ -35,48 +30,46 @@ def cli_words_left(message: str) -> list[str]:
     return re.findall(r"(?<![\w-])--[a-z][a-z-]*|`watcher [^`]*`", rest)
 
 
-def error_of(fn: Callable[[Context], Any]) -> str:
-    envelope = commands.execute("test", Context(entrypoint="bridge"), fn)
-    assert envelope.error is not None, envelope
-    return envelope.error["message"]
+OFFLINE = {"WATCHER_PROVIDER": "offline"}
 
 
-@pytest.fixture
-def offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WATCHER_PROVIDER", "offline")
+def error_of(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """The core's message in the envelope `watcher-bridge ARGS` answers with (before MCP rewording)."""
+    envelope = run_main("bridge", *args, data_dir=data_dir, env=env).envelope
+    assert envelope is not None and envelope["error"] is not None, envelope
+    return str(envelope["error"]["message"])
 
 
-def test_limit_out_of_range_names_the_limit_argument(offline: None) -> None:
+def test_limit_out_of_range_names_the_limit_argument(data_dir: Path) -> None:
     """`--limit must be between 1 and 20 …` becomes `limit must be 1–20 …, got 21`."""
-    message = for_agents(error_of(lambda c: commands.recheck(c, limit=21)))
+    message = for_agents(error_of(data_dir, "recheck", "--limit", "21", env=OFFLINE))
     assert message.startswith("limit must be 1–20") and message.endswith("got 21")
 
 
-def test_a_bad_triage_names_the_triage_argument() -> None:
+def test_a_bad_triage_names_the_triage_argument(data_dir: Path) -> None:
     """`mark takes one of …` becomes `triage must be one of replied, ignored, open, got 'done'`."""
-    assert for_agents(error_of(lambda c: commands.mark(c, "abc", "done"))) == (
+    assert for_agents(error_of(data_dir, "mark", "abc", "done")) == (
         "triage must be one of replied, ignored, open, got 'done'")
 
 
-def test_every_core_message_an_agent_can_meet_is_left_without_cli_words(
-        offline: None, tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_core_message_an_agent_can_meet_is_left_without_cli_words(tmp_path: Path, data_dir: Path) -> None:
     """Usage and setup errors from scan, recheck, show, mark and signals: no `--flag`, no `watcher <tool>`."""
     messages = [
-        error_of(lambda c: commands.scan(c, limit=0)),
-        error_of(lambda c: commands.recheck(c, ids=["nosuch"])),
-        error_of(lambda c: commands.show(c, "nosuch")),
-        error_of(lambda c: commands.show(c, "A!")),
-        error_of(lambda c: commands.mark(c, "nosuch", "replied")),
-        error_of(lambda c: commands.mark(c, "abc", "done")),
-        error_of(lambda c: commands.scan(c)),  # no dev.to account, no source
+        error_of(data_dir, "scan", "--limit", "0", env=OFFLINE),
+        error_of(data_dir, "recheck", "nosuch", env=OFFLINE),
+        error_of(data_dir, "show", "nosuch", env=OFFLINE),
+        error_of(data_dir, "show", "A!", env=OFFLINE),
+        error_of(data_dir, "mark", "nosuch", "replied", env=OFFLINE),
+        error_of(data_dir, "mark", "abc", "done", env=OFFLINE),
+        error_of(data_dir, "scan", env=OFFLINE),  # no dev.to account, no source
+        # no provider chosen at all
+        error_of(data_dir, "scan", "--source", str(write_export(tmp_path / "e.json", ["a"]))),
     ]
-    monkeypatch.delenv("WATCHER_PROVIDER")
-    messages.append(error_of(lambda c: commands.scan(c, source=str(write_export(tmp_path / "e.json", ["a"])))))
     paths = Paths(data_dir)
     _emit(paths, "test.one", run="r", entrypoint="cli")
     signals.run_counter(paths)
     paths.observations.write_text("something else entirely\n")  # the log was replaced
-    messages.append(error_of(lambda c: commands.signals_cmd(c)))
+    messages.append(error_of(data_dir, "signals"))
 
     for message in messages:
         assert cli_words_left(for_agents(message)) == [], message

@@ -12,11 +12,12 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, running_fake
-from _proc import FAULTS, envelope, run, start, write_export
+from _fakes.provider import FakeProvider, running_fake
+from _proc import envelope, run, start, write_export
 
 from watcher import records
 from watcher.config import Paths
@@ -183,9 +184,8 @@ def test_a_half_open_attempt_goes_out_alone(data_dir: Path, fake: FakeProvider, 
     fake.calls.clear()
     fake.spans.clear()
     fake.default, fake.slow_s = "slow", 0.5
-    an_hour_later = {"WATCHER_TEST_CLOCK_SHIFT": "3660", "PYTHONPATH": str(FAULTS)}
     second = run("cli", "scan", "--source", str(export), "--parallel", "4", "--json", data_dir=data_dir,
-                 env={**fake.env(), **an_hour_later})
+                 env=fake.env(), clock_shift=timedelta(seconds=3660))
     assert second.returncode == 0, second.stdout
     assert sorted(fake.calls) == labels[1:]
     spans = sorted(fake.spans, key=lambda span: span[1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from _records import error, record, verdict
+from _fakes.records import error, record, verdict
 
 from watcher.models import InboxRecord
 from watcher.pipeline import Decision, decide

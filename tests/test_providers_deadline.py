@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fake_provider import FakeProvider, running_fake
+from _fakes.provider import FakeProvider, running_fake
 from pydantic import SecretStr
 
 from watcher.config import Settings
@@ -250,7 +250,7 @@ def test_the_deadline_cuts_a_reused_keep_alive_connection(tmp_path: Path) -> Non
     """A batch's calls share one kept-alive connection (no handshake per call), and the total
     deadline still ends a call whose reused connection trickles its headers — a connection that
     reported no new socket for that call, so only the client's socket registry can cut it."""
-    from _fake_provider import FakeProvider as Fake
+    from _fakes.provider import FakeProvider as Fake
 
     status, _, payload = Fake().handle({"messages": [{"content": "TAG:first"}]})
     accepted: list[int] = []

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _fake_provider import FakeProvider, in_process, key_leaks, u_escaped
+from _fakes.provider import FakeProvider, in_process, key_leaks, u_escaped
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr

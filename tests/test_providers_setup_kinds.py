@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _fake_provider import FakeProvider, in_process, running_fake
+from _fakes.provider import FakeProvider, in_process, running_fake
 from pydantic import SecretStr
 
 from watcher.config import Settings

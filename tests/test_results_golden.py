@@ -25,14 +25,15 @@ from typing import Any
 
 import anyio
 import pytest
-from _fake_provider import FakeProvider, running_fake
+from _fakes.provider import FakeProvider, running_fake
 from _proc import run_main
 from mcp import ClientSession
 from test_mcp_server import memory_session
 
 from watcher.config import Settings
 from watcher.models import SeenFile
-from watcher.source import FetchResult, read_export
+from watcher.pipeline import Hooks
+from watcher.source import FetchResult, Source, read_export, resolve_source
 
 GOLDEN = Path(__file__).parent / "golden"
 WRITE = os.environ.get("RESULTS_GOLDEN_WRITE") == "1"
@@ -96,24 +97,27 @@ class Account:
         return read_export(self.path, settings)
 
 
-@pytest.fixture
-def account(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
-    """The name of a source that is the account of ``tmp_path/export.json``."""
-    from watcher.source import _registry
+ACCOUNT = "account-golden"
 
-    monkeypatch.setitem(_registry.SOURCES, "account-golden", lambda: Account(tmp_path / "export.json"))
-    return "account-golden"
+
+@pytest.fixture
+def account(tmp_path: Path) -> Hooks:
+    """The hooks' source factory: ``--source account-golden`` is the account of ``tmp_path/export.json``."""
+    def source(name: str) -> Source:
+        return Account(tmp_path / "export.json") if name == ACCOUNT else resolve_source(name)
+
+    return Hooks(make_source=source)
 
 
 class Transcript:
     """The steps of one scenario: each command line, its exit code and its normalised stdout."""
 
-    def __init__(self, name: str, root: Path, data_dir: Path, env: dict[str, str]) -> None:
-        self.name, self.root, self.data_dir, self.env = name, root, data_dir, env
+    def __init__(self, name: str, root: Path, data_dir: Path, env: dict[str, str], hooks: Hooks | None = None) -> None:
+        self.name, self.root, self.data_dir, self.env, self.hooks = name, root, data_dir, env, hooks
         self.parts: list[str] = []
 
     def run(self, entry: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any] | None:
-        proc = run_main(entry, *args, data_dir=self.data_dir, env={**self.env, **(env or {})})
+        proc = run_main(entry, *args, data_dir=self.data_dir, env={**self.env, **(env or {})}, hooks=self.hooks)
         self.add(f"{'watcher' if entry == 'cli' else 'watcher-bridge'} {' '.join(args)}", proc.returncode,
                  proc.stdout)
         try:
@@ -151,12 +155,12 @@ def fake() -> Iterator[FakeProvider]:
 
 
 def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Path, tmp_path: Path,
-                                                                    account: str) -> None:
+                                                                    account: Hooks) -> None:
     """check, scan (dry and real), status, inbox (all, new), show (a verdict, a baseline, an
     answered comment), mark, recheck, signals and refusals, as --json, envelope and tables."""
     export(tmp_path / "export.json", ["q1", "p1", "s1", "q2"])
-    source = account
-    t = Transcript("offline", tmp_path, data_dir, {"WATCHER_PROVIDER": "offline"})
+    source = ACCOUNT
+    t = Transcript("offline", tmp_path, data_dir, {"WATCHER_PROVIDER": "offline"}, hooks=account)
     t.run("cli", "check", "--json")
     t.run("cli", "check")
     t.run("cli", "scan", "--dry-run", "--source", source, "--json")
@@ -194,9 +198,10 @@ def test_provider_errors_grants_cooldown_and_breaker_print_what_they_printed(
     t = Transcript("provider", tmp_path, data_dir, fake.env())
     t.run("cli", "check", "--json", env={"DEVTO_USERNAME": ""})
     t.run("cli", "scan", "--source", source, "--json")
-    t.run("cli", "grant", "e1", "--json")
-    t.run("cli", "grant", "e2", "--attempts", "2")
-    t.run("cli", "grant", "ok1", "--json")
+    t.run("cli", "grant", "e1", "--json")  # no terminal and no --yes: refused (SPEC §15.5)
+    t.run("cli", "grant", "e1", "--yes", "--json")
+    t.run("cli", "grant", "e2", "--attempts", "2", "--yes")
+    t.run("cli", "grant", "ok1", "--yes", "--json")
     fake.script("e1", "429:600")
     t.run("cli", "recheck", "--json")
     t.run("cli", "status", "--json")

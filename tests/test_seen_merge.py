@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from _records import entry, error, record, verdict
+from _fakes.records import entry, error, record, verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -349,7 +349,7 @@ def test_batch_save_after_a_mark_keeps_the_mark(paths: Paths) -> None:
 
 def test_save_with_nothing_of_ours_to_apply_neither_reads_nor_writes(paths) -> None:  # type: ignore[no-untyped-def]
     """An idle batch's save (mine is base, entry for entry) skips the lock, the re-read and the write."""
-    from _records import entry as make_entry
+    from _fakes.records import entry as make_entry
 
     store = FileStore(paths)
     base = SeenFile(comments={"abc1": make_entry(attempts=1, status="failed")})

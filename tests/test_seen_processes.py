@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import _seen_worker as plan
-from _records import record
+from _fakes.records import record
 
 from watcher.config import Paths
 from watcher.models import SeenFile

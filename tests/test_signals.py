@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _records import emit as _emit
+from _fakes.records import emit as _emit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

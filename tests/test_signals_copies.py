@@ -14,17 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _proc import write_export
-from typer.testing import CliRunner
+from _proc import Answer, run_main, write_export
 
-from watcher.cli import build_app
 from watcher.config import Paths
 from watcher.errors import LogReplaced, StateError
 from watcher.models import SignalState
 from watcher.store import durable, signals
 from watcher.store.locks import signals_lock
-
-runner = CliRunner()
 
 
 def _line(key: str, width: int = 40) -> bytes:
@@ -237,29 +233,25 @@ def test_a_fifo_or_symlink_at_the_log_is_a_state_error_never_a_hang(paths: Paths
 # ------------------------------------------------------------------------ through the CLI
 
 
-@pytest.fixture(autouse=True)
-def offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI tests scan an export with the offline heuristic, chosen explicitly."""
-    monkeypatch.setenv("WATCHER_PROVIDER", "offline")
-
-
-def invoke(*args: str, data_dir: Path | None = None):  # type: ignore[no-untyped-def]
-    """Run ``watcher`` as typed; ``data_dir`` is given as ``--data-dir`` (else WATCHER_DATA_DIR)."""
+def invoke(*args: str, data_dir: Path | None = None) -> Answer:
+    """Run ``watcher`` as typed, in this process, with the offline heuristic chosen explicitly;
+    ``data_dir`` is given as ``--data-dir`` (else WATCHER_DATA_DIR, the test's)."""
     where = ["--data-dir", str(data_dir)] if data_dir else []
-    return runner.invoke(build_app("cli"), [*where, *args], catch_exceptions=False)
+    return run_main("cli", *where, *args, data_dir=Path(os.environ["WATCHER_DATA_DIR"]),
+                    env={"WATCHER_PROVIDER": "offline"})
 
 
 def _scanned(data_dir: Path, tmp_path: Path, labels: list[str]) -> Path:
     export = write_export(tmp_path / "export.json", labels)
     result = invoke("scan", "--source", str(export), "--json", data_dir=data_dir)
-    assert result.exit_code == 0, result.stderr
+    assert result.returncode == 0, result.stderr
     return export
 
 
 @pytest.mark.parametrize("copy", ["copytree", "cp -a"])
 def test_scan_and_recheck_in_a_copied_data_dir_exit_0_and_count_on(
         data_dir: Path, tmp_path: Path, copy: str) -> None:
-    """The issue's cron: after cp, `scan && recheck` both exit 0 and count only their own lines."""
+    """A cron line on a copied data dir (SPEC §13.5): `scan && recheck` both exit 0 and count only their own lines."""
     _scanned(data_dir, tmp_path, ["aa1", "bb2"])
     dest = tmp_path / "data2"
     COPIES[copy](data_dir, dest)
@@ -267,14 +259,14 @@ def test_scan_and_recheck_in_a_copied_data_dir_exit_0_and_count_on(
     before = sum(_log_keys(paths).values())
     export = write_export(tmp_path / "more.json", ["aa1", "bb2", "cc3"])
     scan = invoke("scan", "--source", str(export), "--json", data_dir=dest)
-    assert scan.exit_code == 0, scan.stderr
+    assert scan.returncode == 0, scan.stderr
     doc = json.loads(scan.stdout)["result"]
     assert doc["calls"] == 1 and "warning" not in doc["signals"]
     assert doc["signals"]["new_lines"] == sum(_log_keys(paths).values()) - before
     recheck = invoke("recheck", "--json", data_dir=dest)
-    assert recheck.exit_code == 0, recheck.stderr
+    assert recheck.returncode == 0, recheck.stderr
     counted = invoke("signals", "--json", data_dir=dest)
-    assert counted.exit_code == 0
+    assert counted.returncode == 0
     assert Counter(json.loads(counted.stdout)["result"]["counts"]) == _log_keys(paths)
 
 
@@ -289,15 +281,15 @@ def test_a_damaged_log_fails_only_watcher_signals(data_dir: Path, tmp_path: Path
         log.write_bytes(b'{"key":"someone.else"}\n' * 20)
     export = write_export(tmp_path / "more.json", ["aa1", "bb2", "cc3", "dd4"])
     scan = invoke("scan", "--source", str(export), "--json")
-    assert scan.exit_code == 0, scan.stderr
+    assert scan.returncode == 0, scan.stderr
     doc = json.loads(scan.stdout)
     assert doc["ok"] is True and doc["result"]["calls"] == 1
     assert "watcher signals --reset" in doc["result"]["signals"]["warning"]
     assert "warning: observation signals not counted" in scan.stderr
     recheck = invoke("recheck")
-    assert recheck.exit_code == 0 and "watcher signals --reset" in recheck.stderr
+    assert recheck.returncode == 0 and "watcher signals --reset" in recheck.stderr
     counted = invoke("signals", "--json")
-    assert counted.exit_code == 5
+    assert counted.returncode == 5
     assert "watcher signals --reset" in json.loads(counted.stdout)["error"]["message"]
 
 
@@ -308,11 +300,11 @@ def test_signals_reset_recounts_a_damaged_log_and_the_warning_goes(data_dir: Pat
     os.truncate(paths.observations, 0)
     _write_raw(paths, _line("K") * 2)
     reset = invoke("signals", "--reset", "--json")
-    assert reset.exit_code == 0
+    assert reset.returncode == 0
     assert json.loads(reset.stdout)["result"]["counts"] == {"K": 2}
     assert signals.log_trouble(paths) is None
     scan = invoke("scan", "--source", str(export), "--json")
-    assert scan.exit_code == 0 and "warning" not in json.loads(scan.stdout)["result"]["signals"]
+    assert scan.returncode == 0 and "warning" not in json.loads(scan.stdout)["result"]["signals"]
     assert Counter(signals.read_state(paths).counts) == _log_keys(paths)  # type: ignore[union-attr]
 
 
@@ -321,7 +313,7 @@ def test_status_warns_about_a_replaced_log(data_dir: Path, tmp_path: Path) -> No
     _scanned(data_dir, tmp_path, ["aa1"])
     os.truncate(Paths(data_dir).observations, 10)
     status = invoke("status", "--json")
-    assert status.exit_code == 0
+    assert status.returncode == 0
     assert "watcher signals --reset" in json.loads(status.stdout)["result"]["signals"]["warning"]
     human = invoke("status")
-    assert human.exit_code == 0 and "watcher signals --reset" in human.stdout
+    assert human.returncode == 0 and "watcher signals --reset" in human.stdout

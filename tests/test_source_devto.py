@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 import respx
+from _fakes.clock import FakeClock
 from pydantic import SecretStr
 
 import watcher
@@ -22,21 +23,6 @@ from watcher.source._devto import retry_after_seconds
 
 BASE = "https://dev.to/api"
 KEY = "sk-devto-SECRET-123"
-
-
-class FakeClock:
-    """Monotonic time that moves only when someone sleeps (or a test says so)."""
-
-    def __init__(self) -> None:
-        self.now = 5000.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def _settings(tmp_path: Path, **kw: Any) -> Settings:
@@ -71,7 +57,7 @@ def _paged(articles: list[dict[str, Any]]):
 
 
 def _fetch(tmp_path: Path, seen: SeenFile | None = None, clock: FakeClock | None = None, **kw: Any):
-    clock = clock or FakeClock()
+    clock = clock or FakeClock(5000.0)
     per_page = kw.pop("per_page", 100)
     return fetch_devto(_settings(tmp_path, **kw), seen or SeenFile(), clock=clock, sleep=clock.sleep,
                        per_page=per_page)
@@ -182,7 +168,7 @@ def test_unknown_articles_are_fetched_and_empty_ones_need_no_request(respx_mock:
 def test_requests_are_paced_to_at_most_three_per_second(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
     """With an instant server, request starts are at least 0.4 s apart, so no fixed one-second
     window holds a fourth (fake clock, no real sleep)."""
-    clock = FakeClock()
+    clock = FakeClock(5000.0)
     starts: list[float] = []
 
     def record(response: httpx.Response):
@@ -203,7 +189,7 @@ def test_requests_are_paced_to_at_most_three_per_second(respx_mock: respx.MockRo
 @respx.mock(base_url=BASE, assert_all_called=False)
 def test_pacing_does_not_sleep_when_requests_are_already_slow(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
     """A server that takes a second per answer is never made to wait longer."""
-    clock = FakeClock()
+    clock = FakeClock(5000.0)
 
     def slow(json: Any):
         def handler(request: httpx.Request) -> httpx.Response:
@@ -224,7 +210,7 @@ def test_pacing_does_not_sleep_when_requests_are_already_slow(respx_mock: respx.
 def test_short_retry_after_is_honoured_once_then_the_request_retried(respx_mock: respx.MockRouter,
                                                                      tmp_path: Path) -> None:
     """A 429 with Retry-After 2 sleeps 2 s (injected) and repeats the same request once."""
-    clock = FakeClock()
+    clock = FakeClock(5000.0)
     route = respx_mock.get("/articles").mock(side_effect=[
         httpx.Response(429, headers={"Retry-After": "2"}), httpx.Response(200, json=[_article(1, 0)]),
         httpx.Response(200, json=[])])
@@ -237,7 +223,7 @@ def test_short_retry_after_is_honoured_once_then_the_request_retried(respx_mock:
 @respx.mock(base_url=BASE, assert_all_called=False)
 def test_long_retry_after_stops_with_exit_3_and_says_when(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
     """Retry-After 120 is not waited for: SourceUnavailable (exit 3) naming the wait and a time."""
-    clock = FakeClock()
+    clock = FakeClock(5000.0)
     respx_mock.get("/articles").mock(return_value=httpx.Response(429, headers={"Retry-After": "120"}))
     with pytest.raises(SourceUnavailable) as info:
         _fetch(tmp_path, clock=clock)
@@ -259,7 +245,7 @@ def test_an_absurd_retry_after_stops_with_exit_3_not_a_crash(respx_mock: respx.M
 def test_retry_after_waits_add_up_to_at_most_10_s_per_fetch(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
     """Waits of 4 s and 4 s are honoured; a third asking 4 s more than the 2 s left stops the
     fetch midway: interrupted, the first thread kept."""
-    clock = FakeClock()
+    clock = FakeClock(5000.0)
     respx_mock.get("/articles").mock(side_effect=[
         httpx.Response(429, headers={"Retry-After": "4"}), httpx.Response(200, json=[_article(1), _article(2)]),
         httpx.Response(200, json=[])])

@@ -27,6 +27,14 @@ def test_entities_are_unescaped() -> None:
     assert html_to_text("<p>a &amp; b &lt;c&gt; &#39;d&#39; &quot;e&quot; &#x1F44F;</p>") == "a & b <c> 'd' \"e\" 👏"
 
 
+def test_a_control_character_reference_decodes_to_that_character_not_to_nothing() -> None:
+    """&#27; is the ESC a browser would decode, kept so that it is shown (SPEC §15.5), not dropped
+    as html.unescape drops it; the text keeps exactly what was sent, the renderer makes it visible."""
+    assert html_to_text("<p>a&#27;[2Jb&#x1B;]0;t&#7; &#127;x &#0;</p>") == "a\x1b[2Jb\x1b]0;t\x07 \x7fx \ufffd"
+    assert html_to_text("<pre>&#27;[1A</pre>") == "```\n\x1b[1A\n```"
+    assert html_to_text("<p>&amp;#27; &#155; &#x202e;</p>") == "&#27; \u203a \u202e"  # as before
+
+
 def test_link_text_is_kept_and_the_markup_dropped() -> None:
     """A link keeps its visible text; no tag or href leaks into the text."""
     text = html_to_text('<p>See <a href="https://example.com/x" rel="noopener">the docs</a> now.</p>')

@@ -11,7 +11,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
-from _fake_forem import FakeForem
+from _fakes.clock import FakeClock
+from _fakes.forem import FakeForem
 from pydantic import SecretStr
 
 from watcher.config import Settings
@@ -46,22 +47,9 @@ class _Server(ThreadingHTTPServer):
     forem: FakeForem
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock()
+    return FakeClock(100.0)
 
 
 @pytest.fixture
@@ -93,7 +81,7 @@ def _comment(id_code: Any, username: str = "priyan", body: str | None = None,
 
 
 def _fetch(forem: FakeForem, tmp_path: Path, seen: SeenFile | None = None, **kw: Any) -> FetchResult:
-    clock = forem.clock if isinstance(forem.clock, FakeClock) else FakeClock()
+    clock = forem.clock if isinstance(forem.clock, FakeClock) else FakeClock(100.0)
     per_page = kw.pop("per_page", 100)
     full = kw.pop("full", False)
     kw.setdefault("devto_username", "maya")
@@ -242,7 +230,7 @@ def test_loopback_unreachable_server_is_source_unavailable(tmp_path: Path) -> No
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     settings = Settings(data_dir=tmp_path / "data", devto_username="maya", devto_base_url=f"http://127.0.0.1:{port}/api")
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     with pytest.raises(SourceUnavailable, match="cannot reach dev.to"):
         fetch_devto(settings, SeenFile(), clock=clock, sleep=clock.sleep)
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
-from _fake_forem import EDGE_403, FakeForem
+from _fakes.clock import FakeClock
+from _fakes.forem import EDGE_403, FakeForem
 from pydantic import SecretStr
 
 from watcher.config import Settings
@@ -20,21 +21,6 @@ from watcher.seen import record_article
 from watcher.source import FetchResult, fetch_devto
 
 KEY = "devto-KEY-fake-4242"
-
-
-class FakeClock:
-    """Monotonic time that moves only when someone sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.25  # not on a window edge: rack_attack's windows are whole seconds
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 @pytest.fixture

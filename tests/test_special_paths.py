@@ -1,4 +1,4 @@
-"""State that others touched (SPEC §13.5, issue 14): special files at state paths, names that lie
+"""State that others touched (SPEC §13.5): special files at state paths, names that lie
 about their content, ids with a trailing newline, unparsable provider.json, read-only data dirs.
 
 A state path is never followed and never opened blocking: a symlink, FIFO, socket or empty
@@ -21,8 +21,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from _fakes.clock import later
+from _fakes.records import comment, record
 from _proc import envelope, run, run_main, write_export
-from _records import comment, record
 
 from watcher import records
 from watcher.config import Paths, Settings
@@ -473,7 +474,8 @@ def test_provider_json_with_a_time_that_does_not_parse_is_quarantined(paths: Pat
 
 @pytest.mark.parametrize("command", ["status", "scan"])
 def test_status_and_scan_meet_a_bad_cooldown_once_then_work(data_dir: Path, tmp_path: Path, command: str) -> None:
-    """"cooldown_until": "tomorrow": exit 5 naming provider.json once (it used to be exit 1 forever)."""
+    """"cooldown_until": "tomorrow": exit 5 naming provider.json (quarantined, SPEC §13.5), then the next
+    run works: never an internal error, and not on every run."""
     export = write_export(tmp_path / "e.json", ["a1"])
     (data_dir / "provider.json").write_text(json.dumps(UNPARSABLE["cooldown-tomorrow"]))
     args = [command, "--json"] + (["--source", str(export)] if command == "scan" else [])
@@ -489,8 +491,8 @@ def settings(data_dir: Path) -> Settings:
 
 
 def _clock(monkeypatch: pytest.MonkeyPatch, shift: timedelta) -> None:
-    real = provider_state.utcnow
-    monkeypatch.setattr(provider_state, "utcnow", lambda: real() + shift)
+    """Cooldowns are judged by provider_state's own "now", not a run's Hooks.clock: move that one."""
+    monkeypatch.setattr(provider_state, "utcnow", later(shift))
 
 
 def test_a_cooldown_a_year_ahead_is_capped_at_7_days_and_ends(settings: Settings,

@@ -67,7 +67,7 @@ def test_read_commands_refuse_a_symlinked_state_directory_too(name: str, command
 
 def test_the_store_refuses_to_write_a_record_into_a_symlinked_inbox(paths: Paths, tmp_path: Path) -> None:
     """The durable write itself checks the directories under the data dir (UnsafePath, exit 5)."""
-    from _records import record
+    from _fakes.records import record
 
     _link_state_dir(paths.root, "inbox", tmp_path / "outside")
     with pytest.raises(UnsafePath) as info:

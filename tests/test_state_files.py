@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _records import entry, record
+from _fakes.records import entry, record
 
 from watcher.config import Paths
 from watcher.errors import EXIT_STATE, CorruptState, NewerSchema, UnsafePath, exit_code_for
@@ -144,7 +144,7 @@ def test_files_that_do_not_use_this_releases_fields_keep_the_first_releases_shap
     2, still tells an older release to leave it alone: tests/test_formats.py)."""
     import json
 
-    from _records import entry, record
+    from _fakes.records import entry, record
 
     from watcher.models import ProviderState, SeenArticle, SeenFile
 

@@ -1,6 +1,6 @@
 """SPEC §13.5–§13.6: state that others touched, and a person who stops a run.
 
-Real processes where the issue is a process (a deleted lock file, a signal, a closed pipe);
+Real processes where the process is the point (a deleted lock file, a signal, a closed pipe);
 in-process runs with the injected fake where only the pipeline's decision is under test.
 """
 
@@ -10,15 +10,16 @@ import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from _fake_provider import FakeProvider, in_process_context, running_fake
+from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks, running_fake
 from _proc import command, env_for, envelope, run, run_main, start, write_export
 
-from watcher import commands, records
-from watcher.commands import Context, execute
+from watcher import records
 from watcher.config import Paths
-from watcher.errors import CorruptState, SaveFailed
+from watcher.errors import SaveFailed
+from watcher.pipeline import Hooks
 from watcher.store.files import FileStore
 
 
@@ -28,8 +29,11 @@ def fake() -> Iterator[FakeProvider]:
         yield provider
 
 
-def _ctx(data_dir: Path, fake: FakeProvider) -> Context:
-    return in_process_context(data_dir, fake)  # type: ignore[no-any-return]
+def _watcher(data_dir: Path, fake: FakeProvider, *args: str, **hooks: Any) -> dict[str, Any]:
+    """`watcher ARGS --json` in this process, its model calls to ``fake``: the envelope."""
+    done = run_main("cli", *args, "--json", data_dir=data_dir, env=IN_PROCESS_ENV, hooks=in_process_hooks(fake, **hooks))
+    assert done.envelope is not None and done.envelope["exit_code"] == done.returncode, done.stderr
+    return done.envelope
 
 
 def _record(data_dir: Path, cid: str):  # type: ignore[no-untyped-def]
@@ -76,16 +80,16 @@ def test_an_inbox_file_restored_from_an_older_copy_cannot_reopen_a_spent_budget(
     seen.json counts 3 attempts for is exhausted, not retried."""
     fake = FakeProvider()
     fake.script("old1", "malformed")
-    commands.scan(_ctx(data_dir, fake), source=str(write_export(tmp_path / "e.json", ["old1"])))
+    _watcher(data_dir, fake, "scan", "--source", str(write_export(tmp_path / "e.json", ["old1"])))
     path = Paths(data_dir).inbox_file("old1")
     backup = path.read_bytes()
-    commands.recheck(_ctx(data_dir, fake))
-    commands.recheck(_ctx(data_dir, fake))
+    _watcher(data_dir, fake, "recheck")
+    _watcher(data_dir, fake, "recheck")
     assert fake.calls == ["old1"] * 3
     path.write_bytes(backup)  # restored from last week's backup: 1 attempt
-    out = commands.recheck(_ctx(data_dir, fake))
+    out = _watcher(data_dir, fake, "recheck")
     assert fake.calls == ["old1"] * 3
-    assert [i.outcome for i in out.result.items] == ["exhausted"]
+    assert [i["outcome"] for i in out["result"]["items"]] == ["exhausted"]
 
 
 def test_scan_closes_an_orphaned_reservation_it_meets(data_dir: Path, tmp_path: Path) -> None:
@@ -93,13 +97,13 @@ def test_scan_closes_an_orphaned_reservation_it_meets(data_dir: Path, tmp_path: 
     interrupted, without calling for it."""
     fake = FakeProvider()
     export = write_export(tmp_path / "e.json", ["orf", "new"])
-    commands.scan(_ctx(data_dir, fake), source=str(export), limit=1)  # orf done? no: oldest first → orf
+    _watcher(data_dir, fake, "scan", "--source", str(export), "--limit", "1")  # oldest first: orf
     paths = Paths(data_dir)
     record = _record(data_dir, "new")
     FileStore(paths).save_record(records.reserve(record, command="scan", entrypoint="cli", provider="openai",
                                     model="fake-model", pid=999_999))
-    out = commands.scan(_ctx(data_dir, fake), source=str(export))
-    assert [(i.id, i.outcome) for i in out.result.items] == [("new", "interrupted")]
+    out = _watcher(data_dir, fake, "scan", "--source", str(export))
+    assert [(i["id"], i["outcome"]) for i in out["result"]["items"]] == [("new", "interrupted")]
     assert fake.calls == ["orf"] and _record(data_dir, "new").attempts[-1].error.kind == "interrupted"
 
 
@@ -116,27 +120,27 @@ def test_a_failed_index_save_still_reports_the_batch(data_dir: Path, tmp_path: P
             return super().save_index(base, mine, patches)
 
     export = write_export(tmp_path / "e.json", ["s1", "s2"])
-    ctx = in_process_context(data_dir, fake, make_store=IndexUnwritable)
-    envelope_ = execute("scan", ctx, lambda c: commands.scan(c, source=str(export)))
-    assert envelope_.exit_code == 5 and envelope_.error["kind"] == "save_failed"
-    assert envelope_.result.calls == 2 and [i.outcome for i in envelope_.result.items] == ["verdict"] * 2
+    out = _watcher(data_dir, fake, "scan", "--source", str(export), make_store=IndexUnwritable)
+    assert out["exit_code"] == 5 and out["error"]["kind"] == "save_failed"
+    assert out["result"]["calls"] == 2 and [i["outcome"] for i in out["result"]["items"]] == ["verdict"] * 2
 
 
-def test_an_oserror_while_reporting_a_failure_still_gives_one_envelope(
-        data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_oserror_while_reporting_a_failure_still_gives_one_envelope(data_dir: Path) -> None:
     """A corrupt file on a read-only mount: recording the observation fails with an OSError, and the
     command still answers with exactly its envelope (exit 5), never a traceback."""
+    appends: list[object] = []
+
     class ReadOnlyLog(FileStore):
         def append_signals(self, events):  # type: ignore[no-untyped-def]
+            appends.append(events)
             raise PermissionError(13, "Read-only file system")
 
-    ctx = in_process_context(data_dir, FakeProvider(), make_store=ReadOnlyLog)
-
-    def corrupt(c: Context) -> None:
-        raise CorruptState(Paths(data_dir).seen, None, "not valid JSON")
-
-    out = execute("status", ctx, corrupt)
-    assert (out.exit_code, out.error["kind"]) == (5, "corrupt_state")
+    Paths(data_dir).seen.write_text("not valid JSON")
+    done = run_main("cli", "status", "--json", data_dir=data_dir, hooks=Hooks(make_store=ReadOnlyLog))
+    assert appends  # the state.quarantined observation was tried, and failed
+    assert done.envelope is not None and done.stdout.count('"exit_code"') == 1
+    assert (done.returncode, done.envelope["exit_code"], done.envelope["error"]["kind"]) == (5, 5, "corrupt_state")
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.slow
@@ -183,9 +187,8 @@ def test_a_symlinked_observation_log_is_never_written_through(data_dir: Path, tm
     outside.write_text("untouched\n")
     (data_dir / "observations.jsonl").symlink_to(outside)
     fake = FakeProvider()
-    out = execute("scan", _ctx(data_dir, fake), lambda c: commands.scan(
-        c, source=str(write_export(tmp_path / "e.json", ["l1"]))))
+    out = _watcher(data_dir, fake, "scan", "--source", str(write_export(tmp_path / "e.json", ["l1"])))
     assert outside.read_text() == "untouched\n"
-    assert out.exit_code == 5 and "observations.jsonl" in out.error["message"]
+    assert out["exit_code"] == 5 and "observations.jsonl" in out["error"]["message"]
     record = _record(data_dir, "l1")
     assert record.verdict is not None  # the batch itself went through; only the signal was refused

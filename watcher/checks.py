@@ -24,6 +24,7 @@ from watcher.pipeline.gate import setup_error
 from watcher.providers import Provider, make_provider
 from watcher.results import CheckResult, CheckRow
 from watcher.source import check_user
+from watcher.urls import shown_url
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def _key(settings: Settings) -> Check:
                      "(cron: a private env file; Codex: env_vars in config.toml)", exc)
     if settings.api_key is None:
         return Check("api_key", True, f"{settings.provider} needs no key")
-    return Check("api_key", True, "set (never shown)")
+    return Check("api_key", True, f"set (never shown), from {settings.api_key_from}")
 
 
 def _provider(settings: Settings, factory: Callable[[Settings], Provider] | None) -> Check:
@@ -86,7 +87,8 @@ def _provider(settings: Settings, factory: Callable[[Settings], Provider] | None
         probe = provider.probe()
     finally:
         provider.close()
-    where = f"{settings.provider} model {settings.model}" + (f" at {settings.base_url}" if settings.base_url else "")
+    where = f"{settings.provider} model {settings.model}" + (f" at {settings.shown_base_url}"
+                                                             if settings.base_url else "")
     if probe.ok:
         return Check("provider", True, f"{where}: {probe.message}")
     if probe.kind == "no_models_endpoint":
@@ -110,7 +112,7 @@ def _devto(settings: Settings) -> Check:
         check_user(settings)
     except (ConfigError, SourceUnavailable) as exc:
         return Check("devto_user", False, str(exc), "check DEVTO_USERNAME and DEVTO_BASE_URL", exc)
-    return Check("devto_user", True, f"{settings.devto_username} exists on {settings.devto_base_url}")
+    return Check("devto_user", True, f"{settings.devto_username} exists on {shown_url(settings.devto_base_url)}")
 
 
 def _data_dir(root: Path) -> Check:

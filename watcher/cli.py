@@ -7,22 +7,28 @@ bridge (``watcher-bridge``) runs this same app with a front end that always prin
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
+import typer.main
 
 from watcher import __version__, commands
 from watcher.commands import Context, Envelope
 from watcher.config import SETTINGS_HELP
-from watcher.errors import EXIT_USAGE, exit_code_legend
+from watcher.errors import Interrupted, UsageError, WatcherError, error_kind, exit_code_for, exit_code_legend
 from watcher.pipeline import Hooks
+from watcher.visible import json_safe, visible
+
+if TYPE_CHECKING:
+    from watcher.render import BatchProgress
 
 
 def _settings_help() -> str:
@@ -66,11 +72,13 @@ SUBMIT_CODES = ("0 stored: a verdict, or an invalid one counted as the attempt �
 
 @dataclass
 class Frontend:
-    """How results are shown: ``cli`` (human or --json) or ``bridge`` (always the envelope)."""
+    """How results are shown: ``cli`` (human or --json) or ``bridge`` (always the envelope), and
+    the hooks every command hands the pipeline (:func:`main`'s ``hooks``)."""
 
     entrypoint: str = "cli"
     data_dir: Path | None = None
     verbose: bool = False
+    hooks: Hooks = field(default_factory=Hooks)
 
     @property
     def always_envelope(self) -> bool:
@@ -81,13 +89,13 @@ class Frontend:
         """Answer one typed command: run ``fn`` through :func:`watcher.commands.execute` (with a
         progress display for a ``batch`` shown to a person), print the envelope, and exit with
         its code (``typer.Exit``)."""
-        ctx = Context(entrypoint=self.entrypoint, data_dir=self.data_dir, notice=self._notice)
+        ctx = Context(entrypoint=self.entrypoint, data_dir=self.data_dir, notice=self._notice, hooks=self.hooks)
         progress = None
         if batch and not self.always_envelope:
             from watcher.render import BatchProgress  # rich: only for a batch shown to a person
 
             progress = BatchProgress(verbose=self.verbose)
-            ctx.hooks = Hooks(on_planned=progress.start, on_item=progress.advance, on_call=progress.calling)
+            ctx.hooks = _with_progress(self.hooks, progress)
         try:
             envelope = commands.execute(command, ctx, fn)
         finally:
@@ -106,8 +114,10 @@ class Frontend:
 
     def render(self, envelope: Envelope[Any], *, as_json: bool) -> None:
         if as_json or self.always_envelope:
-            sys.stdout.write(json.dumps(envelope.to_json(), ensure_ascii=False, indent=None if
-                                        self.always_envelope else 2) + "\n")
+            # Exact data, and still nothing a terminal acts on (SPEC §15.5): json_safe spells the
+            # characters JSON leaves raw (C1, bidi controls) as escapes of the same characters.
+            sys.stdout.write(json_safe(json.dumps(envelope.to_json(), ensure_ascii=False, indent=None if
+                                                  self.always_envelope else 2)) + "\n")
             if envelope.error and not self.always_envelope:
                 self._notice(f"error: {envelope.error['message']}")
             return
@@ -119,8 +129,29 @@ class Frontend:
             self._notice(f"error: {envelope.error['message']}")
 
     def _notice(self, message: str) -> None:
-        sys.stderr.write(message + "\n")
+        # Errors and notices quote what servers and payloads said: shown, never obeyed (SPEC §15.5).
+        sys.stderr.write(visible(message) + "\n")
         sys.stderr.flush()
+
+
+_T = TypeVar("_T")
+
+
+def _then(first: Callable[[_T], None] | None, second: Callable[[_T], None]) -> Callable[[_T], None]:
+    if first is None:
+        return second
+
+    def both(arg: _T) -> None:
+        first(arg)
+        second(arg)
+
+    return both
+
+
+def _with_progress(hooks: Hooks, progress: BatchProgress) -> Hooks:
+    """``hooks`` with the progress display's callbacks, each called after the caller's own."""
+    return replace(hooks, on_planned=_then(hooks.on_planned, progress.start),
+                   on_call=_then(hooks.on_call, progress.calling), on_item=_then(hooks.on_item, progress.advance))
 
 
 def _frontend(ctx: typer.Context) -> Frontend:
@@ -163,6 +194,20 @@ grant is refused here: raising a comment's budget is the person's decision (`wat
 Exit codes: {exit_code_legend()}."""
 
 
+def _ask_the_person(question: str) -> bool:
+    """A grant's confirmation (SPEC §15.5): asked on the terminal, on stderr so --json stays one
+    document on stdout. Without a terminal (cron, a script, an agent's shell) nobody can be asked,
+    and a grant there must be typed with --yes on purpose: an agent looping on `watcher grant`
+    took one comment's cap to 18."""
+    if not sys.stdin.isatty():
+        raise UsageError("grant asks the person who pays to confirm, and stdin is not a terminal: run it in a "
+                         "terminal, or add --yes if you are that person (an agent must not)")
+    try:
+        return typer.confirm(question, default=False, err=True)
+    except typer.Abort:  # Ctrl-C or end of input at the question: no
+        return False
+
+
 def _version(value: bool) -> None:
     if value:
         sys.stdout.write(f"devto-watcher {__version__}\n")
@@ -184,7 +229,9 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                               help="Print the version and exit.")] = False,
     ) -> None:
-        ctx.obj = Frontend(entrypoint=entrypoint, data_dir=data_dir, verbose=verbose)
+        # click's obj arrives as main()'s hooks and leaves as the Frontend every command reads.
+        hooks = ctx.obj if isinstance(ctx.obj, Hooks) else Hooks()
+        ctx.obj = Frontend(entrypoint=entrypoint, data_dir=data_dir, verbose=verbose, hooks=hooks)
 
     @app.command(epilog=_epilog("watcher demo", "watcher --data-dir /tmp/try demo",
                                 codes="0 ok · 5 the demo data dir cannot be written"))
@@ -293,16 +340,23 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         _frontend(ctx).respond("check", commands.check, as_json=as_json)
 
     @app.command(epilog=_epilog("watcher grant 3bkf", "watcher grant 3bkf --attempts 2 && watcher recheck 3bkf",
-                                codes="0 granted · 2 unknown id, not exhausted or failed, or asked through the bridge · "
+                                "watcher grant 3bkf --yes   (no terminal: cron, a script)",
+                                codes="0 granted · 2 unknown id, not exhausted or failed, baseline or answered, "
+                                      "past 3 + 6 in all, not confirmed, or asked through the bridge · "
                                       "4 a batch holds the lock · 5 state error"))
     def grant(ctx: typer.Context, comment_id: Annotated[str, typer.Argument(metavar="ID")],
-              attempts: Annotated[int, typer.Option("--attempts", help="How many more attempts (1–3).",
-                                                    parser=_whole_number, metavar="N")] = 1,
+              attempts: Annotated[int, typer.Option("--attempts", help="How many more attempts (1–3; 6 in all "
+                                                    "per comment).", parser=_whole_number, metavar="N")] = 1,
+              yes: Annotated[bool, typer.Option("--yes", "-y", help="Confirm without being asked (required "
+                                                "without a terminal).")] = False,
               as_json: JsonOpt = False) -> None:
-        """Give an exhausted or failed comment more model attempts (the cap becomes 3 + grants).
+        """Give an exhausted or failed comment more model attempts (the cap becomes 3 + grants, at most 3 + 6).
 
-        Your decision as the one who pays: the bridge and the MCP server refuse it."""
-        _frontend(ctx).respond("grant", lambda c: commands.grant(c, comment_id, attempts=attempts), as_json=as_json)
+        Your decision as the one who pays: you are asked to confirm (--yes without a terminal), and
+        the bridge and the MCP server refuse it."""
+        confirm = None if yes else _ask_the_person
+        _frontend(ctx).respond("grant", lambda c: commands.grant(c, comment_id, attempts=attempts, confirm=confirm),
+                               as_json=as_json)
 
     @app.command(epilog=_epilog("watcher signals", "watcher signals --reset", codes="0 ok · 5 the observation log "
                                 "was replaced or truncated (recount with --reset)"))
@@ -315,26 +369,76 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
     return app
 
 
-def main(argv: Sequence[str] | None = None, *, entrypoint: str = "cli") -> None:
-    """Console entry point of ``watcher`` (and, with ``entrypoint="bridge"``, of the bridge)."""
-    app = build_app(entrypoint)
+def main(argv: Sequence[str] | None = None, *, entrypoint: str = "cli", hooks: Hooks | None = None) -> None:
+    """Console entry point of ``watcher`` (and, with ``entrypoint="bridge"``, of the bridge): run
+    ``argv`` (default ``sys.argv[1:]``) as typed, print the answer, raise ``SystemExit`` with the
+    exit code.
+
+    ``hooks`` are what this front end hands the pipeline for every command (:class:`Hooks`: the
+    store, provider and source factories, the clock, progress callbacks — called before the
+    front end's own progress display). The console scripts pass none; a program that runs the
+    CLI inside its own process, such as the test suite (tests/README.md), passes its own."""
+    command = _command(entrypoint)
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
-    if entrypoint != "bridge":
-        app(args=args, prog_name="watcher")
+    prog = "watcher-bridge" if entrypoint == "bridge" else "watcher"
+    if entrypoint != "bridge" and not wants_json(args):
+        command(args=args, prog_name=prog, obj=hooks)  # click prints its own usage errors for a person
         return
+    # --json and the bridge: every failure is exactly one envelope on stdout (SPEC §13.5, §15.5),
+    # also the arguments typer and click refuse before any command runs ("-1" read as an
+    # option, "1.5" for a whole number, a missing argument): an agent parsing stdout must never
+    # get click's usage text instead.
     try:
-        code = app(args=args, prog_name="watcher-bridge", standalone_mode=False)
+        code = command(args=args, prog_name=prog, standalone_mode=False, obj=hooks)
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except _CLICK_ERROR as exc:
-        # Usage errors still answer with exactly one envelope on stdout.
-        message = exc.format_message()  # type: ignore[attr-defined]
-        envelope: Envelope[Any] = Envelope(False, args[0] if args else "", EXIT_USAGE, None,
-                                           {"kind": "usage", "message": message})
-        sys.stdout.write(json.dumps(envelope.to_json()) + "\n")
-        sys.stderr.write(f"error: {message}\n")
-        raise SystemExit(EXIT_USAGE) from None
+        refuse(entrypoint, command_named(args), UsageError(exc.format_message()))  # type: ignore[attr-defined]
+    except typer.Abort:  # Ctrl-C or end of input while click was still parsing
+        import signal
+
+        refuse(entrypoint, command_named(args), Interrupted(signal.SIGINT))
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def refuse(entrypoint: str, command: str, error: WatcherError) -> NoReturn:
+    """Answer a failure met before any command ran (arguments typer or click refused, the MCP
+    server's own options) the way every failure is answered: one envelope, its exit code."""
+    envelope: Envelope[Any] = Envelope(False, command, exit_code_for(error), None,
+                                       {"kind": error_kind(error), "message": str(error)})
+    frontend = Frontend(entrypoint=entrypoint)
+    frontend.render(envelope, as_json=True)  # the CLI also says the error on stderr; the bridge does not
+    if frontend.always_envelope:
+        frontend._notice(f"error: {error}")
+    sys.stdout.flush()
+    raise SystemExit(envelope.exit_code)
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    """Whether ``--json`` stands among the options (before a ``--`` that ends them)."""
+    options = list(args)[: list(args).index("--")] if "--" in args else list(args)
+    return "--json" in options
+
+
+def command_at(args: Sequence[str]) -> int | None:
+    """Where the command stands in an argument list: its first word that is not an option or the
+    value of ``--data-dir``; ``None`` when there is none."""
+    return next((i for i, a in enumerate(args) if not a.startswith("-") and (i == 0 or args[i - 1] != "--data-dir")),
+                None)
+
+
+def command_named(args: Sequence[str]) -> str:
+    """The command an argument list names ("" when none), for the envelope of a refused command line."""
+    at = command_at(args)
+    return "" if at is None else args[at]
+
+
+@functools.cache
+def _command(entrypoint: str) -> Callable[..., Any]:
+    """The click command typer makes of :func:`build_app` (what ``app()`` runs), made once per
+    entry point: typer introspects every command's signature for it (~15 ms of CPU), and
+    :func:`main` may run many times in one process."""
+    return typer.main.get_command(build_app(entrypoint))
 
 
 def hoist_global_options(args: list[str]) -> list[str]:

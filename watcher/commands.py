@@ -30,7 +30,7 @@ from watcher.errors import (
     error_kind,
     exit_code_for,
 )
-from watcher.models import SeenFile, State, Triage
+from watcher.models import CAP, InboxRecord, SeenFile, State, Triage
 from watcher.pipeline import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -320,7 +320,7 @@ def _claims(ctx: Context, index: SeenFile) -> AgentClaims:
     (``verdict_by``), which read the files anyway."""
     from watcher.timeutil import utcnow
 
-    now = utcnow()
+    now = (ctx.hooks.clock or utcnow)()  # leases are judged by the hooks' clock, as in a batch
     in_flight: list[str] = []
     ended = 0
     for cid, entry in index.comments.items():
@@ -362,7 +362,7 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> In
             url=record.comment.url, created_at=record.comment.created_at,
             verdict=verdict,
             verdict_by=records.verdict_by(record),
-            hint=_hint(cid, entry.status),
+            hint=_hint(cid, entry.status, record),
         ))
     if new and rows:
         claimed = set(store.claim_listed([r.id for r in rows]))
@@ -375,7 +375,10 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> In
     return InboxResult(all=show_all, new=new, count=len(rows), comments=rows, unresolved=unresolved)
 
 
-def _hint(comment_id: str, state: str) -> str | None:
+def _hint(comment_id: str, state: str, record: InboxRecord) -> str | None:
+    if state == "exhausted" and records.grant_refusal(record, 1) is not None:
+        return (f"all attempts spent without a verdict, {CAP} + {records.MAX_GRANTED} granted: the most a "
+                "comment gets — read it with `watcher show`")
     if state == "exhausted":
         return (f"all attempts spent without a verdict — `watcher grant {comment_id}` gives it another try "
                 "(your decision; agents cannot)")
@@ -403,7 +406,7 @@ def show(ctx: Context, comment_id: str) -> CommentRecord:
         baseline=record.baseline, state=state, verdict_by=records.verdict_by(record),
         hint=(f"attempt {len(record.attempts)} is claimed by an agent until {lease}: its verdict comes by "
               "submit; after that time the next run closes it as interrupted" if lease
-              else _hint(comment_id, state)),
+              else _hint(comment_id, state, record)),
         triage=entry.triage if entry else "open",
         triage_by=entry.triage_by if entry else None,
         replied_at=(entry.replied_at if entry else None) or record.replied_at,
@@ -427,15 +430,19 @@ def check(ctx: Context) -> Partial[CheckResult]:
     return Partial(*run_checks(ctx.data_dir, ctx.overrides, ctx.hooks.make_provider))
 
 
-def grant(ctx: Context, comment_id: str, *, attempts: int = 1) -> GrantResult:
-    """More attempts for an exhausted or failed comment: the person's decision, never an agent's."""
+def grant(ctx: Context, comment_id: str, *, attempts: int = 1,
+          confirm: Callable[[str], bool] | None = None) -> GrantResult:
+    """More attempts for an exhausted or failed comment: the person's decision, never an agent's.
+
+    ``confirm`` asks the person (the CLI's, which refuses without a terminal); ``None``: ``--yes``."""
     if ctx.entrypoint != "cli":
         raise UsageError("grant is the person's decision: run `watcher grant ID` in a terminal. The bridge and "
                          "the MCP server never raise a comment's budget of attempts")
     check_id(comment_id)
     from watcher.pipeline.grant import grant as grant_attempts
 
-    return grant_attempts(ctx.store, comment_id, attempts, entrypoint=ctx.entrypoint, run_id=new_run_id())
+    return grant_attempts(ctx.store, comment_id, attempts, entrypoint=ctx.entrypoint, run_id=new_run_id(),
+                          confirm=confirm)
 
 
 def signals_cmd(ctx: Context, *, reset: bool = False) -> SignalsResult:

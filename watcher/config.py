@@ -9,6 +9,7 @@ of the settings never shows them.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,7 +21,7 @@ from pydantic import SecretStr
 from watcher.errors import ConfigError
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
 from watcher.results import PublicSettings
-from watcher.urls import check_http_url
+from watcher.urls import check_http_url, marked, shown_url, split_credentials
 
 # env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.
 _ENV_KEYS = {
@@ -150,17 +151,26 @@ class Settings:
     data_dir: Path
     provider: str = "offline"
     model: str = PROVIDERS["offline"].default_model
+    # Never with credentials: those are in base_url_auth (see watcher.urls).
     base_url: str = ""
+    base_url_auth: SecretStr | None = None
     api_key: SecretStr | None = None
     timeout: float = 60.0
     parallel: int = 1
     devto_username: str | None = None
     devto_api_key: SecretStr | None = None
     devto_base_url: str = "https://dev.to/api"
+    # Every key the configuration holds, used by this provider or not (WATCHER_API_KEY, each
+    # provider's own variable, DEVTO_API_KEY): what an agent's submitted verdict is redacted of,
+    # since with provider agent api_key is None although the agent's shell may hold a key.
+    known_keys: tuple[SecretStr, ...] = ()
     include_own_comments: bool = False
     backlog_days: int = 14
     # True when nothing chose a provider and the offline classifier stands in.
     provider_defaulted: bool = False
+    # Where the key came from (a variable's name, the config file, the command line), never the
+    # key: a client may hand the server a key of its own (SPEC §15.3, §15.4).
+    api_key_from: str | None = None
     # The part of data_dir the user chose (Paths.chosen); None: all of it.
     data_dir_chosen: Path | None = None
     # True when nothing named a data dir and the user's data directory stands in (SPEC §15.5).
@@ -181,21 +191,28 @@ class Settings:
                 "(for a local OpenAI-compatible server without keys, any non-empty value works)"
             )
 
+    @property
+    def shown_base_url(self) -> str:
+        """The base URL as messages and status show it: ``http://[redacted]@host/v1`` when
+        credentials go with it."""
+        return marked(self.base_url) if self.base_url_auth is not None and self.base_url else self.base_url
+
     def public(self) -> PublicSettings:
         """What ``status`` may show: never a secret, only whether one is set."""
         return PublicSettings(
             data_dir=str(self.data_dir),
             provider=self.provider,
             model=self.model,
-            base_url=self.base_url or None,
+            base_url=self.shown_base_url or None,
             api_key_set=self.api_key is not None,
+            api_key_from=self.api_key_from if self.api_key is not None else None,
             timeout_s=self.timeout,
             parallel=self.parallel,
             offline=self.provider == "offline",
             provider_defaulted=self.provider_defaulted,
             devto_username=self.devto_username,
             devto_api_key_set=self.devto_api_key is not None,
-            devto_base_url=self.devto_base_url,
+            devto_base_url=shown_url(self.devto_base_url),
         )
 
 
@@ -242,20 +259,45 @@ def load_settings(
     # Absolute from here on: every message and `status` names the one directory meant, whatever
     # directory a later reader of the output is in (SPEC §13.4).
     given = data_dir or env.get("WATCHER_DATA_DIR")
+    if not data_dir:
+        _refuse_unexpanded("WATCHER_DATA_DIR", env.get("WATCHER_DATA_DIR"))
     root = Path(given).expanduser().absolute() if given else default_data_dir()
     # A data dir the user named is theirs, links and all; in the default, devto-watcher/ is watcher's.
     chosen = root if given else root.parent
-    file_values = _read_config_file(Paths(root).config_file)
+    config_file = Paths(root).config_file
+    file_values = _read_config_file(config_file)
 
     values: dict[str, Any] = {}
+    origin: dict[str, str] = {}
     for env_name, key in _ENV_KEYS.items():
         if key in overrides:
-            values[key] = overrides[key]
+            values[key], origin[key] = overrides[key], "the command line"
         elif env.get(env_name, "") != "":
-            values[key] = env[env_name]
+            values[key], origin[key] = env[env_name], env_name
         elif key in file_values:
-            values[key] = file_values[key]
-    return _build(root, values, env, chosen, defaulted=not given)
+            values[key], origin[key] = file_values[key], f"{config_file} ({key})"
+        if key in values:
+            _refuse_unexpanded(origin[key], values[key])
+    return _build(root, values, env, origin, chosen, defaulted=not given)
+
+
+# `${NAME}` or `${NAME:-default}`, as the clients' config files write a variable to expand.
+_UNEXPANDED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
+
+
+def _refuse_unexpanded(setting: str, value: Any) -> None:
+    """Raise :class:`ConfigError` (exit 2) when ``value`` holds a ``${NAME}`` nobody expanded.
+
+    Claude Code passes an MCP server's ``"env": {"X": "${X}"}`` through literally when X is not
+    set where it runs (seen with 2.1.197): the server would watch the dev.to user "${DEVTO_USERNAME}"
+    or send "${OPENAI_API_KEY}" as a key. Only the ``${…}`` is quoted, never the rest of the value
+    (it may be part of a key)."""
+    if not isinstance(value, str) or (match := _UNEXPANDED.search(value)) is None:
+        return
+    name = match.group(1)
+    raise ConfigError(f"{setting} is the unexpanded text {match.group(0)}: the client that started watcher passed it "
+                      f"on literally, as {name} is not set where that client runs — set {name} there (or write the "
+                      "value itself in the client's config)")
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -278,33 +320,43 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], chosen: Path, *,
-           defaulted: bool) -> Settings:
+def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], origin: Mapping[str, str], chosen: Path,
+           *, defaulted: bool) -> Settings:
     spec = provider_spec(str(values.get("provider", "offline")).strip().lower())
     provider = spec.name
     # A missing key is not an error here: status, inbox, show, mark and signals never need one
     # (a Codex shell strips *KEY* variables); commands that call the model ask require_key().
-    api_key = values.get("api_key") or spec.fallback_key(env)
+    api_key, api_key_from = values.get("api_key"), origin.get("api_key")
+    if not api_key:
+        api_key_from = spec.fallback_key_var(env)
+        api_key = spec.fallback_key(env)
+        if spec.is_remote and api_key_from:
+            _refuse_unexpanded(api_key_from, api_key)
     devto_key = values.get("devto_api_key") or None
     for key in ("api_key", "devto_api_key"):
         if key in values and not isinstance(values[key], str):
             raise ConfigError(f"{key} must be a string")
-    base_url = _base_url(spec, values)
+    known = [values.get("api_key"), *(env.get(var) for other in PROVIDERS.values() for var in other.key_env),
+             devto_key]
+    base_url, base_url_auth = split_credentials(_base_url(spec, values))
     return Settings(
         data_dir=root,
         provider=provider,
         model=str(values.get("model") or spec.default_model),
         base_url=base_url,
+        base_url_auth=SecretStr(base_url_auth) if base_url_auth else None,
         api_key=SecretStr(api_key) if api_key and spec.is_remote else None,
         timeout=_positive_float(values.get("timeout", 60.0)),
         parallel=_parallel(values["parallel"]) if "parallel" in values else _default_parallel(spec, base_url),
         devto_username=(str(values["devto_username"]).strip() or None) if "devto_username" in values else None,
         devto_api_key=SecretStr(devto_key) if devto_key else None,
+        known_keys=tuple(SecretStr(key) for key in dict.fromkeys(k for k in known if isinstance(k, str) and k)),
         devto_base_url=check_http_url(str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"),
                                       "DEVTO_BASE_URL"),
         include_own_comments=_bool(values.get("include_own_comments", False)),
         backlog_days=_days(values.get("backlog_days", 14)),
         provider_defaulted="provider" not in values,
+        api_key_from=api_key_from if api_key and spec.is_remote else None,
         data_dir_chosen=chosen,
         data_dir_defaulted=defaulted,
     )

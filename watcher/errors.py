@@ -13,6 +13,7 @@
     ├── SourceUnavailable            exit 3   dev.to unreachable, 5xx, its edge's 403, or its own 429
     ├── LockBusy                     exit 4   another run holds a lock past the wait
     ├── Interrupted                  exit 130 / 143   Ctrl-C (SIGINT) or SIGTERM during a batch
+    │   └── Cancelled                         the MCP client cancelled the tool call (SPEC §15.4)
     └── StateError                   exit 5   state on disk cannot be trusted or written
         ├── CorruptState                      file moved to quarantine/ (never deleted)
         ├── NewerSchema                       file written by a newer watcher; left untouched
@@ -251,6 +252,21 @@ class Interrupted(WatcherError):
         super().__init__(f"stopped by {name}: the attempt in flight is recorded as interrupted and stays counted; "
                          "the summary shows what was done")
         self.exit_code = EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
+
+
+class Cancelled(Interrupted):
+    """The MCP client cancelled a running ``scan``/``recheck`` (SPEC §15.4): no further call was
+    started; the calls already out finished and were saved."""
+
+    kind = "cancelled"
+
+    def __init__(self) -> None:
+        import signal
+
+        super().__init__(signal.SIGINT)
+        self.message = ("cancelled by the client: no further model call was started; the calls already in flight "
+                        "finished and were saved, the rest are not_started")
+        self.args = (self.message,)
 
 
 class LogReplaced(StateError):

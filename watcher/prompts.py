@@ -3,7 +3,8 @@
 The rendered :class:`~watcher.models.Prompt` is cached in the comment's inbox file and reused by
 every later attempt, so rendering happens once and must be a pure function of the comment and
 the template bytes. Comment and parent text are untrusted: each is fenced between marker lines
-whose token the text does not contain, so no comment can close its own block and continue as
+whose token occurs in no outside text of the prompt (comment, parent, title, author), so no
+comment can close its own block, nor a parent carry the reply's markers, and continue as
 "instructions" (see :func:`fence_token`).
 """
 
@@ -47,32 +48,42 @@ def render(comment: Comment, *, parent_text: str | None = None) -> Prompt:
     if it is malformed (a packaging bug, not a user error).
     """
     template = load_template()
+    title = _one_line(comment.article_title, _TITLE_MAX)
+    author = _one_line(comment.author, _AUTHOR_MAX)
+    # Every outside text the prompt holds: a fence found in any of them could be faked by it. A
+    # parent's author knows the reply's text (and so its first candidate token): checked against
+    # the reply alone, the reply's fence could stand in the parent, markers and all.
+    outside = (comment.text, title, author) + ((parent_text,) if parent_text is not None else ())
     parent = ""
     if parent_text is not None:
-        parent = _fill(template.parent, parent_text=parent_text, parent_fence=fence_token(parent_text))
+        parent = _fill(template.parent, parent_text=parent_text, parent_fence=fence_token(parent_text, *outside))
         parent = parent.strip("\n") + "\n\n"
     user = _fill(
         template.user,
-        article_title=_one_line(comment.article_title, _TITLE_MAX),
-        comment_author=_one_line(comment.author, _AUTHOR_MAX),
+        article_title=title,
+        comment_author=author,
         parent=parent,
         comment_text=comment.text,
-        comment_fence=fence_token(comment.text),
+        comment_fence=fence_token(comment.text, *outside),
     )
     return Prompt(template=TEMPLATE_NAME, template_sha256=template.sha256, system=template.system, user=user)
 
 
-def fence_token(text: str) -> str:
-    """A 16-hex token that does not occur in ``text``, derived from it (so rendering is pure).
+def fence_token(text: str, *others: str) -> str:
+    """A 16-hex token derived from ``text`` (so rendering is pure) that occurs neither in ``text``
+    nor in any of ``others`` (the prompt's other outside texts).
 
     The closing marker contains the token, so text without the token cannot close its block.
-    Finding a text containing its own sha256 prefix is a preimage search; the loop is only there
-    so that even that case stays correct.
+    Finding a text containing its own sha256 prefix is a preimage search, but *another* text may
+    hold it on purpose (the first candidate is computable from the reply's text); each candidate
+    found is skipped, and the loop ends since the texts hold finitely many. Derived from ``text``
+    alone, the first candidate is the one the earlier rule chose, so a prompt whose texts do not
+    hold it renders exactly as before.
     """
     counter = 0
     while True:
         token = hashlib.sha256(f"{counter}:{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        if token not in text:
+        if token not in text and not any(token in other for other in others):
             return token
         counter += 1
 

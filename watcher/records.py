@@ -29,6 +29,9 @@ from watcher.results import Command
 from watcher.timeutil import iso, parse_iso
 
 RAW_LIMIT = 16 * 1024
+# SPEC §15.5: what a person may grant a comment in all, so its cap never passes 3 + 6. A grant is
+# a person's decision, but one typed in a loop (or by an agent told "--yes") must still end.
+MAX_GRANTED = 6
 # How long an agent's claim holds its attempt (SPEC §14); read at call time.
 LEASE = timedelta(minutes=15)
 
@@ -61,10 +64,39 @@ def cap_of(record: InboxRecord) -> int:
     return CAP + sum(g.n for g in record.grants)
 
 
+def grant_refusal(record: InboxRecord, n: int) -> str | None:
+    """Why ``n`` more attempts cannot be granted to ``record``, naming what applies instead;
+    ``None`` when they can (SPEC §13.2, §15.5)."""
+    cid, state = record.comment.id, state_of(record)
+    if state == "done":
+        return f"{cid} already has a verdict: nothing to try again"
+    if state == "pending":
+        return f"{cid} has not been tried yet: `watcher scan` makes its first attempt"
+    if state == "baseline":
+        # Never called, so no attempt was spent: a grant would only raise a cap nothing uses.
+        return (f"{cid} is baseline (older than the first scan's backlog window): it was never sent to the model "
+                f"and has all its attempts — `watcher scan --since {record.comment.created_at[:10]}` queues it")
+    if state == "answered":
+        return (f"you had already replied to {cid} on dev.to before it was checked, so it was never sent to the "
+                f"model and needs no attempt — if it still needs you, `watcher mark {cid} open` reopens it "
+                f"(`watcher show {cid}` has its text)")
+    granted = sum(g.n for g in record.grants)
+    left = MAX_GRANTED - granted
+    if n > left:
+        total = f"a comment's attempts stop at {CAP} + {MAX_GRANTED} granted (a cap of {CAP + MAX_GRANTED})"
+        if left <= 0:
+            return f"{cid} has been granted all it can be: {total}"
+        return f"{cid} can be granted {left} more at most ({granted} granted already; {total}): --attempts {left}"
+    return None
+
+
 def grant(record: InboxRecord, n: int, *, at: str | None = None) -> InboxRecord:
-    """``n`` more attempts for a comment without a verdict (the person's decision, SPEC §13.2)."""
-    if record.verdict is not None:
-        raise ValueError(f"comment {record.comment.id} already has a verdict")
+    """``n`` more attempts for a comment without a verdict (the person's decision, SPEC §13.2).
+
+    Raises ``ValueError`` where :func:`grant_refusal` refuses (the command asked it first)."""
+    refusal = grant_refusal(record, n)
+    if refusal is not None:
+        raise ValueError(refusal)
     grants = [*record.grants, Grant(at=at or iso(), n=n)]
     return record.model_copy(update={"grants": grants, "cap": CAP + sum(g.n for g in grants)})
 

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from watcher.envelope import EnvelopeError
 from watcher.models import Verdict
@@ -29,6 +30,7 @@ from watcher.results import (
     StatusResult,
     SubmitResult,
 )
+from watcher.visible import visible
 
 
 class _Console(Console):
@@ -36,12 +38,25 @@ class _Console(Console):
         # rich would exit 1 here; the front end ends quietly with the command's own exit code.
         raise BrokenPipeError
 
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        # Every string rich draws passes here (print, table cells and their measuring, titles):
+        # the render boundary of SPEC §15.5. Control and bidi characters from a comment, a name,
+        # a title or a model's answer are shown as escapes (watcher.visible), so none reaches
+        # the terminal raw. Fields shown on one line are also passed through _line first.
+        return super().render_str(visible(text), **kwargs)
+
 
 # markup=False: comment text and model output are untrusted and may contain "[...]". Output that
 # is not a terminal (a pipe, cron's mail) is not hard-wrapped at 80 columns: lines stay whole.
 _out = _Console(highlight=False, markup=False, soft_wrap=True,
                 width=None if sys.stdout.isatty() else 100_000)
-_err = Console(stderr=True, highlight=False, markup=False)
+_err = _Console(stderr=True, highlight=False, markup=False)
+
+
+def _line(text: str | None) -> str:
+    """An outside string shown on one line (a name, a title, a summary in a list or a table cell):
+    a newline in it would print a line of its own, so it is shown as ``\\n`` (SPEC §15.5)."""
+    return visible(text or "", one_line=True)
 
 
 class BatchProgress:
@@ -127,15 +142,15 @@ def human(command: str, result: BaseModel, error: EnvelopeError | None = None) -
 
 def _said(verdict: ItemVerdict | Verdict) -> str:
     need = "needs a reply" if verdict.needs_reply else "no reply needed"
-    return f"{need} · {verdict.category} · {verdict.priority}: {verdict.summary}"
+    return f"{need} · {verdict.category} · {verdict.priority}: {_line(verdict.summary)}"
 
 
 def _detail(item: ItemResult) -> str:
     if item.verdict:
         return _said(item.verdict)
     if item.kind and item.message:
-        return f"{item.kind}: {item.message}"
-    return item.kind or item.message or ""
+        return f"{item.kind}: {_line(item.message)}"
+    return item.kind or _line(item.message)
 
 
 def _cells(item: ItemResult) -> tuple[str, str, str]:
@@ -230,13 +245,15 @@ def _status(doc: StatusResult) -> None:
         provider += " — the agent you work with gives the verdicts (MCP claim/submit, or `watcher claim`)"
     _out.print(f"data dir:  {s.data_dir}")
     _out.print(f"provider:  {provider}")
+    if s.api_key_from:
+        _out.print(f"key:       from {s.api_key_from} (never shown)")
     _out.print(f"comments:  {doc.comments} on {doc.articles} article(s)")
     _out.print("states:    " + ", ".join(f"{k} {v}" for k, v in doc.states.items()))
     _out.print("triage:    " + ", ".join(f"{k} {v}" for k, v in doc.triage.items()))
     _out.print(f"cooldown:  {'until ' + doc.cooldown.until if doc.cooldown else 'none'}")
     breaker = doc.breaker
     if breaker:
-        _out.print(f"breaker:   OPEN since {breaker.since} ({breaker.kind}): {breaker.message} — "
+        _out.print(f"breaker:   OPEN since {breaker.since} ({breaker.kind}): {_line(breaker.message)} — "
                    "no model call until a free probe passes; `watcher check` tests it now")
     claimed = doc.claimed
     if claimed.in_flight or claimed.lease_ended:
@@ -263,16 +280,16 @@ def _inbox(doc: InboxResult) -> None:
         return
     for row in doc.comments:
         v = row.verdict
-        head = f"{row.id}  {v.priority if v else '-':<6}  {v.category if v else '-':<10}  @{row.author}"
+        head = f"{row.id}  {v.priority if v else '-':<6}  {v.category if v else '-':<10}  @{_line(row.author)}"
         if doc.all:
             head += f"  [{row.state}, {row.triage}]"
             if row.verdict_by:
                 head += f"  verdict by {row.verdict_by}"
         _out.print(head)
-        _out.print(f"    {v.summary if v else '(no verdict yet)'}")
+        _out.print(f"    {_line(v.summary) if v else '(no verdict yet)'}")
         if v and v.reply_hint:
-            _out.print(f"    hint: {v.reply_hint}")
-        _out.print(f"    {row.url}  (on “{row.article}”)")
+            _out.print(f"    hint: {_line(v.reply_hint)}")
+        _out.print(f"    {_line(row.url)}  (on “{_line(row.article)}”)")
         if row.hint:
             _out.print(f"    {row.hint}")
     _out.print(f"{doc.count} comment(s)" + ("" if doc.all else " need a reply · `watcher show ID` for the "
@@ -281,8 +298,8 @@ def _inbox(doc: InboxResult) -> None:
 
 def _show(doc: CommentRecord) -> None:
     c = doc.comment
-    _out.print(f"{c.id} by {c.author} on “{c.article_title}” ({c.created_at})")
-    _out.print(c.url)
+    _out.print(f"{c.id} by {_line(c.author)} on “{_line(c.article_title)}” ({c.created_at})")
+    _out.print(_line(c.url))
     _out.print(f"state: {doc.state} · triage: {doc.triage} · attempts: {len(doc.attempts)}/{doc.cap}")
     _out.print("")
     _out.print(c.text)
@@ -290,9 +307,9 @@ def _show(doc: CommentRecord) -> None:
         v = doc.verdict
         _out.print("")
         by = f" — verdict by {doc.verdict_by}" if doc.verdict_by else ""
-        _out.print(f"verdict: needs_reply={v.needs_reply} {v.category} {v.priority}: {v.summary}{by}")
+        _out.print(f"verdict: needs_reply={v.needs_reply} {v.category} {v.priority}: {_line(v.summary)}{by}")
         if v.reply_hint:
-            _out.print(f"reply hint: {v.reply_hint}")
+            _out.print(f"reply hint: {_line(v.reply_hint)}")
     if doc.replied_at:
         _out.print(f"you replied at {doc.replied_at} (seen on dev.to)")
     if doc.hint:
@@ -300,13 +317,13 @@ def _show(doc: CommentRecord) -> None:
     for a in doc.attempts:
         what = a.outcome or ("reserved" + (f", claimed until {a.lease_until}" if a.lease_until else ""))
         if a.error:
-            what += f" {a.error.kind}: {a.error.message}"
+            what += f" {a.error.kind}: {_line(a.error.message)}"
         _out.print(f"attempt {a.n}: {a.command} via {a.entrypoint} ({a.provider}) at {a.reserved_at} → {what}")
 
 
 def _check(doc: CheckResult) -> None:
     for c in doc.checks:
-        _out.print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<10}  {c.detail}")
+        _out.print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<10}  {_line(c.detail)}")
         if c.fix and not c.ok:
             _out.print(f"{'':16}fix: {c.fix}")
     _out.print("all checks passed" if doc.ok else "some checks failed")
@@ -331,7 +348,7 @@ def _submit(doc: SubmitResult) -> None:
     if doc.verdict:
         _out.print(head + "verdict stored — " + _said(doc.verdict))
     else:
-        _out.print(head + f"{doc.kind}: {doc.message}")
+        _out.print(head + f"{doc.kind}: {_line(doc.message)}")
     _out.print(f"state {doc.state} · {doc.attempts} attempt(s) used, {doc.attempts_left} left")
 
 
@@ -344,6 +361,6 @@ def _signals(doc: SignalsResult) -> None:
     if not doc.counts:
         _out.print("no signals counted yet")
     for key, n in sorted(doc.counts.items()):
-        _out.print(f"{n:>8}  {key}")
+        _out.print(f"{n:>8}  {_line(key)}")
     if doc.invalid:
         _out.print(f"{doc.invalid:>8}  (invalid lines)")

@@ -284,6 +284,8 @@ class PublicSettings(_Result):
     model: str
     base_url: str | None
     api_key_set: bool
+    api_key_from: str | None = Field(default=None, description="The variable (or config file) the key came from; "
+                                     "never the key.")
     timeout_s: float
     parallel: int = Field(description="Model calls in flight at once in one run (WATCHER_PARALLEL).")
     offline: bool

@@ -24,9 +24,12 @@ lock-busy tests other than the one that proves the real 5 s wait do not have to 
 this process waited for it, the seconds it held it, and the command: bench/concurrency.py figure 8
 reads them.
 
-``WATCHER_TEST_CLOCK_SHIFT=<seconds>`` runs the process that much later: :func:`watcher.timeutil.utcnow`
-is moved on before any watcher module binds it. A run "after an agent's 15-minute lease"
-(SPEC §14) is then one started with a shift of 960, instead of a test that sleeps 15 minutes.
+``WATCHER_TEST_CLOCK_SHIFT=<seconds>`` runs the process that much later: every
+:class:`watcher.pipeline.Hooks` its front end builds (the CLI's, each MCP tool call's) gets the
+clock ``now + seconds`` — the ``Hooks.clock`` an in-process test hands ``run_main``
+(tests/_fakes/clock.py's ``later``), so both kinds of run move the same "now". A run "after an
+agent's 15-minute lease" (SPEC §14) is then one started with a shift of 960, instead of a test
+that sleeps 15 minutes.
 """
 
 from __future__ import annotations
@@ -279,16 +282,21 @@ def _install_kill_before_seen_save() -> None:
 
 
 def _install_clock(seconds: float) -> None:
-    from watcher import timeutil
+    from watcher.pipeline.batch import Hooks
+    from watcher.timeutil import utcnow
 
-    real = timeutil.utcnow
     shift = timedelta(seconds=seconds)
+    real_init = Hooks.__init__
 
     def later() -> datetime:
-        return real() + shift
+        return utcnow() + shift
 
-    # Before any other watcher module is imported: a `from watcher.timeutil import utcnow` binds this.
-    timeutil.utcnow = later
+    def init(self: Any, **kwargs: Any) -> None:
+        if kwargs.get("clock") is None:
+            kwargs["clock"] = later
+        real_init(self, **kwargs)
+
+    Hooks.__init__ = init  # type: ignore[method-assign]
 
 
 def _install_lock_wait(seconds: float) -> None:
@@ -309,6 +317,12 @@ def _install_lock_log(path: str) -> None:
 
     @contextmanager
     def pipeline_lock(self: Any, **kwargs: Any) -> Iterator[None]:
+        caller = sys._getframe(2)  # who took it, for the log: the pipeline step, its caller, theirs
+        names = []
+        while caller is not None and len(names) < 3:
+            names.append(caller.f_code.co_name)
+            caller = caller.f_back
+        where = "/".join(names)
         began = time.monotonic()
         with real_lock(self, **kwargs):
             got = time.monotonic()
@@ -318,7 +332,7 @@ def _install_lock_log(path: str) -> None:
                 held = time.monotonic() - got
                 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
                 try:
-                    os.write(fd, f"{got - began:.6f} {held:.6f} {' '.join(sys.argv[1:3])}\n".encode())
+                    os.write(fd, f"{got - began:.6f} {held:.6f} {' '.join(sys.argv[1:3])} {where}\n".encode())
                 finally:
                     os.close(fd)
 

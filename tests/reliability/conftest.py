@@ -1,4 +1,4 @@
-"""The reliability rig (issue 7): crash matrix, failed writes, soak, bad input.
+"""The reliability rig (SPEC §12; docs/design.md "How it is checked"): crash matrix, failed writes, soak, bad input.
 
 Quick by default; ``WATCHER_RELIABILITY=long`` runs the long mode. The counted figures are
 printed as one line at the end of the pytest run.
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from _fake_provider import running_fake
+from _fakes.provider import running_fake
 from _rel_harness import Baseline, build_baseline
 
 from watcher.providers import _http

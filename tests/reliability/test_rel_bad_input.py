@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import subprocess
 import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -21,10 +22,11 @@ from typing import Any
 
 import httpx
 import pytest
-from _fake_provider import key_leaks, running_fake, u_escaped
+from _fakes.provider import key_leaks, running_fake, u_escaped
 from _proc import envelope, run, run_main, write_export
-from _rel_harness import LONG, TALLY, inproc
+from _rel_harness import ENVELOPE, LONG, TALLY, rig_hooks
 from _rel_invariants import files_containing
+from _terminal import BIDI, CLEAR, FAKE_ALL_CLEAR, HIDDEN_LINK, TITLE, unsafe
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +43,7 @@ from watcher.store.files import FileStore
 # Unique: any file holding it (in any spelling, see key_leaks) leaked the key. The "/" is what a
 # server escapes as "\/"; "+" and "=" are in real keys too.
 KEY = "sk-RIG/MARKER+7f3a9c="
-EXAMPLES = 5000 if LONG else 120  # long lane: ≥ 10,000 bad-input cases in all (issue 14)
+EXAMPLES = 5000 if LONG else 120  # long lane: ≥ 10,000 bad-input cases in all (two properties × 5000)
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=not LONG,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -261,11 +263,14 @@ def test_api_key_never_reaches_the_data_dir(tmp_path: Path, monkeypatch: pytest.
         env = {**fake.env(), "WATCHER_API_KEY": KEY}
         for label, behaviour in zip(labels, BEHAVIOURS, strict=True):
             fake.script(label, behaviour)
-        outputs: list[Any] = []
+        outputs: list[subprocess.CompletedProcess[str]] = []
         for i in range(len(labels)):  # one new comment per scan; then a recheck of the failures
             monkeypatch.setattr(provider_state, "utcnow", functools.partial(_hours_later, i))
-            outputs.append(inproc(data, env, "cli" if i % 2 else "bridge", "scan", source=export, limit=1))
-            outputs.append(inproc(data, env, "cli", "recheck", limit=1))
+            entry = "cli" if i % 2 else "bridge"
+            outputs.append(run_main(entry, "scan", "--source", str(export), "--limit", "1", *ENVELOPE[entry],
+                                    data_dir=data, env=env, hooks=rig_hooks()))
+            outputs.append(run_main("cli", "recheck", "--limit", "1", "--json", data_dir=data, env=env,
+                                    hooks=rig_hooks()))
             TALLY.add("bad_inputs")
         for entry in ("cli", "bridge"):
             proc = run(entry, "recheck", "--json", data_dir=data, env=env)
@@ -275,7 +280,7 @@ def test_api_key_never_reaches_the_data_dir(tmp_path: Path, monkeypatch: pytest.
     echoed = FileStore(Paths(data)).load_record("k0")
     assert echoed is not None and "[redacted]" in (echoed.attempts[0].raw or "")  # it did come back
     assert files_containing(data, KEY.encode()) == [] and _leaked(data) == []
-    assert all(not key_leaks(json.dumps(o.to_json()), KEY) for o in outputs if hasattr(o, "to_json"))
+    assert all(not key_leaks(o.stdout + o.stderr, KEY) for o in outputs)
 
 
 def _hours_later(hours: int) -> datetime:
@@ -313,3 +318,101 @@ def test_an_echoed_key_is_in_no_file_and_no_output(behaviour: str, tmp_path: Pat
         assert proc.returncode in (0, 2), (proc.args, proc.stderr)
         assert not key_leaks(proc.stdout + proc.stderr, KEY), proc.args
     TALLY.add("bad_inputs", len(procs))
+
+
+# ---- what a person reads: escape sequences from outside, in every human view (SPEC §15.5) ---------
+
+# The red team's sequences, and hypothesis's own text over the whole control and bidi range, in any mix.
+_ESCAPE_PARTS = [TITLE, CLEAR, FAKE_ALL_CLEAR, HIDDEN_LINK, BIDI, "\x9b2J", "\r", "\r\n", "\n", "\t", "\x00",
+                 "\x7f", "\u0085", "\u2028", "\ufeff", "\U000e0041"]
+_CONTROLISH = st.characters(min_codepoint=0, max_codepoint=0x9F) | st.sampled_from(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+OUTSIDE_TEXT = st.lists(st.one_of(st.sampled_from(_ESCAPE_PARTS), st.text(_CONTROLISH, max_size=6),
+                                  st.text(max_size=8)), min_size=1, max_size=8).map("".join)
+
+
+def _views(t: str) -> list[tuple[str, Any]]:
+    """One result per human view, every outside string in it set to ``t``."""
+    from watcher.models import Attempt, AttemptError, Breaker, Verdict
+    from watcher.results import (
+        AgentClaims,
+        BatchResult,
+        CheckResult,
+        CheckRow,
+        ClaimResult,
+        CommentRecord,
+        DemoResult,
+        InboxEntry,
+        InboxResult,
+        ItemResult,
+        ItemVerdict,
+        PublicSettings,
+        SignalsResult,
+        StatusPaths,
+        StatusResult,
+        StatusSignals,
+        SubmitResult,
+    )
+
+    verdict = Verdict(needs_reply=True, category="question", priority="high", summary=(t or "x")[:280],
+                      reply_hint=t[:500])
+    comment = Comment(id="evil1", article_id=1, article_title=t, article_url=t, author=t,
+                      created_at="2026-05-14T09:00:00Z", text=t, url=t)
+    error = AttemptError(kind="malformed_json", message=t)
+    attempt = Attempt(n=1, reserved_at="2026-05-14T09:00:00Z", command="scan", entrypoint="cli", pid=1,
+                      provider="openai", model=t, outcome="error", error=error, raw=t)
+    batch = BatchResult("scan", limit=5, provider="openai", model=t)
+    batch.items = [ItemResult("evil1", "verdict", attempts=1, verdict=ItemVerdict.of(verdict)),
+                   ItemResult("evil2", "error", kind="malformed_json", message=t, attempts=1),
+                   ItemResult("evil3", "error", message=t)]
+    entry = InboxEntry(id="evil1", state="done", triage="open", attempts=1, author=t, article=t, url=t,
+                       created_at="2026-05-14T09:00:00Z", verdict=verdict, verdict_by="openai", hint=None)
+    missing = entry.model_copy(update={"id": "evil2", "state": "failed", "verdict": None, "verdict_by": None})
+    inbox = InboxResult(all=False, new=False, count=1, comments=[entry], unresolved={"failed": 1})
+    record = CommentRecord(schema_version=1, comment=comment, prompt=None, cap=3, attempts=[attempt],
+                           verdict=verdict, grants=[], baseline=False, state="done", verdict_by="openai",
+                           hint=None, triage="open", triage_by=None, replied_at=None)
+    settings = PublicSettings(data_dir="/d", provider="openai", model=t, base_url=t, api_key_set=True, timeout_s=60,
+                              parallel=1, offline=False, provider_defaulted=False, devto_username=t,
+                              devto_api_key_set=False, devto_base_url=t)
+    status = StatusResult(comments=1, articles=1, states={"done": 1}, triage={"open": 1}, cooldown=None,
+                          breaker=Breaker(kind="auth", message=t, since="2026-05-14T09:00:00Z", provider="openai",
+                                          model=t, base_url=t),
+                          claimed=AgentClaims(in_flight=0, earliest_lease_until=None, lease_ended=0),
+                          signals=StatusSignals(counts={t: 1}, invalid=0), settings=settings,
+                          paths=StatusPaths(data_dir="/d", inbox="/d/i", seen="/d/s", observations="/d/o"))
+    return [
+        ("scan", batch),
+        ("inbox", inbox),
+        ("inbox", inbox.model_copy(update={"all": True, "comments": [entry, missing], "count": 2})),
+        ("show", record),
+        ("status", status),
+        ("check", CheckResult(ok=False, checks=[CheckRow(name="provider", ok=False, detail=t, fix=t)])),
+        ("claim", ClaimResult(provider="agent", lease_minutes=15, claimed=[], remaining=0, calls=0,
+                              items=[ItemResult("evil2", "interrupted", message=t)])),
+        ("submit", SubmitResult(id="evil1", n=1, outcome="error", kind="invalid_verdict", message=t, attempts=1,
+                                attempts_left=2, state="failed", verdict=None)),
+        ("submit", SubmitResult(id="evil1", n=1, outcome="verdict", kind=None, message=None, attempts=1,
+                                attempts_left=2, state="done", verdict=verdict)),
+        ("signals", SignalsResult(reset=False, counts={t: 2}, invalid=1, applied=10, new_lines=1)),
+        ("demo", DemoResult(data_dir="/d", scans=[batch], inbox=inbox)),
+    ]
+
+
+@SETTINGS
+@given(text=OUTSIDE_TEXT)
+def test_no_human_view_passes_a_raw_control_character_to_the_terminal(text: str) -> None:
+    """Whatever a comment, a name, a title or a model says: every view the CLI prints for a person
+    (scan table, inbox, inbox --all, show, status, check, claim, submit, signals, demo) shows its
+    control, escape and bidi characters as visible escapes; none reaches the terminal raw."""
+    import contextlib
+    import io
+
+    from watcher import render
+
+    for command, result in _views(text):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            render.human(command, result, {"kind": "usage", "message": text} if command == "scan" else None)
+        assert unsafe(out.getvalue()) == [], (command, text)
+    TALLY.add("bad_inputs")

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, running_fake
-from _rel_harness import Baseline, inproc, recover_until_quiet
+from _fakes.provider import FakeProvider, running_fake
+from _proc import run_main
+from _rel_harness import Baseline, recover_until_quiet, rig_hooks
 from _rel_invariants import Expect, Snapshot, check_all, snapshot
 
 from watcher import records
@@ -172,7 +173,7 @@ def test_checker_finds_nothing_wrong_after_a_clean_recovery(recovered) -> None: 
 def test_checker_reports_a_planted_violation(plant: str, recovered) -> None:  # type: ignore[no-untyped-def]
     """Each broken promise, planted by hand into a healthy data dir, is reported by name."""
     data, fake, before, baseline = recovered
-    assert inproc(data, fake.env(), "cli", "status").exit_code == 0
+    assert run_main("cli", "status", data_dir=data, env=fake.env(), hooks=rig_hooks()).returncode == 0
     do, expected = PLANTS[plant]
     do(data, fake, before)
     found = check_all(data, fake.calls, before=before, expect=Expect(marks=baseline.marks))

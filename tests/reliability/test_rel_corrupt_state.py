@@ -6,7 +6,7 @@ command needed the file, it exits 5 with a message naming it and the damaged byt
 way the runs that follow recover: they exit 0 and every promise still holds (a comment whose
 inbox file was lost is never given a fresh budget).
 
-Planted files count too (SPEC §13.5, issue 14): a symlink (a loop, or a link to a file outside
+Planted files count too (SPEC §13.5): a symlink (a loop, or a link to a file outside
 the data dir), a FIFO or an empty directory at a state path is quarantined itself — never read
 through, never opened blocking, its target untouched — and an inbox file whose content is
 another comment (restored under the wrong name, a hard link) is corrupt. A directory holding
@@ -23,8 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _fake_provider import running_fake
-from _rel_harness import LONG, TALLY, Baseline, inproc, recover_until_quiet
+from _fakes.provider import running_fake
+from _proc import Answer, run_main
+from _rel_harness import LONG, TALLY, Baseline, error_of, recover_until_quiet, rig_hooks
 from _rel_invariants import Expect, check_all, snapshot
 
 from watcher.store.durable import quarantined_names
@@ -60,9 +61,17 @@ def _cases() -> list[tuple[str, str, str]]:
     return sorted(cases)
 
 
-def _kwargs(command: str, baseline: Baseline) -> dict[str, object]:
-    return {"scan": {"source": baseline.full_export}, "mark": {"id": "flaky", "triage": "replied"},
-            "show": {"id": "flaky"}}.get(command, {})
+def _meet(data: Path, env: dict[str, str], command: str, baseline: Baseline) -> Answer:
+    """``watcher COMMAND --json`` against the baseline, in process: the run that meets the damage."""
+    args = {"scan": ["scan", "--source", str(baseline.full_export), "--limit", "20"], "recheck": ["recheck", "--limit", "20"],
+            "mark": ["mark", "flaky", "replied"], "show": ["show", "flaky"]}.get(command, [command])
+    return run_main("cli", *args, "--json", data_dir=data, env=env, hooks=rig_hooks())
+
+
+def _next_scan(data: Path, env: dict[str, str], baseline: Baseline) -> Answer:
+    """The bridge's scan after a command that did not need the damaged file: this one does."""
+    return run_main("bridge", "scan", "--source", str(baseline.full_export), "--limit", "20", data_dir=data, env=env,
+                    hooks=rig_hooks())
 
 
 def _prepare(data: Path, rel: str, fake_env: dict[str, str]) -> bytes:
@@ -85,12 +94,12 @@ def corrupt_case(baseline: Baseline, work: Path, place: str, kind: str, command:
         before = snapshot(data, fake.calls)
         bad = KINDS[kind](good)
         (data / rel).write_bytes(bad)
-        first = inproc(data, env, "cli", command, **_kwargs(command, baseline))
-        if first.exit_code != 5:
+        first = _meet(data, env, command, baseline)
+        if first.returncode != 5:
             if (data / rel).read_bytes() != bad:
-                problems.append(f"{command} exited {first.exit_code} and changed the corrupt file without a word")
+                problems.append(f"{command} exited {first.returncode} and changed the corrupt file without a word")
             # It did not need the file; the next scan does, and must say so.
-            first = inproc(data, env, "bridge", "scan", source=baseline.full_export)
+            first = _next_scan(data, env, baseline)
         problems += _loud(first, data, rel, label, bad)
         recovery = recover_until_quiet(data, env, baseline.full_export)
         problems += recovery.problems
@@ -99,12 +108,12 @@ def corrupt_case(baseline: Baseline, work: Path, place: str, kind: str, command:
     return [f"{place} × {kind} × {command}: {p}" for p in problems]
 
 
-def _loud(envelope, data: Path, rel: str, label: str, bad: bytes) -> list[str]:  # type: ignore[no-untyped-def]
+def _loud(answer: Answer, data: Path, rel: str, label: str, bad: bytes) -> list[str]:
     out = []
-    if envelope.exit_code != 5:
-        out.append(f"{envelope.command} exited {envelope.exit_code}, expected 5 for a corrupt {rel}")
+    if answer.returncode != 5:
+        out.append(f"{answer.args[1]} exited {answer.returncode}, expected 5 for a corrupt {rel}")
         return out
-    message = (envelope.error or {}).get("message", "")
+    message = error_of(answer).get("message", "")
     if str(data / rel) not in message or "quarantine" not in message:
         out.append(f"message does not name the file and where it went: {message!r}")
     copies = [p.read_bytes() for p in quarantined_names(data / "quarantine", label)]
@@ -208,11 +217,11 @@ def planted_case(baseline: Baseline, work: Path, place: str, kind: str, command:
         plant(path, good, work)
         planted = _identity(path)
         outside = {p: p.read_bytes() for p in (work / "outside").glob("*")} if (work / "outside").is_dir() else {}
-        first = inproc(data, env, "cli", command, **_kwargs(command, baseline))
-        if first.exit_code != 5:
+        first = _meet(data, env, command, baseline)
+        if first.returncode != 5:
             if not os.path.lexists(path) or _identity(path) != planted:
-                problems.append(f"{command} exited {first.exit_code} and moved the planted {kind} without a word")
-            first = inproc(data, env, "bridge", "scan", source=baseline.full_export)
+                problems.append(f"{command} exited {first.returncode} and moved the planted {kind} without a word")
+            first = _next_scan(data, env, baseline)
         problems += _loud_planted(first, data, rel, label, kind, planted)
         if kind in LEFT_IN_PLACE and path.is_dir():
             shutil.move(path, work / "moved-aside")  # what the message tells the person to do
@@ -226,11 +235,10 @@ def planted_case(baseline: Baseline, work: Path, place: str, kind: str, command:
     return [f"{place} × {kind} × {command}: {p}" for p in problems]
 
 
-def _loud_planted(envelope, data: Path, rel: str, label: str, kind: str,  # type: ignore[no-untyped-def]
-                  planted: tuple[int, int]) -> list[str]:
-    if envelope.exit_code != 5:
-        return [f"{envelope.command} exited {envelope.exit_code}, expected 5 for a planted {kind} at {rel}"]
-    message = (envelope.error or {}).get("message", "")
+def _loud_planted(answer: Answer, data: Path, rel: str, label: str, kind: str, planted: tuple[int, int]) -> list[str]:
+    if answer.returncode != 5:
+        return [f"{answer.args[1]} exited {answer.returncode}, expected 5 for a planted {kind} at {rel}"]
+    message = error_of(answer).get("message", "")
     if str(data / rel) not in message:
         return [f"message does not name the planted path: {message!r}"]
     if kind in LEFT_IN_PLACE:

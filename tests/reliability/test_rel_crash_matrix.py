@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fake_provider import VERDICT, FakeProvider, running_fake
+from _fakes.provider import VERDICT, FakeProvider, running_fake
 from _faults.sitecustomize import KILL_POINTS
-from _proc import envelope, run, start
-from _rel_harness import AGENT_ENV, LONG, TALLY, Baseline, inproc, recover_until_quiet
+from _proc import envelope, run, run_main, start
+from _rel_harness import AGENT_ENV, ENVELOPE, LONG, TALLY, Baseline, error_of, recover_until_quiet, rig_hooks
 from _rel_invariants import Expect, Snapshot, check_all, records, snapshot
 
 from watcher.records import state_of
@@ -117,8 +117,7 @@ def test_kill_at_step_boundary_breaks_no_promise(point: str, baseline: Baseline,
 # With 4 calls in flight, the kill lands with several reservations open at once, answers arriving
 # in any order and outcomes written between other comments' calls. The quick lane takes the points
 # where that differs most from a serial batch; the long lane takes every point.
-PARALLEL_POINTS = [p for p in _points() if LONG or p in (
-    "after_reserve_write:2", "after_answer", "before_outcome_write", "during_call")]
+PARALLEL_POINTS = [p for p in _points() if LONG or p in ("before_outcome_write", "during_call")]
 
 
 @pytest.mark.parametrize("point", PARALLEL_POINTS)
@@ -160,8 +159,9 @@ def agent_crash_case(baseline: Baseline, work: Path, case: str, entry: str) -> l
         problems: list[str] = []
         claimed: dict[str, Any] | None = None
         if point == "after_submit_validated":
-            got = inproc(data, AGENT_ENV, entry, "claim")  # flaky and bad (orph is closed as interrupted)
-            claimed = got.to_json()["result"]["claimed"][0]
+            # flaky and bad (orph is closed as interrupted)
+            got = run_main(entry, *_claim_args(entry), data_dir=data, env=AGENT_ENV, hooks=rig_hooks())
+            claimed = envelope(got)["result"]["claimed"][0]
             proc = run(entry, "submit", claimed["id"], str(claimed["n"]), INVALID if variant else json.dumps(VERDICT),
                        data_dir=data, env=AGENT_ENV, fault=f"kill_at={point}")
         elif point == "between_claim_and_submit":
@@ -188,10 +188,11 @@ def _late_submit_changes_nothing(data: Path, entry: str, claimed: dict[str, Any]
     """The claim's lease ended and recovery closed it: its submit now is refused, no byte changes."""
     path = data / "inbox" / f"{claimed['id']}.json"
     on_disk = path.read_bytes()
-    late = inproc(data, AGENT_ENV, entry, "submit", id=claimed["id"], n=claimed["n"], verdict=VERDICT)
+    late = run_main(entry, "submit", claimed["id"], str(claimed["n"]), json.dumps(VERDICT), *ENVELOPE[entry],
+                    data_dir=data, env=AGENT_ENV, hooks=rig_hooks())
     problems = []
-    if (late.exit_code, (late.error or {}).get("kind")) != (2, "submit_refused"):
-        problems.append(f"a late submit of {claimed['id']} attempt {claimed['n']} answered {late.to_json()}")
+    if (late.returncode, error_of(late).get("kind")) != (2, "submit_refused"):
+        problems.append(f"a late submit of {claimed['id']} attempt {claimed['n']} answered {late.stdout}{late.stderr}")
     if path.read_bytes() != on_disk:
         problems.append(f"a refused submit changed {path.name}")
     return problems

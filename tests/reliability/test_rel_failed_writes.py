@@ -1,6 +1,6 @@
 """Failed writes, the way SQLite tests I/O errors: fail the N-th durable write operation.
 
-One cycle is scan + recheck + mark + signals, in process through ``commands.execute``. The
+One cycle is scan + recheck + mark + signals, in process through the front ends' ``main``. The
 operations counted are the ones a durable write or a signal append is made of: creating the
 temp file (``tempfile.mkstemp``), ``os.write``, ``os.fsync`` (file and directory) and
 ``os.replace``. For N = 1, 2, … the N-th one raises (once, as a transient EIO; or from then on,
@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fake_provider import FakeProvider, in_process, running_fake
-from _rel_harness import LONG, TALLY, Baseline, inproc, recover_until_quiet
+from _fakes.provider import FakeProvider, in_process, running_fake
+from _proc import run_main
+from _rel_harness import ENVELOPE, LONG, TALLY, Baseline, recover_until_quiet, rig_hooks
 from _rel_invariants import Expect, check_all, snapshot
 
 OPS = (("os", "fsync"), ("os", "replace"), ("os", "write"), ("tempfile", "mkstemp"))
@@ -75,25 +76,27 @@ def cycle(data: Path, fake: FakeProvider, export: Path, fault: Fault,
 
     ``parallel``: scan and recheck with that many calls in flight (SPEC §15.1); the writes are all
     made on the batch's own thread, where the fault is, in the order the answers arrive."""
-    env, provider = fake.env(), in_process(fake)
-    steps: list[tuple[str, str, dict[str, Any]]] = [
-        ("scan", "cli", {"source": export, "parallel": parallel}),
-        ("recheck", "bridge", {"parallel": parallel}),
-        ("mark", "cli", {"id": "newa", "triage": "replied"}),
-        ("mark", "bridge", {"id": "flaky", "triage": "ignored"}),
-        ("signals", "bridge", {}),
+    env, hooks = fake.env(), rig_hooks(in_process(fake))
+    wide = ["--parallel", str(parallel)] if parallel else []
+    steps: list[tuple[str, list[str]]] = [
+        ("cli", ["scan", "--source", str(export), "--limit", "20", *wide]),
+        ("bridge", ["recheck", "--limit", "20", *wide]),
+        ("cli", ["mark", "newa", "replied"]),
+        ("bridge", ["mark", "flaky", "ignored"]),
+        ("bridge", ["signals"]),
     ]
     silent, marks = [], {}
     _active.fault = fault
     try:
-        for command, entry, kw in steps:
+        for entry, args in steps:
+            command = args[0]
             fault.command = command
             hits = len(fault.hit_in)
-            envelope = inproc(data, env, entry, command, provider=provider, **kw)
-            if len(fault.hit_in) > hits and envelope.exit_code == 0:
+            done = run_main(entry, *args, *ENVELOPE[entry], data_dir=data, env=env, hooks=hooks)
+            if len(fault.hit_in) > hits and done.returncode == 0:
                 silent.append(f"{command} ({entry}) met an injected write failure and exited 0")
-            if command == "mark" and envelope.exit_code == 0:
-                marks[kw["id"]] = kw["triage"]
+            if command == "mark" and done.returncode == 0:
+                marks[args[1]] = args[2]
     finally:
         _active.fault = None
     return silent, marks
@@ -151,7 +154,7 @@ def test_every_failed_write_is_loud_and_recoverable(persistent: bool, part: int,
     assert cases > 100 // stride, "the cycle should contain many durable write operations"
 
 
-# Parallel batches (SPEC §15.1): the same cycle with 4 calls in flight, every 4th N in the quick lane
+# Parallel batches (SPEC §15.1): the same cycle with 4 calls in flight, every 8th N in the quick lane
 # (every N in the long one), dealt to two chunks. The outcomes are written in the order the answers
 # arrive, so which write is the N-th varies; how many there are does not.
 PARALLEL = 4
@@ -165,7 +168,7 @@ def test_every_failed_write_of_a_parallel_batch_is_loud_and_recoverable(part: in
     """Fail write op N of a cycle whose scan and recheck run --parallel 4: loud exit, clean recovery."""
     found: list[str] = []
     cases = 0
-    step = 1 if LONG else 4
+    step = 1 if LONG else 8
     stride = step * PARALLEL_PARTS
     with counted_ops(monkeypatch):
         for at in range(1 + step * part, 10_000, stride):

@@ -1,14 +1,14 @@
 """Races that need a lock bypass (SPEC §13.5, §15.1): a lock file deleted mid-call, and two data
-dirs sharing one inbox/ through a symlink (which the second now refuses, SPEC §15.5). Real processes, scripted so each interleaving happens for
-sure; afterwards every promise is checked from disk and the call log. The runs count as soak
-operations in the rig's closing line."""
+dirs sharing one inbox/ through a symlink (which the second refuses, SPEC §15.5). Real processes,
+scripted so each interleaving happens for sure; afterwards every promise is checked from disk and
+the call log. The runs count as soak operations in the rig's closing line."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from _fake_provider import running_fake
+from _fakes.provider import running_fake
 from _proc import envelope, run, start, write_export
 from _rel_harness import TALLY
 from _rel_invariants import Expect, check_all

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from _fake_provider import running_fake
-from _proc import envelope, run, write_export
-from _rel_harness import Baseline, inproc
+from _fakes.provider import running_fake
+from _proc import envelope, run, run_main, write_export
+from _rel_harness import ENVELOPE, Baseline, error_of, rig_hooks
 
 from watcher.config import Paths
 from watcher.store.files import FileStore
@@ -16,7 +16,7 @@ from watcher.store.files import FileStore
 
 def _quarantine_inbox(data: Path, env: dict[str, str], cid: str) -> None:
     (data / "inbox" / f"{cid}.json").write_bytes(b"{not json")
-    assert inproc(data, env, "cli", "status").exit_code == 5  # quarantined, loudly
+    assert run_main("cli", "status", data_dir=data, env=env, hooks=rig_hooks()).returncode == 5  # quarantined, loudly
 
 
 def test_comment_whose_inbox_file_was_quarantined_is_not_given_a_fresh_budget(
@@ -28,11 +28,12 @@ def test_comment_whose_inbox_file_was_quarantined_is_not_given_a_fresh_budget(
         _quarantine_inbox(data, env, "flaky")
         calls = len(fake.calls)
         for entry in ("cli", "bridge"):
-            scan = inproc(data, env, entry, "scan", source=baseline.full_export)
-            assert scan.exit_code == 0, scan.error
-            items = {i["id"]: i for i in scan.to_json()["result"]["items"]}
+            scan = run_main(entry, "scan", "--source", str(baseline.full_export), "--limit", "20", *ENVELOPE[entry],
+                            data_dir=data, env=env, hooks=rig_hooks())
+            assert scan.returncode == 0 and scan.envelope is not None, error_of(scan) or scan.stderr
+            items = {i["id"]: i for i in scan.envelope["result"]["items"]}
             assert items["flaky"]["outcome"] == "skipped"
-            assert inproc(data, env, entry, "recheck").exit_code == 0
+            assert run_main(entry, "recheck", "--limit", "20", data_dir=data, env=env, hooks=rig_hooks()).returncode == 0
         assert "flaky" not in fake.calls[calls:]
         assert FileStore(Paths(data)).load_record("flaky") is None
 
@@ -45,7 +46,8 @@ def test_saved_verdict_whose_inbox_file_was_quarantined_is_never_requested_again
         env = fake.env()
         _quarantine_inbox(data, env, "done")
         calls = len(fake.calls)
-        assert inproc(data, env, "bridge", "scan", source=baseline.full_export).exit_code == 0
+        assert run_main("bridge", "scan", "--source", str(baseline.full_export), "--limit", "20", data_dir=data,
+                        env=env, hooks=rig_hooks()).returncode == 0
         assert "done" not in fake.calls[calls:]
 
 
@@ -75,8 +77,9 @@ def test_forem_text_with_a_lone_surrogate_is_stored_not_fatal(tmp_path: Path) ->
     doc["articles"][0]["comments"][0]["user"]["name"] = "R \ud83d"
     source = tmp_path / "surrogates.json"
     source.write_text(json.dumps(doc))  # ensure_ascii: the file holds "\ud800" escapes
-    scan = inproc(data, {"WATCHER_PROVIDER": "offline"}, "cli", "scan", source=source)
-    assert scan.exit_code == 0, scan.error
+    scan = run_main("cli", "scan", "--source", str(source), "--limit", "20", "--json", data_dir=data,
+                    env={"WATCHER_PROVIDER": "offline"}, hooks=rig_hooks())
+    assert scan.returncode == 0, error_of(scan) or scan.stderr
     record = FileStore(Paths(data)).load_record("sur")
     assert record is not None and record.verdict is not None
 

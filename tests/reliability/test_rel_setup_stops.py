@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _fake_provider import FakeProvider, in_process
-from _proc import write_export
-from _rel_harness import TALLY, inproc
+from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process
+from _proc import run_main, write_export
+from _rel_harness import TALLY, rig_hooks
 from _rel_invariants import Expect, check_all
 
 LABELS = [f"s{i}" for i in range(6)]
@@ -44,15 +44,13 @@ def test_a_setup_that_fails_every_call_costs_what_the_rules_allow(case: str, tmp
     export = write_export(tmp_path / "export.json", LABELS)
     fake = FakeProvider()
     fake.default, fake.models_endpoint = behaviour, models_endpoint
-    env = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake.invalid/v1", "WATCHER_API_KEY": "sk-test-fake",
-           "WATCHER_MODEL": "fake-model"}
-    provider = in_process(fake)
+    hooks = rig_hooks(in_process(fake))
     codes = []
     for round_no in range(ROUNDS):
         entry = ("cli", "bridge")[round_no % 2]
-        for command in ("scan", "recheck"):
-            done = inproc(data, env, entry, command, provider=provider, source=export, limit=1)
-            codes.append(done.exit_code)
+        for args in (["scan", "--source", str(export)], ["recheck"]):
+            done = run_main(entry, *args, "--limit", "1", data_dir=data, env=IN_PROCESS_ENV, hooks=hooks)
+            codes.append(done.returncode)
     found = check_all(data, fake.calls, expect=Expect())
     found += [f"{len(fake.calls)} calls, at most {allowed} allowed: {fake.calls}"] if len(fake.calls) > allowed else []
     found += [f"exit codes {codes}: a run during the outage exited 0"] if 0 in codes[1:] else []

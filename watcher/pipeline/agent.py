@@ -23,12 +23,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from watcher import records
+from watcher.config import Settings
 from watcher.errors import ConfigError, Interrupted, SaveFailed, SubmitRefused, UsageError
 from watcher.models import Attempt, AttemptError, InboxRecord, SeenFile, Verdict
 from watcher.pipeline import Partial, locked
 from watcher.pipeline.batch import Batch, Run, caught_signals, count_signals
 from watcher.pipeline.plan import check_id
 from watcher.providers.agent import NAME
+from watcher.providers.base import CallResult
+from watcher.providers.parse import verdict_json_schema
+from watcher.providers.redact import Redaction, credential_secrets
 from watcher.results import Claimed, ClaimResult, ItemResult, SubmitResult
 from watcher.timeutil import iso, parse_iso
 
@@ -56,15 +60,19 @@ def claim(run: Run, *, notice: Callable[[str], None] = lambda _m: None) -> Parti
     """Reserve one attempt for each of the oldest ``run.limit`` comments that need a verdict."""
     require_agent(run.settings.provider)
     batch = Batch(run, notice=notice)
-    base = batch.store.load_index()
+    store = batch.store
+    base = store.load_index()
     claimed: list[Claimed] = []
     try:
-        with caught_signals(batch), batch.store.pipeline_lock():
+        with caught_signals(batch):
+            # Planned without the lock, as scan plans (SPEC §15.1): each claim then re-reads its
+            # comment under the lock and defers it if it changed meanwhile.
             mine = locked.reconcile_index(batch, base)
             try:
                 _claim_each(batch, _candidates(batch, mine), mine, claimed)
             finally:
-                locked.save_index(batch, base, mine, {}, touched=[c.id for c in claimed])
+                with store.pipeline_lock():
+                    locked.save_index(batch, base, mine, {}, touched=[c.id for c in claimed])
     finally:
         batch.close()
     count_signals(batch)
@@ -74,7 +82,7 @@ def claim(run: Run, *, notice: Callable[[str], None] = lambda _m: None) -> Parti
 
 
 def _candidates(batch: Batch, index: SeenFile) -> list[InboxRecord]:
-    """Pending, failed and reserved comments, read under the lock, oldest first (as plan.py orders)."""
+    """Pending, failed and reserved comments as they are now, oldest first (as plan.py orders)."""
     found = []
     for cid, entry in index.comments.items():
         if entry.status in CLAIMABLE and (record := locked.reread(batch, cid)) is not None:
@@ -84,11 +92,9 @@ def _candidates(batch: Batch, index: SeenFile) -> list[InboxRecord]:
 
 def _claim_each(batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile,
                 claimed: list[Claimed]) -> None:
-    from watcher.providers.parse import verdict_json_schema
-
     run = batch.run
-    for position, record in enumerate(candidates):
-        cid = record.comment.id
+    for position, planned in enumerate(candidates):
+        cid = planned.comment.id
         if batch.interrupted is not None and not batch.stopped:
             batch.stop("interrupted", Interrupted(batch.interrupted))
         if batch.stopped:
@@ -97,27 +103,37 @@ def _claim_each(batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile
         if len(claimed) >= run.limit:
             batch.result.remaining = len(candidates) - position
             break
-        now = batch.now()
         entry = index.comments.get(cid)
-        # Read under the lock just now: the plan is the file, so only a running lease defers it.
-        live = locked.live_call(batch, record)
-        action = records.decide("claim", record, records.fingerprint(record), now=now, call_in_flight=live,
-                               seen_attempts=entry.attempts if entry else 0)
-        if action != "call":
-            locked.no_call(batch, record, action, live=live)
-            continue
-        lease_until = iso(now + records.LEASE)
-        reserved = records.reserve(record, command="claim", entrypoint=run.entrypoint, provider=NAME,
-                                 model=batch.settings.model, lease_until=lease_until)
-        try:
-            batch.store.write_reservation(reserved)
-        except SaveFailed as exc:
-            locked.state_stop(batch, cid, "reserve_failed", exc)  # not on disk: not handed out
+        with batch.store.pipeline_lock():
+            reserved = _claim_one(batch, planned, entry.attempts if entry else 0)
+        if reserved is None:
             continue
         batch.emit("attempt.claimed", comment=cid)
-        claimed.append(Claimed(id=cid, n=len(reserved.attempts), lease_until=lease_until,
+        claimed.append(Claimed(id=cid, n=len(reserved.attempts), lease_until=reserved.attempts[-1].lease_until or "",
                                system=reserved.prompt.system, user=reserved.prompt.user,
                                schema=verdict_json_schema()))
+
+
+def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxRecord | None:
+    """Under the lock: re-read, decide against what was planned, reserve with a lease (SPEC §14)."""
+    record = locked.reread(batch, planned.comment.id)
+    if record is None:
+        return None
+    now = batch.now()
+    live = locked.live_call(batch, record)
+    action = records.decide("claim", record, records.fingerprint(planned), now=now, call_in_flight=live,
+                            seen_attempts=seen_attempts)
+    if action != "call":
+        locked.no_call(batch, record, action, live=live)
+        return None
+    reserved = records.reserve(record, command="claim", entrypoint=batch.run.entrypoint, provider=NAME,
+                               model=batch.settings.model, lease_until=iso(now + records.LEASE))
+    try:
+        batch.store.write_reservation(reserved)
+    except SaveFailed as exc:
+        locked.state_stop(batch, record.comment.id, "reserve_failed", exc)  # not on disk: not handed out
+        return None
+    return reserved
 
 
 # ---- submit -----------------------------------------------------------------------------------------
@@ -152,16 +168,27 @@ def submit(run: Run, comment_id: str, n: int, verdict: Any, *,
             raise UsageError(f"no comment {comment_id} in {store.paths.inbox}: submit the id claim handed out")
         attempt = _open_claim(record, n)
         base = store.load_index()
-        answer = validate_verdict(text)
-        error = answer if isinstance(answer, AttemptError) else None
+        answer = _redacted(run.settings, text, validate_verdict(text))
+        error = answer.error
         took = batch.now() - parse_iso(attempt.reserved_at)  # how long the agent took, for the record
-        finished = records.finish(record, verdict=answer if isinstance(answer, Verdict) else None, error=error,
-                                raw=text, duration_ms=max(0, int(took.total_seconds() * 1000)))
+        finished = records.finish(record, verdict=answer.verdict, error=error, raw=answer.raw,
+                                  duration_ms=max(0, int(took.total_seconds() * 1000)))
         store.save_record(finished)  # SaveFailed → exit 5; the claim stays open and counted
         batch.emit("verdict.ok" if error is None else f"verdict.error.{error.kind}", comment=comment_id)
         locked.save_index(batch, base, base, {}, touched=[comment_id])
     count_signals(batch)
     return Partial(_submitted(finished, n, error), batch.error)
+
+
+def _redacted(settings: Settings, text: str, answer: Verdict | AttemptError) -> CallResult:
+    """The agent's answer as a provider's leaves the provider (SPEC §13.5, §15.5): the raw text,
+    every verdict string and the error message without any key the configuration holds, nor the
+    base URL's credentials. An agent reads the shell's environment, and what it pastes into a
+    verdict would otherwise be stored verbatim and shown by every `show`."""
+    auth = settings.base_url_auth.get_secret_value() if settings.base_url_auth is not None else None
+    redaction = Redaction(*(key.get_secret_value() for key in settings.known_keys), *credential_secrets(auth))
+    verdict, error = (answer, None) if isinstance(answer, Verdict) else (None, answer)
+    return redaction.call(CallResult(verdict=verdict, error=error, raw=text))
 
 
 def _verdict_text(verdict: Any) -> str:

@@ -38,7 +38,8 @@ class Hooks:
     ``make_provider``, ``make_store`` and ``make_source`` are the test mode by injection: a test
     passes a provider over an ``httpx.MockTransport``, a store that fails or kills at a write
     (the fault rig's), or a source over a fake, and the whole of §7 — lock, reservation, save —
-    runs for real around it. ``None`` is the real one.
+    runs for real around it. ``None`` is the real one. A caller hands them to the CLI or the
+    bridge as :func:`watcher.cli.main`'s ``hooks``; every command of that run gets them.
     """
 
     on_planned: Callable[[int], None] | None = None
@@ -47,8 +48,14 @@ class Hooks:
     make_provider: Callable[[Settings], Provider] | None = None
     make_store: Callable[[Paths], Store] | None = None
     make_source: Callable[[str], Source] | None = None
-    # "Now" for leases (SPEC §14): when a claim's lease ends, whether one has ended. A test moves
-    # the clock past a lease instead of sleeping 15 minutes.
+    # A front end that is not the main thread (the MCP server runs batches in worker threads):
+    # ``cancelled`` — the client cancelled the call: start no further call, let the calls out finish
+    # and be saved; ``aborted`` — the process is going (SIGINT, SIGTERM, stdin closed): the signal
+    # number, and every call out is closed as interrupted at once (SPEC §15.4).
+    cancelled: Callable[[], bool] | None = None
+    aborted: Callable[[], int | None] | None = None
+    # "Now" for leases (SPEC §14): when a claim's lease ends, whether one has ended (a batch's,
+    # and status's count of claims). A test moves the clock past a lease instead of sleeping 15 minutes.
     clock: Callable[[], datetime] | None = None
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from watcher.models import AttemptError, InboxRecord, Prompt
+from watcher.pipeline.batch import SignalDuringCall
 from watcher.providers.base import CallResult, Provider
 from watcher.store import CallLock, Reservation
 
@@ -74,15 +75,22 @@ class Calls:
         self._out.append(flight)
         self._todo.put(flight)
 
-    def next_done(self) -> Flight:
-        """Wait for the next call to finish (in the order they finish) and hand it back."""
+    def next_done(self, aborted: Callable[[], int | None] | None = None) -> Flight:
+        """Wait for the next call to finish (in the order they finish) and hand it back.
+
+        ``aborted`` is asked at every wake: a signal number ends the wait (:class:`SignalDuringCall`),
+        as a signal handler would on the main thread."""
         if not self._out:
             raise RuntimeError("no call in flight")
         while True:
             try:
                 flight = self._done.get(timeout=_POLL_S)
             except queue.Empty:
-                continue  # a signal handler ran, or will: it may raise out of this wait
+                # A signal handler ran, or will: it may raise out of this wait. Off the main
+                # thread the front end says so through ``aborted``.
+                if aborted is not None and (signum := aborted()) is not None:
+                    raise SignalDuringCall(signum) from None
+                continue
             self._out.remove(flight)
             return flight
 

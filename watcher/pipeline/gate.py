@@ -153,7 +153,7 @@ def stop_for(batch: Batch, state: ProviderState, error: AttemptError) -> tuple[t
 
 def _setup_stop(batch: Batch, kind: str, said: str) -> WatcherError:
     settings = batch.settings
-    setup = f"{settings.provider} model {settings.model} at {settings.base_url}"
+    setup = f"{settings.provider} model {settings.model} at {settings.shown_base_url}"
     if kind == "auth":
         return ProviderSetup(f"the provider rejected the API key ({said}) — check WATCHER_API_KEY; "
                              "no further attempts until it is fixed")

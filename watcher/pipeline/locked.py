@@ -21,7 +21,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from watcher import records, seen
-from watcher.errors import CorruptState, Interrupted, LockBusy, SaveConflict, SaveFailed, StateError
+from watcher.errors import (
+    Cancelled,
+    CorruptState,
+    Interrupted,
+    LockBusy,
+    SaveConflict,
+    SaveFailed,
+    StateError,
+)
 from watcher.models import AttemptError, InboxRecord, SeenComment, SeenFile
 from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch, SignalDuringCall
@@ -38,17 +46,21 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     per comment to decide and reserve, once per answer to write its outcome, once to save the index."""
     store = batch.store
     _create_discovered(batch, plan.discovered)
-    with store.pipeline_lock():
-        _update_uncalled(batch, plan)
-        mine = reconcile_index(batch, base)
-        mine = _record_articles(mine, plan)
-        counted = {cid: entry.attempts for cid, entry in mine.comments.items()}
-        if gate.pending is not None:
-            # A 429's cooldown the run that met it could not write (SPEC §15.5): written before any
-            # call; a failure here is exit 5, and the gate is closed anyway.
-            provider_state.write_pending(store, gate.pending)
-        if gate.close_breaker:
-            provider_state.close_breaker(store)
+    if plan.answered or plan.requeued or gate.close_breaker or gate.pending is not None:
+        with store.pipeline_lock():  # a hold only when there is a write to make
+            _update_uncalled(batch, plan)
+            if gate.pending is not None:
+                # A 429's cooldown the run that met it could not write (SPEC §15.5): written before any
+                # call; a failure here is exit 5, and the gate is closed anyway.
+                provider_state.write_pending(store, gate.pending)
+            if gate.close_breaker:
+                provider_state.close_breaker(store)
+    batch.result.answered += len(plan.answered)
+    # Without the lock: reading every changed record would make the hold grow with the account
+    # (bench/run.py figure 8). Each comment is re-read under the lock before anything is decided,
+    # and the index's attempt counts only ever grow, so an index a moment old is safe for decide.
+    mine = _record_articles(reconcile_index(batch, base), plan)
+    counted = {cid: entry.attempts for cid, entry in mine.comments.items()}
     try:
         _process(batch, plan.items, gate, counted)
     finally:
@@ -61,7 +73,7 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
 
 
 def reconcile_index(batch: Batch, base: SeenFile) -> SeenFile:
-    """Under the lock: the index brought up to the inbox files; repairs are reported (§4.2)."""
+    """The index brought up to the inbox files; repairs are reported (§4.2)."""
     mine, changed = batch.store.reconcile_index(base)
     batch.result.repaired = sorted(cid for cid in changed if cid in base.comments)
     for cid in batch.result.repaired:
@@ -150,7 +162,6 @@ def _update_uncalled(batch: Batch, plan: Plan) -> None:
         if record is None or record.attempts or record.verdict is not None:
             continue
         store.save_record(record.model_copy(update=update))
-    batch.result.answered += len(plan.answered)
 
 
 def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[str, int]) -> None:
@@ -163,12 +174,17 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
     # failure is the second in a row.
     run = _Progress(gate, TRANSIENT_STREAK - 1 if gate.mode == "half_open" else 0)
     calls = Calls(1 if gate.mode == "half_open" else batch.run.parallel, batch.new_provider)
+    if plan and batch.calls_model and gate.error is None:
+        # Built before any lock: the first build imports httpx and makes a client (~0.1 s of CPU,
+        # seconds on a starved machine), and a reservation names the provider (bench/run.py figure 8).
+        batch.provider()
     begun = 0  # the items met so far; a signal leaves the rest not_started
     try:
         for position, item in enumerate(plan):
             while calls.in_flight and (len(calls.in_flight) >= calls.capacity or run.gate.mode == "half_open"):
                 _collect(batch, calls, run)
             begun = position + 1
+            _front_end_stop(batch)
             if batch.interrupted is not None and not batch.stopped:
                 batch.stop("interrupted", Interrupted(batch.interrupted))
             if batch.stopped:
@@ -180,6 +196,7 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
             flight = _begin(batch, item, run.gate, counted)
             if flight is not None:
                 calls.start(flight)
+            _note_out(batch, calls)
         begun = len(plan)
         while calls.in_flight:
             _collect(batch, calls, run)
@@ -195,6 +212,16 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
         # Nothing needed a call this time, but the run still says it may not call (SPEC §7.2,
         # §13.1): a cron job must not mistake "no calls allowed" for "all caught up".
         batch.stop(run.gate.stop, run.gate.error)
+
+
+def _front_end_stop(batch: Batch) -> None:
+    """The MCP client cancelled the call (no further call; SPEC §15.4), or the server is going
+    (as a signal would: every call out is closed as interrupted)."""
+    hooks = batch.run.hooks
+    if hooks.aborted is not None and (signum := hooks.aborted()) is not None:
+        batch.interrupted = batch.interrupted or signum
+    if hooks.cancelled is not None and not batch.stopped and hooks.cancelled():
+        batch.stop("cancelled", Cancelled())
 
 
 class _Progress:
@@ -276,14 +303,18 @@ def live_call(batch: Batch, record: InboxRecord) -> bool:
 def _collect(batch: Batch, calls: Calls, run: _Progress) -> None:
     """Wait for the next answer and write its outcome under the lock (steps 4.8–4.10)."""
     with batch.waiting_for_calls():
-        flight = calls.next_done()
-    out = len(calls.in_flight)
+        flight = calls.next_done(batch.run.hooks.aborted)
     error = _finish(batch, flight, run)
     if run.gate.mode == "go":
         calls.capacity = batch.run.parallel  # a half-open attempt that answered: the setup works again
     run.streak = run.streak + 1 if error is not None and error.kind in TRANSIENT_KINDS else 0
-    if batch.stopped and out and batch.result.already_out == 0:
-        batch.result.already_out = out  # calls already sent when the batch stopped: they finish and are saved
+    _note_out(batch, calls)
+
+
+def _note_out(batch: Batch, calls: Calls) -> None:
+    """The calls already sent when the batch stopped: they finish and are saved (SPEC §15.1)."""
+    if batch.stopped and not batch.result.already_out:
+        batch.result.already_out = len(calls.in_flight)
 
 
 def _finish(batch: Batch, flight: Flight, run: _Progress) -> AttemptError | None:

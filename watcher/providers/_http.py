@@ -23,7 +23,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import httpx
 
@@ -32,8 +32,9 @@ from watcher.providers._wire import DeadlinePassed, Received, ResponseTooLarge, 
 from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
 from watcher.providers.parse import parse_verdict_text
-from watcher.providers.redact import Redaction
+from watcher.providers.redact import Redaction, credential_secrets
 from watcher.providers.registry import provider_spec
+from watcher.urls import marked, split_credentials
 
 # Enough for the verdict (≤ ~800 characters of JSON) with room for a reasoning model's
 # thinking; a hard ceiling on what one call can cost.
@@ -74,20 +75,29 @@ class HttpProvider:
     def __init__(self, settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None) -> None:
         self.model = settings.model
         self._secret = settings.api_key.get_secret_value() if settings.api_key is not None else ""
-        self._redaction = Redaction(self._secret)
+        # Credentials in WATCHER_BASE_URL (a proxy's login) go in the Authorization header, as
+        # httpx sends a URL's userinfo, and never into a URL that a message or a file could
+        # show (SPEC §15.5). Config took them out of base_url already; a Settings built by
+        # hand may still have them there.
+        bare, userinfo = split_credentials(settings.base_url.rstrip("/"))
+        if settings.base_url_auth is not None:
+            userinfo = settings.base_url_auth.get_secret_value()
+        self._redaction = Redaction(self._secret, *credential_secrets(userinfo))
         self._timeout_s = settings.timeout
-        self._base_url = settings.base_url.rstrip("/")
+        # As messages name it: "http://[redacted]@host/v1" when credentials go with it.
+        self._base_url = marked(bare) if userinfo else bare
         self._url = self._base_url + self.path
         self._sockets = Sockets()  # the client's sockets, for the deadline to cut
         self._client = httpx.Client(
-            base_url=self._base_url,
+            base_url=bare,
             headers={
                 "User-Agent": USER_AGENT,
                 "Accept": "application/json",
                 **self.auth_headers(self._secret),
             },
+            auth=_basic_auth(userinfo),
             timeout=httpx.Timeout(settings.timeout),
-            transport=transport if transport is not None else default_transport(settings.base_url),
+            transport=transport if transport is not None else default_transport(bare),
             follow_redirects=False,
         )
         self._timeouts = self._client.timeout.as_dict()
@@ -361,6 +371,14 @@ class HttpProvider:
     def _no_response(self, kind: Transport, message: str, started: float) -> CallResult:
         error = AttemptError(kind=kind, message=message)
         return CallResult(error=error, duration_ms=_elapsed_ms(started))
+
+
+def _basic_auth(userinfo: str | None) -> httpx.BasicAuth | None:
+    """The Basic auth httpx derives from a URL's ``user:password@`` (percent-decoded), or none."""
+    if not userinfo:
+        return None
+    user, _, password = userinfo.partition(":")
+    return httpx.BasicAuth(unquote(user), unquote(password))
 
 
 def default_transport(base_url: str) -> httpx.HTTPTransport:

@@ -87,6 +87,11 @@ class ProviderSettings(Protocol):
     @property
     def base_url(self) -> str: ...
 
+    # ``user:password`` (percent-encoded) from WATCHER_BASE_URL, kept apart from ``base_url`` so
+    # that no message, file or status line built from the URL holds it (SPEC §15.5).
+    @property
+    def base_url_auth(self) -> SecretStr | None: ...
+
     @property
     def api_key(self) -> SecretStr | None: ...
 

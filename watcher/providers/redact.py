@@ -1,10 +1,13 @@
-"""The API key never leaves a provider (SPEC §13.5).
+"""The API key never leaves a provider (SPEC §13.5), nor do credentials in its URL (§15.5).
 
-    Redaction(secret)                          built once per provider from its key ("" = none)
-    redaction.text(s) -> str                   ``s`` without the key, in any form
+    Redaction(key, *more)                      built once per provider from its key ("" = none)
+                                               and the URL's credential_secrets(userinfo); for
+                                               an agent's submit, from every key configured
+    redaction.text(s) -> str                   ``s`` without any of them, in any form
     redaction.call(result) -> CallResult       the boundary of ``complete``: raw body (then the
                                                16 KiB cut), every verdict string, the error message
     redaction.probe(result) -> ProbeResult     the boundary of ``probe``: its message
+    credential_secrets(userinfo) -> tuple      the forms ``user:pw@`` credentials can come back in
 
 Why a pattern and not ``str.replace``: a server (or a proxy) that echoes the key sends it as
 JSON, where ``sk-ab/cd`` may arrive as ``sk-ab\\/cd``, as ``\\u0073\\u006b…`` (upper or lower
@@ -16,21 +19,27 @@ also covers every string its decoding yields: a JSON string decodes token by tok
 decoded string is a run of such tokens in the raw text. Over-matching (a stray backslash before a
 key character) only redacts a little more.
 
+Several secrets are one pattern (an alternation, longest first) with one marker that contains
+none of them: replacing one cannot spell another, and the loop in :meth:`Redaction.text` ends
+for the same reason it ends for one.
+
 Nothing here raises; the results are built with the same types the providers return.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import re
 from itertools import groupby
+from urllib.parse import unquote
 
 from pydantic import ValidationError
 
 from watcher.models import AttemptError, Verdict
 from watcher.providers.base import CallResult, ProbeResult
+from watcher.urls import REDACTED
 
-REDACTED = "[redacted]"
 # SPEC §6 keeps the first 16 KiB of a body. The cut comes after redaction: cutting first could
 # keep a prefix of the key that no longer matches it.
 RAW_LIMIT_BYTES = 16 * 1024
@@ -41,11 +50,12 @@ _SHORT_ESCAPES = {"\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
 
 
 class Redaction:
-    """Removes one secret from text and from everything a provider returns."""
+    """Removes the secrets (the key, URL credentials) from text and from everything a provider returns."""
 
-    def __init__(self, secret: str) -> None:
-        self._pattern = _secret_pattern(secret) if secret else None
-        self.marker = _marker(secret, self._pattern) if self._pattern is not None else REDACTED
+    def __init__(self, *secrets: str) -> None:
+        secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+        self._pattern = re.compile("|".join(f"(?:{_secret_pattern(s)})" for s in secrets)) if secrets else None
+        self.marker = _marker(secrets, self._pattern) if self._pattern is not None else REDACTED
 
     def text(self, text: str) -> str:
         """``text`` with every occurrence of the key (literal or JSON-escaped) replaced."""
@@ -105,7 +115,21 @@ class Redaction:
         )
 
 
-def _secret_pattern(secret: str) -> re.Pattern[str]:
+def credential_secrets(userinfo: str | None) -> tuple[str, ...]:
+    """What to redact for a URL's ``user:password`` (percent-encoded, as written in the URL).
+
+    The password as written and decoded, and the ``Authorization: Basic`` value a server may echo.
+    The user name only when it stands alone (``https://TOKEN@host``: then it is the secret);
+    beside a password it is a name, and redacting it would cut it out of every summary."""
+    if not userinfo:
+        return ()
+    user, colon, password = userinfo.partition(":")
+    basic = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    alone = () if colon and password else (user, unquote(user))
+    return tuple(dict.fromkeys(s for s in (password, unquote(password), basic, *alone) if s))
+
+
+def _secret_pattern(secret: str) -> str:
     # Every spelling of a character starts with a backslash or is the character itself, so a
     # match starts with the key's first character or a backslash: saying so first lets the
     # engine skip every other position at once.
@@ -121,7 +145,7 @@ def _secret_pattern(secret: str) -> re.Pattern[str]:
             parts.append(rf"\\{{{count},}}+")
         else:
             parts.extend([_char_pattern(char)] * count)
-    return re.compile("".join(parts))
+    return "".join(parts)
 
 
 def _char_pattern(char: str) -> str:
@@ -141,11 +165,11 @@ def _hex(unit: int) -> str:
     return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{unit:04x}")
 
 
-def _marker(secret: str, pattern: re.Pattern[str]) -> str:
-    # A marker whose brackets are not in the key cannot be part of a new match across its edge
+def _marker(secrets: tuple[str, ...], pattern: re.Pattern[str]) -> str:
+    # A marker whose brackets are in no secret cannot be part of a new match across its edge
     # (escapes contain no brackets), and one the pattern finds nothing in cannot hold one.
     for marker in _MARKERS:
-        if marker[0] not in secret and marker[-1] not in secret and not pattern.search(marker):
+        if all(marker[0] not in s and marker[-1] not in s for s in secrets) and not pattern.search(marker):
             return marker
     return ""
 

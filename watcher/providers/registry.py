@@ -68,7 +68,12 @@ class ProviderSpec:
 
     def fallback_key(self, env: Mapping[str, str]) -> str | None:
         """The first non-empty of :attr:`key_env` in ``env``, else ``None``."""
-        return next((env[var] for var in self.key_env if env.get(var)), None)
+        var = self.fallback_key_var(env)
+        return env[var] if var else None
+
+    def fallback_key_var(self, env: Mapping[str, str]) -> str | None:
+        """The name of the variable :meth:`fallback_key` reads (for messages), else ``None``."""
+        return next((var for var in self.key_env if env.get(var)), None)
 
     def build(self, settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None) -> Provider:
         """Import the implementation and build it; ``transport`` replaces the network (tests)."""

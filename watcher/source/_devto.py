@@ -26,6 +26,7 @@ from watcher.providers.classify import retry_after_seconds
 from watcher.source._forem import ForemClient
 from watcher.source._parse import Collector, api_site, parse_article
 from watcher.source._types import FetchResult, Rejection, SourceArticle
+from watcher.urls import shown_url
 
 if TYPE_CHECKING:
     import httpx
@@ -102,7 +103,7 @@ def check_user(
 
 def _check_user(client: ForemClient, settings: Settings, name: str) -> None:
     if client.get("/users/by_username", {"url": name}).status_code == 404:
-        raise ConfigError(f"no dev.to user {name} at {settings.devto_base_url} — check DEVTO_USERNAME")
+        raise ConfigError(f"no dev.to user {name} at {shown_url(settings.devto_base_url)} — check DEVTO_USERNAME")
 
 
 def _changed(article: SourceArticle, seen: SeenFile) -> bool:
@@ -143,7 +144,8 @@ def _read_pages(client: ForemClient, settings: Settings, path: str, query: dict[
     for page in range(1, MAX_PAGES + 1):
         response = client.get(path, {**query, "page": page, "per_page": per_page})
         if response.status_code == 404:
-            raise ConfigError(f"dev.to has no {path} at {settings.devto_base_url} (HTTP 404): check DEVTO_BASE_URL")
+            raise ConfigError(f"dev.to has no {path} at {shown_url(settings.devto_base_url)} (HTTP 404): "
+                              "check DEVTO_BASE_URL")
         items = _json_list(response, what=f"GET {path} page {page}")
         if not items:
             break

@@ -23,6 +23,7 @@ from watcher.config import Settings
 from watcher.errors import ConfigError, SourceUnavailable
 from watcher.providers.classify import retry_after_seconds
 from watcher.timeutil import iso, utcnow
+from watcher.urls import shown_url
 
 if TYPE_CHECKING:
     import httpx
@@ -64,7 +65,7 @@ class ForemClient:
             )
         except httpx.InvalidURL as exc:  # e.g. "http://[::1" or a non-numeric port
             raise ConfigError(
-                f"DEVTO_BASE_URL {settings.devto_base_url!r} is not a usable URL ({exc}); "
+                f"DEVTO_BASE_URL {shown_url(settings.devto_base_url)!r} is not a usable URL ({exc}); "
                 "use e.g. https://dev.to/api"
             ) from None
         self._httpx = httpx
@@ -102,7 +103,8 @@ class ForemClient:
             return self._http.get(path, params=params)
         except self._httpx.HTTPError as exc:
             raise SourceUnavailable(
-                f"cannot reach dev.to at {self._http.base_url}: {type(exc).__name__}: {exc or 'no detail'}; "
+                f"cannot reach dev.to at {shown_url(str(self._http.base_url))}: {type(exc).__name__}: "
+                f"{exc or 'no detail'}; "
                 "check the connection (or DEVTO_BASE_URL) and try again"
             ) from exc
 

@@ -2,7 +2,8 @@
 
 Paragraphs and other blocks become lines separated by a blank line, ``<pre>`` blocks are kept
 verbatim inside a ``` fence, inline ``<code>`` keeps backticks, links keep their text, entities
-are unescaped, and no tag survives. Forem's code-block chrome (the copy / fullscreen panel and
+are unescaped (a control character's reference into that character, as a browser decodes it),
+and no tag survives. Forem's code-block chrome (the copy / fullscreen panel and
 its SVG icons) is dropped so the model sees the code, not "Enter fullscreen mode".
 """
 
@@ -25,6 +26,17 @@ _VOID = frozenset({
 # A line break from <br> must survive whitespace collapsing, so it travels as a private-use char.
 _BR = "\ue000"
 _SPACES = re.compile(r"[ \t\r\n\f\v]+")
+# A numeric reference to a control character: html.unescape decodes "&#27;" to nothing, where a
+# browser (the HTML standard) decodes it to ESC. Dropped, the comment would show less than it
+# holds; kept, the renderer shows it as "\x1b" (SPEC §15.5: made visible after entities are
+# decoded). The C1 range and NUL keep html's own mapping (cp1252 glyphs, U+FFFD).
+_CONTROL_REF = re.compile(r"&#(?:[xX]0*([0-9a-fA-F]{1,6})|0*([0-9]{1,7}));?")
+_KEPT_CONTROLS = frozenset([*range(0x01, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F])
+
+
+def _control_ref(match: re.Match[str]) -> str:
+    code = int(match.group(1), 16) if match.group(1) is not None else int(match.group(2))
+    return chr(code) if code in _KEPT_CONTROLS else match.group(0)
 
 
 class _TextBuilder(HTMLParser):
@@ -161,5 +173,5 @@ class _TextBuilder(HTMLParser):
 def html_to_text(body_html: str) -> str:
     """Readable plain text of a Forem comment's ``body_html``. Never raises on odd markup."""
     builder = _TextBuilder()
-    builder.feed(body_html)
+    builder.feed(_CONTROL_REF.sub(_control_ref, body_html))
     return builder.finish()

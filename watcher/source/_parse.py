@@ -20,6 +20,7 @@ from watcher.models import COMMENT_ID_RE, COMMENT_ID_SHAPE, Comment
 from watcher.source._html import html_to_text
 from watcher.source._types import FetchResult, Rejection, SourceArticle
 from watcher.timeutil import parse_iso
+from watcher.urls import split_credentials
 
 # What Forem leaves in body_html when a comment is deleted or hidden by the article's author.
 SKIPPED_BODIES = frozenset({"[deleted]", "[hidden by post author]"})
@@ -239,8 +240,9 @@ def site_of(url: str) -> str:
 
 
 def api_site(base_url: str) -> str:
-    """The site a Forem API serves: DEVTO_BASE_URL without its trailing ``/api``."""
-    return base_url.rstrip("/").removesuffix("/api")
+    """The site a Forem API serves: DEVTO_BASE_URL without its trailing ``/api``, and without
+    credentials (every comment's permalink starts with it, SPEC §15.5)."""
+    return split_credentials(base_url)[0].rstrip("/").removesuffix("/api")
 
 
 def comment_url(site: str, username: str, id_code: str) -> str:

@@ -40,10 +40,12 @@ _OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOE
 # filelock's own default: 0o666 through the umask (and default ACLs), so a group-shared data
 # dir keeps working as it did when FileLock created these files.
 _MODE = 0o666
-# Waiting polls: short at first (the seen and signals locks are held for milliseconds, so a
-# waiter should not sleep 50 ms behind one), then no more often than filelock's default.
+# Waiting polls: short at first (every lock is held for milliseconds, so a waiter should not
+# sleep 50 ms behind one), and never longer than 10 ms: with the pipeline lock taken once per
+# decision and answer (SPEC §15.1), a waiter sleeping 50 ms kept losing it to holders that came
+# later (bench/run.py figure 8). A poll is one syscall.
 _FIRST_PAUSE_S = 0.001
-_MAX_PAUSE_S = 0.05
+_MAX_PAUSE_S = 0.01
 
 
 @contextmanager

@@ -362,12 +362,9 @@ IN_PROCESS_ENV = {"WATCHER_PROVIDER": "openai", "WATCHER_BASE_URL": "http://fake
                   "WATCHER_API_KEY": "sk-test-fake", "WATCHER_MODEL": "fake-model"}
 
 
-def in_process_context(data_dir: Any, fake: FakeProvider, *, entrypoint: str = "cli", **hooks: Any) -> Any:
-    """A :class:`watcher.commands.Context` whose runs reach ``fake`` in-process (see :func:`in_process`)."""
-    from watcher.commands import Context
-    from watcher.config import load_settings
+def in_process_hooks(fake: FakeProvider, **hooks: Any) -> Any:
+    """:class:`watcher.pipeline.Hooks` whose provider is ``fake`` in process (:func:`in_process`),
+    and ``hooks`` besides; with :data:`IN_PROCESS_ENV` for the settings (``_proc.run_main``)."""
     from watcher.pipeline import Hooks
 
-    ctx = Context(entrypoint=entrypoint, data_dir=data_dir, hooks=Hooks(make_provider=in_process(fake), **hooks))
-    ctx._settings = load_settings(data_dir=data_dir, env=IN_PROCESS_ENV)
-    return ctx
+    return Hooks(make_provider=in_process(fake), **hooks)
