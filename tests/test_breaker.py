@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _fakes.clock import later
 from _fakes.provider import FakeProvider, in_process_hooks, running_fake
 from _proc import run, run_main, write_export
 
-from watcher import timeutil
 from watcher.config import Paths
 from watcher.models import ProviderState
-from watcher.pipeline import provider_state
 from watcher.store.files import FileStore
 
 LABELS = ["c1", "c2", "c3"]
@@ -32,10 +31,13 @@ def _env(fake: FakeProvider | None = None, **extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def _run(data_dir: Path, fake: FakeProvider, command: str, export: Path | None = None, **env: str) -> dict[str, Any]:
-    """`watcher scan --source EXPORT --json` (or `recheck`) in this process, its calls to ``fake``: the envelope."""
+def _run(data_dir: Path, fake: FakeProvider, command: str, export: Path | None = None, *,
+         by: timedelta | None = None, **env: str) -> dict[str, Any]:
+    """`watcher scan --source EXPORT --json` (or `recheck`) in this process, its calls to ``fake``: the
+    envelope. ``by``: the run starts that much later (its clock, tests/_fakes/clock.py)."""
     args = ["scan", "--source", str(export)] if command == "scan" else ["recheck"]
-    done = run_main("cli", *args, "--json", data_dir=data_dir, env=_env(**env), hooks=in_process_hooks(fake))
+    hooks = in_process_hooks(fake, clock=later(by)) if by is not None else in_process_hooks(fake)
+    done = run_main("cli", *args, "--json", data_dir=data_dir, env=_env(**env), hooks=hooks)
     assert done.envelope is not None and done.envelope["exit_code"] == done.returncode, done.stderr
     return done.envelope
 
@@ -53,18 +55,13 @@ def _breaker(data_dir: Path) -> dict[str, object] | None:
     return state.breaker.model_dump() if state.breaker else None
 
 
-def _later(monkeypatch: pytest.MonkeyPatch, shift: timedelta) -> None:
-    """Runs from now on see the breaker's clock ``shift`` ahead (as a cron run that much later)."""
-    monkeypatch.setattr(provider_state, "utcnow", lambda: timeutil.utcnow() + shift)
-
-
 @pytest.fixture
 def export(tmp_path: Path) -> Path:
     return write_export(tmp_path / "export.json", LABELS)
 
 
 def test_a_retired_model_stops_at_the_first_call_and_costs_one_attempt_an_hour_until_fixed(
-        data_dir: Path, export: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        data_dir: Path, export: Path) -> None:
     """404 model_not_found: exit 2 after one call; then every run exits 2 with no call and no probe
     (a models list cannot undo what a real call said, SPEC §15.5); once the server has the model,
     the hour's half-open call succeeds, the breaker closes and the rest are called."""
@@ -84,8 +81,7 @@ def test_a_retired_model_stops_at_the_first_call_and_costs_one_attempt_an_hour_u
     assert fake.calls == ["c1"] and _attempts(data_dir) == 1 and fake.probes == []
     fake.models.append("fake-model")  # the user pulled the model
     fake.default = "verdict"
-    _later(monkeypatch, timedelta(minutes=61))
-    fixed = _run(data_dir, fake, "scan", export)
+    fixed = _run(data_dir, fake, "scan", export, by=timedelta(minutes=61))
     assert fixed["exit_code"] == 0, fixed
     assert fake.calls == ["c1", "c2", "c3"] and _breaker(data_dir) is None
 
@@ -138,8 +134,7 @@ def test_changing_the_model_closes_the_breaker(data_dir: Path, export: Path) -> 
     assert fake.calls == ["c1", "c2", "c3"] and fake.probes == [] and _breaker(data_dir) is None
 
 
-def test_without_a_models_endpoint_one_real_attempt_per_hour(data_dir: Path, export: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_models_endpoint_one_real_attempt_per_hour(data_dir: Path, export: Path) -> None:
     """No probe can tell: no call until an hour after the calls that opened the breaker, then one
     half-open call, then none until an hour after that one."""
     fake = FakeProvider()
@@ -149,10 +144,10 @@ def test_without_a_models_endpoint_one_real_attempt_per_hour(data_dir: Path, exp
     assert fake.calls == ["c1", "c2"]
     soon = _run(data_dir, fake, "recheck")
     assert soon["exit_code"] == 3 and "no attempts spent this run" in soon["error"]["message"]
-    _later(monkeypatch, timedelta(minutes=61))
-    half_open = _run(data_dir, fake, "recheck")
+    hour = timedelta(minutes=61)
+    half_open = _run(data_dir, fake, "recheck", by=hour)
     assert half_open["exit_code"] == 3 and fake.calls == ["c1", "c2", "c1"]
-    closed = _run(data_dir, fake, "recheck")
+    closed = _run(data_dir, fake, "recheck", by=hour)
     assert closed["exit_code"] == 3 and "no attempts spent this run" in closed["error"]["message"]
     assert fake.calls == ["c1", "c2", "c1"]
 
@@ -214,7 +209,7 @@ def test_a_night_of_cron_against_a_down_server_spends_one_attempt(
 
 
 def test_a_models_list_naming_the_model_does_not_undo_a_real_calls_model_not_found(
-        data_dir: Path, export: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        data_dir: Path, export: Path) -> None:
     """GET /models lists the model, every call is 404 model_not_found: one attempt, then no call
     (exit 2) however often cron runs; an hour after since, one half-open call; then an hour again."""
     fake = FakeProvider()  # lists "fake-model" at /models and /models/fake-model
@@ -224,16 +219,15 @@ def test_a_models_list_naming_the_model_does_not_undo_a_real_calls_model_not_fou
         again = _run(data_dir, fake, command, export)
         assert again["exit_code"] == 2 and "no attempts spent this run" in again["error"]["message"], again
     assert fake.calls == ["c1"] and _attempts(data_dir) == 1
-    _later(monkeypatch, timedelta(minutes=59))
-    assert _run(data_dir, fake, "scan", export)["exit_code"] == 2 and fake.calls == ["c1"]
-    _later(monkeypatch, timedelta(minutes=61))
-    assert _run(data_dir, fake, "scan", export)["exit_code"] == 2
+    assert _run(data_dir, fake, "scan", export, by=timedelta(minutes=59))["exit_code"] == 2 and fake.calls == ["c1"]
+    hour = timedelta(minutes=61)
+    assert _run(data_dir, fake, "scan", export, by=hour)["exit_code"] == 2
     assert len(fake.calls) == 2  # the hour's one half-open attempt, and no other
-    assert _run(data_dir, fake, "recheck")["exit_code"] == 2 and len(fake.calls) == 2
+    assert _run(data_dir, fake, "recheck", by=hour)["exit_code"] == 2 and len(fake.calls) == 2
 
 
 def test_ollama_without_v1_waits_an_hour_after_since_for_its_first_half_open(
-        data_dir: Path, export: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        data_dir: Path, export: Path) -> None:
     """Every path 404 (no /v1 in the base URL, so no models endpoint either): the call that opened
     the breaker was the hour's attempt — the next run, seconds later, makes none."""
     fake = FakeProvider()
@@ -244,5 +238,4 @@ def test_ollama_without_v1_waits_an_hour_after_since_for_its_first_half_open(
     for command in ("recheck", "scan"):
         assert _run(data_dir, fake, command, export)["exit_code"] == 2
     assert fake.calls == ["c1"]
-    _later(monkeypatch, timedelta(minutes=61))
-    assert _run(data_dir, fake, "recheck")["exit_code"] == 2 and fake.calls == ["c1", "c1"]
+    assert _run(data_dir, fake, "recheck", by=timedelta(minutes=61))["exit_code"] == 2 and fake.calls == ["c1", "c1"]

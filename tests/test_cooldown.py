@@ -8,8 +8,8 @@
   call, from the 429 its attempt recorded.
 - A cooldown set while the clock ran ahead — further away than the wait it was set for — is dropped.
 
-Runs are in process, through the provider factory (the same call log as over loopback HTTP); later
-runs see the provider state's clock moved on instead of waiting (:func:`_later`).
+Runs are in process, through the provider factory (the same call log as over loopback HTTP); a run
+"later" gets the hooks' clock that much ahead (tests/_fakes/clock.py) instead of waiting.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _fakes.clock import later
 from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
 from _proc import run_main, write_export
 
-from watcher import timeutil
 from watcher.config import Paths
 from watcher.errors import SaveFailed
 from watcher.models import ProviderState
@@ -41,22 +41,19 @@ def export(tmp_path: Path) -> Path:
 
 
 def _run(data_dir: Path, fake: FakeProvider, command: str, export: Path | None = None, *, limit: int = 5,
-         store: type[FileStore] = FileStore, dry_run: bool = False) -> dict[str, Any]:
+         store: type[FileStore] = FileStore, dry_run: bool = False, by: timedelta = timedelta(0)) -> dict[str, Any]:
     """`watcher scan --source EXPORT` (or `recheck`) `--json` in this process, one call at a time, its
-    calls to ``fake`` and its state through ``store``: the envelope."""
+    calls to ``fake``, its state through ``store``, started ``by`` later: the envelope."""
     args = ["scan", "--source", str(export)] if command == "scan" else ["recheck"]
     args += ["--limit", str(limit), "--parallel", "1", "--json"] + (["--dry-run"] if dry_run else [])
-    done = run_main("cli", *args, data_dir=data_dir, env=IN_PROCESS_ENV, hooks=in_process_hooks(fake, make_store=store))
+    hooks = in_process_hooks(fake, make_store=store, clock=later(by))
+    done = run_main("cli", *args, data_dir=data_dir, env=IN_PROCESS_ENV, hooks=hooks)
     assert done.envelope is not None, done.stderr
     return done.envelope
 
 
 def _state(data_dir: Path) -> ProviderState:
     return FileStore(Paths(data_dir)).load_provider_state()
-
-
-def _later(monkeypatch: pytest.MonkeyPatch, shift: timedelta) -> None:
-    monkeypatch.setattr(provider_state, "utcnow", lambda: timeutil.utcnow() + shift)
 
 
 def _waits(data_dir: Path, shift: timedelta = timedelta(0)) -> float:
@@ -89,7 +86,7 @@ def test_a_429_without_a_usable_retry_after_still_starts_a_cooldown(
 
 
 def test_the_cooldown_grows_while_429s_continue_and_starts_over_after_an_answer(
-        data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        data_dir: Path, tmp_path: Path) -> None:
     """1, 2, 4, 8 minutes for 429s in a row (each run after the last cooldown ended), capped at an
     hour; a verdict in between, and the next 429 waits one minute again."""
     export = write_export(tmp_path / "many.json", MANY)
@@ -97,17 +94,16 @@ def test_the_cooldown_grows_while_429s_continue_and_starts_over_after_an_answer(
     fake.default = "429-none"
     shift = timedelta(0)
     waits = []
-    for _ in range(8):
-        assert _run(data_dir, fake, "scan", export)["exit_code"] == 3
+    for _ in range(8):  # each run starts just after the cooldown before it ended
+        assert _run(data_dir, fake, "scan", export, by=shift)["exit_code"] == 3
         waits.append(round(_waits(data_dir, shift) / 60))
         shift += timedelta(seconds=_waits(data_dir, shift) + 1)
-        _later(monkeypatch, shift)
     assert waits == [1, 2, 4, 8, 16, 32, 60, 60]
     assert len(fake.calls) == 8  # one call per run whose cooldown had ended
     fake.default = "verdict"
-    assert _run(data_dir, fake, "scan", export, limit=1)["exit_code"] == 0
+    assert _run(data_dir, fake, "scan", export, limit=1, by=shift)["exit_code"] == 0
     fake.default = "429:"
-    assert _run(data_dir, fake, "scan", export)["exit_code"] == 3
+    assert _run(data_dir, fake, "scan", export, by=shift)["exit_code"] == 3
     assert round(_waits(data_dir, shift) / 60) == 1
 
 
@@ -177,16 +173,13 @@ def test_a_cooldown_that_could_not_be_written_stops_the_run_and_is_written_befor
 # ---- a cooldown set while the clock was wrong --------------------------------------------------------
 
 
-def test_a_cooldown_beyond_the_wait_it_was_set_for_is_dropped(data_dir: Path, export: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cooldown_beyond_the_wait_it_was_set_for_is_dropped(data_dir: Path, export: Path) -> None:
     """Retry-After: 60 seen while the clock ran a year ahead: once the clock is right the cooldown
     lies a year away, far past any 60 s the provider meant — dropped (and written down), and the
     next run calls."""
     fake = FakeProvider()
     fake.script("c1", "429:60", "verdict")
-    with monkeypatch.context() as wrong:
-        _later(wrong, timedelta(days=365))
-        assert _run(data_dir, fake, "scan", export)["exit_code"] == 3
+    assert _run(data_dir, fake, "scan", export, by=timedelta(days=365))["exit_code"] == 3  # the wrong clock
     assert _waits(data_dir) > 364 * 86400  # as written by the run whose clock was wrong
     fixed = _run(data_dir, fake, "scan", export)
     assert fixed["exit_code"] == 0, fixed

@@ -12,17 +12,18 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from _fakes.clock import later
 from _fakes.provider import FakeProvider, running_fake
 from _proc import Notices, envelope, run, run_main, start, write_export
 
-from watcher import records, timeutil
+from watcher import records
 from watcher.config import Paths
-from watcher.pipeline import provider_state
+from watcher.pipeline import Hooks
 from watcher.store.files import FileStore
 
 pytestmark = pytest.mark.slow
@@ -186,7 +187,7 @@ def test_kill_after_verdict_saved_before_index_is_repaired_without_a_call(
 
 
 def test_rate_limit_stops_batch_and_cooldown_blocks_calls_until_it_expires(
-        data_dir: Path, fake: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
     """429 on the 2nd of five: exit 3, two calls, the rest not_started; cooldown holds until expiry.
 
     The stopped scan and the first blocked run are processes (their exit code 3 and envelope); the
@@ -207,21 +208,21 @@ def test_rate_limit_stops_batch_and_cooldown_blocks_calls_until_it_expires(
     blocked_recheck = run_main("cli", "recheck", data_dir=data_dir, env=fake.env())
     assert blocked_recheck.returncode == 3
     assert fake.calls == ["c1", "c2"]
-    _let_the_cooldown_expire(data_dir, monkeypatch)
-    resumed = run_main("cli", "scan", "--source", str(export), "--json", data_dir=data_dir, env=fake.env())
+    resumed = run_main("cli", "scan", "--source", str(export), "--json", data_dir=data_dir, env=fake.env(),
+                       hooks=Hooks(clock=_after_the_cooldown(data_dir)))
     assert resumed.returncode == 0, resumed.stderr
     assert fake.calls == ["c1", "c2", "c3", "c4", "c5"]
 
 
-def _let_the_cooldown_expire(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run what follows (in this process) 61 s later, as far as the cooldown (SPEC §7.2) can tell.
+def _after_the_cooldown(data_dir: Path) -> Callable[[], datetime]:
+    """The clock of a run 61 s later, when the 60 s cooldown (SPEC §7.2) has passed.
 
     Moving the clock, not the file: the 429 is also kept on its attempt, from which a run re-derives
     a cooldown that is missing from provider.json (SPEC §15.5)."""
     doc = json.loads((data_dir / "provider.json").read_text())
     until = datetime.fromisoformat(doc["cooldown_until"])
     assert until > datetime.now(UTC) + timedelta(seconds=30), doc  # it really was the 60 s cooldown
-    monkeypatch.setattr(provider_state, "utcnow", lambda: timeutil.utcnow() + timedelta(seconds=61))
+    return later(timedelta(seconds=61))
 
 
 def test_second_run_fails_with_lock_busy_after_five_seconds_from_both_entrypoints(

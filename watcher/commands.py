@@ -289,9 +289,10 @@ def status(ctx: Context) -> StatusResult:
         states[entry.status] += 1
         triage[entry.triage] += 1
     from watcher.pipeline import provider_state
+    from watcher.timeutil import utcnow
 
     state = store.load_provider_state()
-    cooldown = read_cooldown(store, state)
+    cooldown = read_cooldown(store, state, now=(ctx.hooks.clock or utcnow)())  # the clock batches judge it by
     breaker = provider_state.breaker_of(settings, state)
     counted = store.read_signal_state()
     trouble = store.signal_trouble(counted)  # no lock, no count: a warning, never exit 5

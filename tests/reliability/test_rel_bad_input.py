@@ -12,16 +12,16 @@ same parsing, core, rendering and exit code, without an interpreter start each.
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import tempfile
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from _fakes.clock import later
 from _fakes.provider import key_leaks, running_fake, u_escaped
 from _proc import envelope, run, run_main, write_export
 from _rel_harness import ENVELOPE, LONG, TALLY, rig_hooks
@@ -30,11 +30,10 @@ from _terminal import BIDI, CLEAR, FAKE_ALL_CLEAR, HIDDEN_LINK, TITLE, unsafe
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from watcher import prompts, records, seen, timeutil
+from watcher import prompts, records, seen
 from watcher.config import Paths, load_settings
 from watcher.errors import UsageError
 from watcher.models import COMMENT_ID_RE, ERROR_KINDS, Comment, InboxRecord, Prompt, SeenFile
-from watcher.pipeline import provider_state
 from watcher.providers.openai import OpenAIProvider
 from watcher.source import read_export
 from watcher.store.durable import read_model, write_model
@@ -254,7 +253,7 @@ BEHAVIOURS = ["echo-key-401", "malformed", "529", "invalid", "401", "verdict", "
               "echo-key-escaped", "echo-key-unicode", "echo-key-400", "429:1"]
 
 
-def test_api_key_never_reaches_the_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_api_key_never_reaches_the_data_dir(tmp_path: Path) -> None:
     """Runs meeting 401 (with the key echoed back), 429, malformed, 529…: the key is in no file."""
     data = tmp_path / "rig"
     labels = [f"k{i}" for i in range(len(BEHAVIOURS))]
@@ -265,12 +264,12 @@ def test_api_key_never_reaches_the_data_dir(tmp_path: Path, monkeypatch: pytest.
             fake.script(label, behaviour)
         outputs: list[subprocess.CompletedProcess[str]] = []
         for i in range(len(labels)):  # one new comment per scan; then a recheck of the failures
-            monkeypatch.setattr(provider_state, "utcnow", functools.partial(_hours_later, i))
+            hooks = rig_hooks(clock=later(timedelta(hours=i)))
             entry = "cli" if i % 2 else "bridge"
             outputs.append(run_main(entry, "scan", "--source", str(export), "--limit", "1", *ENVELOPE[entry],
-                                    data_dir=data, env=env, hooks=rig_hooks()))
+                                    data_dir=data, env=env, hooks=hooks))
             outputs.append(run_main("cli", "recheck", "--limit", "1", "--json", data_dir=data, env=env,
-                                    hooks=rig_hooks()))
+                                    hooks=hooks))
             TALLY.add("bad_inputs")
         for entry in ("cli", "bridge"):
             proc = run(entry, "recheck", "--json", data_dir=data, env=env)
@@ -281,10 +280,6 @@ def test_api_key_never_reaches_the_data_dir(tmp_path: Path, monkeypatch: pytest.
     assert echoed is not None and "[redacted]" in (echoed.attempts[0].raw or "")  # it did come back
     assert files_containing(data, KEY.encode()) == [] and _leaked(data) == []
     assert all(not key_leaks(o.stdout + o.stderr, KEY) for o in outputs)
-
-
-def _hours_later(hours: int) -> datetime:
-    return timeutil.utcnow() + timedelta(hours=hours)
 
 
 ECHOES = ["echo-key-summary", "echo-key-escaped", "echo-key-unicode", "echo-key-400", "echo-key-401"]

@@ -140,11 +140,11 @@ def _dry_run(batch: Batch, plan: Sequence[Planned], index: SeenFile) -> None:
     from watcher.pipeline.provider_state import pending_cooldown
 
     result = batch.result
-    cooldown = read_cooldown(batch.store)
+    cooldown = read_cooldown(batch.store, now=batch.now())
     if cooldown is None and batch.calls_model:
         # A 429 whose cooldown is not on disk yet: the real run would write it and call nothing.
         state = batch.store.load_provider_state()
-        pending = pending_cooldown(batch.store, index, state)
+        pending = pending_cooldown(batch.store, index, state, now=batch.now())
         if pending is not None and pending.cooldown_until is not None:
             cooldown = CooldownActive(pending.cooldown_until, pending.reason or "rate limited")
     for position, item in enumerate(plan):

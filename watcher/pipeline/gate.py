@@ -71,12 +71,12 @@ GO = Gate("go")
 def evaluate(batch: Batch, index: SeenFile) -> Gate:
     """Decide before the lock (the probe is network). Never spends an attempt. ``index``: the
     run's reconciled index, where a 429 whose cooldown was not written is looked for."""
-    settings = batch.settings
+    settings, now = batch.settings, batch.now()
     state = batch.store.load_provider_state()
-    cooldown = provider_state.read_cooldown(batch.store, state)
+    cooldown = provider_state.read_cooldown(batch.store, state, now=now)
     if cooldown is not None:
         return Gate("closed", cooldown, "cooldown")
-    pending = provider_state.pending_cooldown(batch.store, index, state)
+    pending = provider_state.pending_cooldown(batch.store, index, state, now=now)
     if pending is not None and pending.cooldown_until is not None:
         waited = CooldownActive(pending.cooldown_until, f"{pending.reason} (recorded on its attempt; its cooldown "
                                 "could not be written then)")
@@ -92,7 +92,7 @@ def evaluate(batch: Batch, index: SeenFile) -> Gate:
             return Gate("go", close_breaker=True)
         if probe.kind != "no_models_endpoint":
             return _closed(breaker.since, probe.kind or breaker.kind, probe.message)
-    if provider_state.may_half_open(breaker):
+    if provider_state.may_half_open(breaker, now=now):
         return Gate("half_open")
     due = provider_state.next_half_open(breaker)
     if breaker.kind == "model_not_found":
@@ -141,13 +141,13 @@ def stop_for(batch: Batch, state: ProviderState, error: AttemptError) -> tuple[t
         return (kind, QuotaExhausted(f"provider quota exhausted: {said} — check your plan or spend limit")), state
     if kind == "rate_limited":
         wait = provider_state.cooldown_wait(error.retry_after_s, in_a_row=state.rate_limited_in_a_row)
-        state = provider_state.with_cooldown(state, wait, reason=f"rate_limited: {said}")
+        state = provider_state.with_cooldown(state, wait, reason=f"rate_limited: {said}", now=batch.now())
         own = error.retry_after_s is None or not error.retry_after_s > 0
         how = (f" (it gave no usable Retry-After: watcher waits {wait / 60:g} min, doubling while the 429s "
                "continue, at most an hour)") if own else ""
         return (kind, RateLimited(f"provider rate limit (HTTP 429); no model calls until {state.cooldown_until}"
                                   f"{how}")), state
-    state = provider_state.with_breaker(state, settings, kind=kind, message=said)
+    state = provider_state.with_breaker(state, settings, kind=kind, message=said, now=batch.now())
     return (kind, _setup_stop(batch, kind, said)), state
 
 
@@ -187,7 +187,8 @@ def after_answer(batch: Batch, error: AttemptError | None, *, streak: int, half_
         stop = stop_for(batch, ProviderState(), error)[0] if error is not None and stops(error, streak + transient) \
             else None
         return stop, exc, False
-    new = provider_state.remember(state, answer_of(error), kind=error.kind if error is not None else "")
+    new = provider_state.remember(state, answer_of(error), kind=error.kind if error is not None else "",
+                                  now=batch.now())
     stop, closed = None, False
     transient = error is not None and error.kind in TRANSIENT_KINDS
     if error is not None and stops(error, max(streak, state.transient is not None) + transient):

@@ -275,7 +275,7 @@ def _decide_and_reserve(batch: Batch, item: Planned, gate: Gate, counted: Mappin
         return None
     if gate.mode == "half_open":
         # The one real attempt this hour where no probe can tell; recorded before the call.
-        provider_state.mark_half_open(store)
+        provider_state.mark_half_open(store, now=batch.now())
     provider = batch.provider()
     reserved = records.reserve(record, command=batch.run.command, entrypoint=batch.run.entrypoint,
                                provider=provider.name, model=provider.model)

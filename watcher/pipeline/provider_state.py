@@ -36,19 +36,25 @@ MAX_BACKOFF = timedelta(hours=1)
 # A clock step of this much (NTP, a laptop waking up) does not make an honest cooldown look as if
 # it had been set while the clock ran ahead.
 CLOCK_SLACK = timedelta(minutes=1)
-# Every time here is this module's utcnow(), stamps included: one clock for what is written and
-# what it is judged against (a test moves it to run "an hour later").
+# Every time here is the caller's ``now`` — a batch's is :meth:`watcher.pipeline.batch.Batch.now`,
+# the hooks' clock in tests (tests/_fakes/clock.py) — stamps included: one clock for what is
+# written and what it is judged against. Without one, this module's utcnow().
 
 
 # ---- cooldown ---------------------------------------------------------------------------------------
 
 
-def read_cooldown(store: Store, state: ProviderState | None = None) -> CooldownActive | None:
+def _now(now: datetime | None) -> datetime:
+    return utcnow() if now is None else now
+
+
+def read_cooldown(store: Store, state: ProviderState | None = None, *, now: datetime | None = None,
+                  ) -> CooldownActive | None:
     """The active cooldown, or ``None`` once it has passed or when it cannot be a real one."""
     state = store.load_provider_state() if state is None else state
     if state.cooldown_until is None:
         return None
-    now = utcnow()
+    now = _now(now)
     until = parse_iso(state.cooldown_until)
     if until <= now:
         return None
@@ -93,24 +99,26 @@ def cooldown_wait(retry_after_s: float | None, *, in_a_row: int) -> float:
     return min(doubled, MAX_BACKOFF.total_seconds())
 
 
-def with_cooldown(state: ProviderState, seconds: float, *, reason: str) -> ProviderState:
+def with_cooldown(state: ProviderState, seconds: float, *, reason: str, now: datetime | None = None,
+                  ) -> ProviderState:
     """``state`` with "no model call for ``seconds``" (at most 7 days; infinite or NaN: 7 days),
     the wait recorded beside it."""
     limit = MAX_COOLDOWN.total_seconds()
     wait = limit if not math.isfinite(seconds) else min(max(0.0, seconds), limit)
-    return state.model_copy(update={"cooldown_until": iso(utcnow() + timedelta(seconds=wait)), "reason": reason,
+    return state.model_copy(update={"cooldown_until": iso(_now(now) + timedelta(seconds=wait)), "reason": reason,
                                     "retry_after_s": wait})
 
 
-def write_cooldown(store: Store, seconds: float, *, reason: str) -> str:
-    """Record a cooldown of ``seconds`` now (see :func:`with_cooldown`); returns its end."""
-    state = with_cooldown(store.load_provider_state(), seconds, reason=reason)
+def write_cooldown(store: Store, seconds: float, *, reason: str, now: datetime | None = None) -> str:
+    """Record a cooldown of ``seconds`` from ``now`` (see :func:`with_cooldown`); returns its end."""
+    state = with_cooldown(store.load_provider_state(), seconds, reason=reason, now=now)
     store.save_provider_state(state)
     assert state.cooldown_until is not None
     return state.cooldown_until
 
 
-def pending_cooldown(store: Store, index: SeenFile, state: ProviderState) -> ProviderState | None:
+def pending_cooldown(store: Store, index: SeenFile, state: ProviderState, *, now: datetime | None = None,
+                     ) -> ProviderState | None:
     """The state with the cooldown of a 429 that never reached it, or ``None`` when there is none.
 
     A 429's cooldown is written before its outcome; when that write fails (a full disk) the run
@@ -119,7 +127,7 @@ def pending_cooldown(store: Store, index: SeenFile, state: ProviderState) -> Pro
     for a last attempt that was rate limited and whose wait has not passed, and the run writes that
     cooldown first (SPEC §15.5). The same finds a cooldown lost with a quarantined provider.json.
     """
-    now = utcnow()
+    now = _now(now)
     horizon = now - MAX_COOLDOWN
     found: tuple[datetime, float, str] | None = None
     for cid, entry in index.comments.items():
@@ -163,7 +171,7 @@ def write_pending(store: Store, pending: ProviderState) -> None:
 Answer = Literal["answered", "transient", "rate_limited", "other"]
 
 
-def remember(state: ProviderState, answer: Answer, *, kind: str = "") -> ProviderState:
+def remember(state: ProviderState, answer: Answer, *, kind: str = "", now: datetime | None = None) -> ProviderState:
     """``state`` after one more answer (SPEC §13.1, §15.5). A transient failure is remembered until
     the provider answers (a verdict, or an answer that did not parse), so the next one is the second
     in a row whichever run it falls in; 429s are counted until then, for the wait of the next one."""
@@ -172,7 +180,7 @@ def remember(state: ProviderState, answer: Answer, *, kind: str = "") -> Provide
             return state  # the usual case writes nothing
         return state.model_copy(update={"transient": None, "rate_limited_in_a_row": 0})
     if answer == "transient" and state.transient is None:
-        return state.model_copy(update={"transient": TransientFailure(kind=kind, at=iso(utcnow()))})
+        return state.model_copy(update={"transient": TransientFailure(kind=kind, at=iso(_now(now)))})
     if answer == "rate_limited":
         return state.model_copy(update={"rate_limited_in_a_row": state.rate_limited_in_a_row + 1})
     return state
@@ -190,11 +198,12 @@ def breaker_of(settings: Settings, state: ProviderState) -> Breaker | None:
     return breaker
 
 
-def with_breaker(state: ProviderState, settings: Settings, *, kind: str, message: str) -> ProviderState:
+def with_breaker(state: ProviderState, settings: Settings, *, kind: str, message: str,
+                 now: datetime | None = None) -> ProviderState:
     """``state`` with the breaker open (or kept open) for this setup; ``since`` stays the outage's."""
     old = breaker_of(settings, state)
     provider, model, base_url = _setup(settings)
-    breaker = Breaker(kind=kind, message=message, since=old.since if old else iso(utcnow()), provider=provider,
+    breaker = Breaker(kind=kind, message=message, since=old.since if old else iso(_now(now)), provider=provider,
                       model=model, base_url=base_url, half_open_at=old.half_open_at if old else None)
     return state.model_copy(update={"breaker": breaker})
 
@@ -205,11 +214,11 @@ def close_breaker(store: Store) -> None:
         store.save_provider_state(state.model_copy(update={"breaker": None}))
 
 
-def may_half_open(breaker: Breaker) -> bool:
+def may_half_open(breaker: Breaker, *, now: datetime | None = None) -> bool:
     """One real attempt per hour where no probe can tell (no models endpoint, a bad request, a
     model the server said it does not have). The call that opened the breaker was the first
     hour's: an Ollama without ``/v1`` (every path 404) was tried again 1.5 s after it."""
-    return utcnow() - _last_real_attempt(breaker) >= HALF_OPEN_EVERY
+    return _now(now) - _last_real_attempt(breaker) >= HALF_OPEN_EVERY
 
 
 def next_half_open(breaker: Breaker) -> str:
@@ -221,11 +230,11 @@ def _last_real_attempt(breaker: Breaker) -> datetime:
     return parse_iso(breaker.half_open_at or breaker.since)
 
 
-def mark_half_open(store: Store) -> None:
+def mark_half_open(store: Store, *, now: datetime | None = None) -> None:
     state = store.load_provider_state()
     if state.breaker is not None:
         store.save_provider_state(state.model_copy(update={"breaker": state.breaker.model_copy(
-            update={"half_open_at": iso(utcnow())})}))
+            update={"half_open_at": iso(_now(now))})}))
 
 
 def _setup(settings: Settings) -> tuple[str, str, str]:
