@@ -6,6 +6,7 @@ Imported only by the human front end, so ``--json`` runs and the bridge never lo
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -115,29 +116,12 @@ class BatchProgress:
 def human(command: str, result: BaseModel, error: EnvelopeError | None = None) -> None:
     """Print ``command``'s result for a person; the model it returned says which way."""
     if isinstance(result, BatchResult):
-        _batch(result, error)
-    elif isinstance(result, DemoResult):
-        _demo(result)
-    elif isinstance(result, StatusResult):
-        _status(result)
-    elif isinstance(result, InboxResult):
-        _inbox(result)
-    elif isinstance(result, CommentRecord):
-        _show(result)
-    elif isinstance(result, MarkResult):
-        _out.print(f"{result.id} marked {result.triage}")
-    elif isinstance(result, SignalsResult):
-        _signals(result)
-    elif isinstance(result, CheckResult):
-        _check(result)
-    elif isinstance(result, GrantResult):
-        _grant(result)
-    elif isinstance(result, ClaimResult):
-        _claim(result)
-    elif isinstance(result, SubmitResult):
-        _submit(result)
-    else:
+        _batch(result, error)  # the one view that shows the run's error beside its summary
+        return
+    show = _VIEWS.get(type(result))
+    if show is None:
         raise TypeError(f"{command}: no human rendering for {type(result).__name__}")
+    show(result)
 
 
 def _said(verdict: ItemVerdict | Verdict) -> str:
@@ -364,3 +348,14 @@ def _signals(doc: SignalsResult) -> None:
         _out.print(f"{n:>8}  {_line(key)}")
     if doc.invalid:
         _out.print(f"{doc.invalid:>8}  (invalid lines)")
+
+
+def _mark(result: MarkResult) -> None:
+    _out.print(f"{result.id} marked {result.triage}")
+
+
+# Each result model's human view (STYLE rule 11: one table, no if-chain).
+_VIEWS: dict[type[BaseModel], Callable[[Any], None]] = {
+    DemoResult: _demo, StatusResult: _status, InboxResult: _inbox, CommentRecord: _show, MarkResult: _mark,
+    SignalsResult: _signals, CheckResult: _check, GrantResult: _grant, ClaimResult: _claim, SubmitResult: _submit,
+}

@@ -113,7 +113,7 @@ def _record_articles(index: SeenFile, plan: Plan) -> SeenFile:
 
 # Records created per hold of the pipeline lock: a first scan may discover hundreds, and a run
 # waiting behind it must not wait for all of them (bench/run.py figure 7: the longest hold).
-CREATE_PER_HOLD = 2
+CREATE_PER_HOLD = 1
 
 
 def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
