@@ -1,8 +1,8 @@
 """SPEC §15.5: the first release, really installed, run beside this one on one data dir.
 
-The first release quarantined any file a newer release had written a field into (``triage_by``,
-``tail_start``…), dropping the user's marks. It refuses a ``schema_version`` above 1 untouched, and
-this release writes 2 for every file whose format grew since. Here both run as real processes:
+The first release quarantines any file that holds a field it does not know (``triage_by``,
+``tail_start``…), and the user's marks go with it; it refuses a ``schema_version`` above 1 untouched,
+so this release writes 2 for every file whose format grew since. Here both run as real processes:
 the first release must exit 5 saying the file is newer and change nothing — no quarantine, no byte
 of any file — and what this release wrote, marks included, survives; the other way round, this
 release reads what the first one wrote without rewriting it.

@@ -1,7 +1,7 @@
 """SPEC §3, §15.5: one budget per user — the default data dir is the user's data directory.
 
-With ``./data`` as the default, each working directory (cron's ``$HOME``, a checkout, an agent's
-workspace) got a data dir and a 3-attempt budget of its own. Now the default is the platform's user
+A default relative to the working directory would give each one (cron's ``$HOME``, a checkout, an
+agent's workspace) a data dir and a 3-attempt budget of its own, so the default is the platform's user
 data directory (``$XDG_DATA_HOME/devto-watcher``, else ``~/.local/share/devto-watcher`` on Linux);
 a relative ``WATCHER_DATA_DIR`` is still resolved once, against the directory it was given in. A run
 that finds state in ``./data`` but none in the default says so, with the ``mv`` that moves it. The

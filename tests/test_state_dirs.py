@@ -1,8 +1,8 @@
 """SPEC §13.5, §15.5: a state *directory* that is a symbolic link is refused like a symlinked file.
 
 ``inbox/``, ``signals/``, ``locks/``, ``locks/calls/`` and ``quarantine/`` are watcher's own: a link
-planted at one of them made every write land at the link's target, outside the data dir, and the
-run exit 0. Now any command that meets one exits 5 naming it and writes nothing through it. The
+planted at one of them would make every write land at the link's target, outside the data dir, with
+exit 0. Any command that meets one exits 5 naming it and writes nothing through it. The
 data dir itself is the user's: they may point ``WATCHER_DATA_DIR`` through a link on purpose.
 """
 

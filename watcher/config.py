@@ -217,8 +217,8 @@ class Settings:
 
 
 DEMO_DIR = Path("data") / "demo"
-# Where the default data dir used to be: the working directory's ./data (SPEC §15.5). A run that
-# finds state there and none in the default says how to move it.
+# The working directory's ./data, the default data dir of releases before 0.2.0 (CHANGELOG.md): a
+# run that finds state there and none in the default says how to move it (SPEC §15.5).
 OLD_DEFAULT_DIR = Path("data")
 APP_NAME = "devto-watcher"
 
@@ -226,8 +226,8 @@ APP_NAME = "devto-watcher"
 def default_data_dir() -> Path:
     """The user's data directory for watcher: ``$XDG_DATA_HOME/devto-watcher``, else
     ``~/.local/share/devto-watcher`` on Linux; the platform's own elsewhere (platformdirs). One
-    per user, whatever directory a run starts in — with ``./data`` every working directory (cron's
-    ``$HOME``, a checkout, an agent's workspace) had a 3-attempt budget of its own."""
+    per user, whatever directory a run starts in: a default relative to it would give every working
+    directory (cron's ``$HOME``, a checkout, an agent's workspace) a 3-attempt budget of its own."""
     from platformdirs import user_data_dir  # only when no data dir was named
 
     return Path(user_data_dir(APP_NAME, appauthor=False)).absolute()

@@ -30,7 +30,7 @@ HALF_OPEN_EVERY = timedelta(hours=1)
 # The longest wait a Retry-After can impose (the same bound as providers.classify).
 MAX_COOLDOWN = timedelta(days=7)
 # A 429 without a usable Retry-After (none, negative, NaN, empty, a date gone by): watcher's own
-# wait, doubled for each 429 in a row — an always-429 provider spent 15 attempts in 12 runs without it.
+# wait, doubled for each 429 in a row — without one an always-429 provider costs an attempt every run.
 FIRST_BACKOFF = timedelta(minutes=1)
 MAX_BACKOFF = timedelta(hours=1)
 # A clock step of this much (NTP, a laptop waking up) does not make an honest cooldown look as if
@@ -59,9 +59,9 @@ def read_cooldown(store: Store, state: ProviderState | None = None, *, now: date
     if until <= now:
         return None
     if state.retry_after_s is not None and until - now > timedelta(seconds=state.retry_after_s) + CLOCK_SLACK:
-        # Set while the clock ran ahead: "Retry-After: 60" a year early blocked runs for the 7 days
-        # of the cap once the clock was fixed. Dropped, and written down: judged again as the true
-        # time nears it, it would look honest for its last minute.
+        # Set while the clock ran ahead: a "Retry-After: 60" stamped a year early would block runs
+        # for the 7 days of the cap once the clock is right. Dropped, and written down: judged
+        # again as the true time nears it, it would look honest for its last minute.
         _rewrite(store, state.cooldown_until, None)
         return None
     if until <= now + MAX_COOLDOWN:
@@ -217,7 +217,8 @@ def close_breaker(store: Store) -> None:
 def may_half_open(breaker: Breaker, *, now: datetime | None = None) -> bool:
     """One real attempt per hour where no probe can tell (no models endpoint, a bad request, a
     model the server said it does not have). The call that opened the breaker was the first
-    hour's: an Ollama without ``/v1`` (every path 404) was tried again 1.5 s after it."""
+    hour's: otherwise an Ollama without ``/v1`` (every path 404) is tried again by the next run,
+    seconds later."""
     return _now(now) - _last_real_attempt(breaker) >= HALF_OPEN_EVERY
 
 

@@ -1,7 +1,7 @@
 """watcher's own directories under a data dir are real directories, never links (SPEC §13.5, §15.5).
 
-A link planted at ``signals/`` or ``inbox/`` made every write land at its target, outside the data
-dir. The guarded reads and durable writes (:mod:`watcher.store.durable`), the locks, listings and the
+A link planted at ``signals/`` or ``inbox/`` would make every write land at its target, outside the
+data dir. The guarded reads and durable writes (:mod:`watcher.store.durable`), the locks, listings and the
 signal log check the directories under the part of the data dir the user chose first
 (:attr:`watcher.config.Paths.user_part`): links above it are the user's to make.
 """

@@ -14,8 +14,8 @@ moving a folder of someone's files is not the kind of repair a state reader shou
 write can never replace it either (``os.replace`` refuses), so it would fail every run anyway.
 Writes need nothing extra: ``os.replace`` replaces a symlink at the name, never its target.
 
-Directories too (SPEC §15.5). A link at ``signals/`` or ``inbox/`` made every write land at its
-target, outside the data dir, with exit 0: so every read and write that is given ``within`` (the
+Directories too (SPEC §15.5). A link at ``signals/`` or ``inbox/`` would make every write land at
+its target, outside the data dir, with exit 0: so every read and write that is given ``within`` (the
 part of the path the user chose, :attr:`watcher.config.Paths.user_part`) first checks that each
 directory below it is a real one (:func:`watcher.store.dirs.real_directories`), and refuses a link there with
 :class:`UnsafePath` naming it, like a link at a state file's own name.
