@@ -200,9 +200,9 @@ class WriteCounter:
     def active(self) -> Iterator[WriteCounter]:
         real_write, real_fsync = durable.write_bytes, os.fsync
 
-        def write_bytes(path: Path, payload: bytes) -> None:
+        def write_bytes(path: Path, payload: bytes, **kwargs: Any) -> None:
             self.writes[_label(path)] += 1
-            real_write(path, payload)
+            real_write(path, payload, **kwargs)
 
         def fsync(fd: int) -> None:
             self.fsyncs += 1

@@ -83,10 +83,15 @@ def _failed_record(i: int) -> InboxRecord:
 
 
 def _seed_failed(s: Settings, n: int) -> list[InboxRecord]:
-    """n failed comments (one malformed attempt each) and an up-to-date index: recheck's input."""
+    """n failed comments (one malformed attempt each) and an up-to-date index: recheck's input.
+
+    Each first attempt took its comment's call lock (SPEC §15.1), so its lock file exists, as on
+    any data dir where a recheck has something to retry; a scan of new comments (1c) creates them."""
     records = [_failed_record(i) for i in range(n)]
+    s.paths.call_locks.mkdir(parents=True, exist_ok=True)
     for record in records:
         write_plain(s.paths.inbox_file(record.comment.id), record_bytes(record))
+        s.paths.call_lock(record.comment.id).touch()
     index, _ = FileStore(s.paths).reconcile_index(SeenFile())
     durable.write_model(s.paths.seen, index)
     return records
