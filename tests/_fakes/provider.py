@@ -302,21 +302,31 @@ def _handler(fake: FakeProvider) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def running_fake() -> Iterator[FakeProvider]:
-    fake = FakeProvider()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
+    """``handler`` served on 127.0.0.1 (a free port) from a daemon thread, shut down afterwards.
+
+    A short poll interval: shutdown() waits up to one interval, and the rig starts hundreds."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    fake.server = server
-    # A short poll interval: shutdown() waits up to one interval, and the rig starts hundreds.
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
-        yield fake
+        yield server
     finally:
-        fake.release()
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+@contextmanager
+def running_fake() -> Iterator[FakeProvider]:
+    fake = FakeProvider()
+    with serving(_handler(fake)) as server:
+        fake.server = server
+        try:
+            yield fake
+        finally:
+            fake.release()
 
 
 def wait_for(predicate: Any, timeout: float = 20.0, interval: float = 0.05) -> None:

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from _fakes.provider import serving
+
 CALL_PREFIX = "wcall"
 WATCHER_TOOLS = frozenset({"scan", "recheck", "status", "inbox", "show", "mark", "signals", "check", "claim",
                            "submit"})
@@ -325,14 +327,6 @@ def _handler(fake: FakeModel) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def running_model(server_name: str = "watcher") -> Iterator[FakeModel]:
     fake = FakeModel(server_name)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    server.daemon_threads = True
-    fake.server = server
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(_handler(fake)) as server:
+        fake.server = server
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 from _fake_models import Call, Final, Result
@@ -35,17 +33,9 @@ def slow_provider(seconds: float) -> Iterator[TimedProvider]:
     """Every model call answers a valid verdict after ``seconds``."""
     fake = TimedProvider()
     fake.default, fake.slow_s = "slow", seconds
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _fake_provider._handler(fake))
-    server.daemon_threads = True
-    fake.server = server
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with _fake_provider.serving(_fake_provider._handler(fake)) as server:
+        fake.server = server
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 def provider_env(fake: TimedProvider) -> dict[str, str]:
