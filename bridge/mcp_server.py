@@ -108,6 +108,8 @@ Triage = Annotated[str, Field(
 ShowAll = Annotated[bool, Field(description="List every known comment with its state, not only those "
                                             "needing a reply.")]
 WithPrompt = Annotated[bool, Field(description="Include the cached prompt sent to the model (about 2 KB).")]
+Since = Annotated[str | None, Field(
+    description="Only comments created on or after this date (2026-11-01) or ISO time. Omitted: every comment.")]
 Reset = Annotated[bool, Field(description="Recount the whole observation log from the start on purpose "
                                           "(only after the log was replaced or truncated).")]
 ClaimLimit = Annotated[int, Field(
@@ -414,7 +416,7 @@ def _without_prompt(fn: Callable[[Context], CommentRecord]) -> Callable[[Context
 
 def build_server(*, data_dir: Path | None = None, verbose: bool = False,
                  version_on_disk: Callable[[], str | None] = installed_version) -> WatcherServer:
-    """The MCP server: ten tools (no grant: SPEC §13.2), two resources, one prompt. Requires the SDK.
+    """The MCP server: eleven tools (no grant: SPEC §13.2), two resources, one prompt. Requires the SDK.
 
     ``version_on_disk``: how the server learns which release is installed now (tests pass their own)."""
     run = _Runner(data_dir, version_on_disk=version_on_disk)
@@ -464,6 +466,9 @@ def build_server(*, data_dir: Path | None = None, verbose: bool = False,
     async def signals(reset: Reset = False) -> CallToolResult:
         return await run.tool("signals", lambda c: commands.signals_cmd(c, reset=reset))
 
+    async def eval(since: Since = None) -> CallToolResult:  # the tool's name is the function's, as the CLI's
+        return await run.tool("eval", lambda c: commands.evaluate(c, since=since))
+
     async def claim(limit: ClaimLimit = DEFAULT_LIMIT) -> CallToolResult:
         return await run.tool("claim", lambda c: commands.claim(c, limit=limit))
 
@@ -471,7 +476,8 @@ def build_server(*, data_dir: Path | None = None, verbose: bool = False,
         return await run.tool("submit", lambda c: commands.submit(c, id, n, verdict))
 
     for fn, hints in ((scan, spends), (recheck, spends), (status, local), (inbox, local), (show, local),
-                      (check, probes), (mark, marks), (signals, marks), (claim, agent), (submit, agent)):
+                      (check, probes), (mark, marks), (signals, marks), (claim, agent), (submit, agent),
+                      (eval, local)):
         server.add_watcher_tool(fn, annotations=hints)
     _add_resources(server, run)
     server.prompt(name="reply-session", title="Draft replies to comments",

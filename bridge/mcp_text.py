@@ -137,12 +137,21 @@ an open agent claim, is refused with exit_code 2 (kind submit_refused) and chang
 send it again. Waits at most 5 s for the pipeline lock.
 {on_exit(2, 4, 5)}"""
 
+EVAL = f"""Free and read-only: how good the stored verdicts are, judged by what the author did —
+replied on dev.to or marked replied (the comment needed a reply), marked ignored (it did not).
+Per provider, model and prompt version: judged, agreement, precision and recall of needs_reply,
+the confusion counts, and the disagreements with their ids and summaries (the comments to look
+at with show). Comments the author has not replied to or marked are counted as unlabelled, never
+guessed. since (a date like 2026-11-01): only comments created then or later. No model call;
+writes nothing. The labelled set (`watcher eval --set`) is for the person, in a terminal.
+{on_exit(2, 5)}"""
+
 SAMPLE_REFUSED = ("source 'sample' is the bundled demo: its comments would go to the demo's own data dir, where "
                   "inbox and show never look. Ask the user to run `watcher demo` in a terminal to see it; to triage "
                   "real comments, omit source (dev.to) or pass an export file's path.")
 
 DESCRIPTIONS = {"scan": SCAN, "recheck": RECHECK, "status": STATUS, "inbox": INBOX, "show": SHOW, "mark": MARK,
-                "check": CHECK, "signals": SIGNALS, "claim": CLAIM, "submit": SUBMIT}
+                "check": CHECK, "signals": SIGNALS, "claim": CLAIM, "submit": SUBMIT, "eval": EVAL}
 
 INBOX_RESOURCE = """What needs a reply now, as JSON: the `inbox` tool's result (count, comments with their
 url, verdict and reply_hint, unresolved counts). Free; reads the data directory only."""

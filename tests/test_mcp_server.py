@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow
 
 BRIDGE = BIN / "watcher-bridge"
 TOOLS = {"scan", "recheck", "status", "inbox", "show", "mark", "signals", "check",
-         "claim", "submit"}  # never "grant" (SPEC §13.2)
+         "claim", "submit", "eval"}  # never "grant" (SPEC §13.2)
 
 
 # ---- helpers (test_mcp_lock.py uses them too) ----------------------------------------------------

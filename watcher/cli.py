@@ -63,6 +63,8 @@ BATCH_CODES = ("0 ran (per-comment errors are in the table) · 2 fix the setup (
                "model, request) · 3 wait (provider or dev.to unreachable, 429, quota, cooldown, breaker) · "
                "4 another run holds the lock · 5 state error · 130/143 stopped by Ctrl-C/SIGTERM")
 READ_CODES = "0 ok · 2 bad argument or unknown id · 5 corrupt state file (moved to quarantine/)"
+EVAL_CODES = ("0 ok · 2 bad option or unusable set, or a paid provider without --provider-calls and --eval-dir · "
+              "3 (--set with a provider) stopped by the provider · 5 corrupt state file (moved to quarantine/)")
 CLAIM_CODES = ("0 claimed (or nothing to claim) · 2 bad --limit, or WATCHER_PROVIDER is not agent · "
                "4 another run holds the lock · 5 state error")
 SUBMIT_CODES = ("0 stored: a verdict, or an invalid one counted as the attempt · 2 bad argument, unknown id, or "
@@ -357,6 +359,40 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         confirm = None if yes else _ask_the_person
         _frontend(ctx).respond("grant", lambda c: commands.grant(c, comment_id, attempts=attempts, confirm=confirm),
                                as_json=as_json)
+
+    @app.command("eval", epilog=_epilog(
+        "watcher eval", "watcher eval --since 2026-11-01 --json", "watcher eval --set bundled",
+        "watcher eval --set data/eval   (the same set, from a clone)",
+        "watcher eval --set bundled --provider openai --provider-calls 160 --eval-dir ~/watcher-eval",
+        codes=EVAL_CODES))
+    def eval_cmd(ctx: typer.Context,
+                 since: Annotated[str | None, typer.Option("--since", metavar="DATE", help="Only comments created on "
+                                                           "or after DATE (e.g. 2026-11-01).")] = None,
+                 labelled_set: Annotated[str | None, typer.Option("--set", metavar="DIR|bundled", help="Judge a "
+                                                                  "labelled set instead (export.json + labels.json; "
+                                                                  "'bundled': the one shipped with watcher) in a "
+                                                                  "data dir of its own, offline unless --provider "
+                                                                  "says otherwise.")] = None,
+                 provider: Annotated[str | None, typer.Option("--provider", help="With --set: a provider that makes "
+                                                              "real calls (openai, anthropic; model, key and URL "
+                                                              "from the environment). Needs --provider-calls and "
+                                                              "--eval-dir.")] = None,
+                 provider_calls: Annotated[int | None, typer.Option("--provider-calls", metavar="N",
+                                                                    parser=_whole_number, help="With --set: the most "
+                                                                    "model calls the evaluation may make.")] = None,
+                 eval_dir: Annotated[str | None, typer.Option("--eval-dir", metavar="DIR", help="With --set: the "
+                                                              "evaluation's own data dir, kept (a second run "
+                                                              "resumes); default a temporary one.")] = None,
+                 as_json: JsonOpt = False) -> None:
+        """How good are the verdicts? Compares them with what you did: replied on dev.to or `mark replied`
+        (needed a reply), `mark ignored` (did not). Per provider, model and prompt version: agreement,
+        precision and recall of needs_reply, and the comments where they differ.
+
+        Free: no model call, nothing written. Comments you have not replied to or marked are counted,
+        not guessed."""
+        _frontend(ctx).respond("eval", lambda c: commands.evaluate(c, since=since, labelled_set=labelled_set,
+                                                                   provider=provider, provider_calls=provider_calls,
+                                                                   eval_dir=eval_dir), as_json=as_json)
 
     @app.command(epilog=_epilog("watcher signals", "watcher signals --reset", codes="0 ok · 5 the observation log "
                                 "was replaced or truncated (recount with --reset)"))

@@ -20,6 +20,7 @@ from watcher.results import (
     ClaimResult,
     CommentRecord,
     DemoResult,
+    EvalResult,
     GrantResult,
     InboxResult,
     MarkResult,
@@ -74,6 +75,7 @@ RESULTS: dict[str, type[BaseModel]] = {
     "submit": SubmitResult,
     "grant": GrantResult,
     "demo": DemoResult,
+    "eval": EvalResult,
 }
 
 

@@ -299,3 +299,39 @@ class SignalCursor(_StateFile):
     SCHEMA_VERSION: ClassVar[int] = 1
     schema_version: Literal[1] = 1
     offset: int = Field(default=0, ge=0)
+
+
+# ---- the labelled set (SPEC §15.6): data/eval/labels.json, read only -----------------------------
+
+# The kinds of comment dev.to authors get; a set may hold any of them.
+LabelKind = Literal[
+    "question", "bug_report", "correction", "discussion", "feedback", "praise", "thanks", "spam",
+    "self_promotion", "reply_to_author", "reply_to_reader", "off_topic", "non_english", "code_only",
+    "rhetorical", "self_answered",
+]
+
+
+class Label(_Strict):
+    """What the author did about one comment of the set: replied (``needs_reply``) or ignored it."""
+
+    needs_reply: bool
+    kind: LabelKind
+    # Written after the offline classifier's rules were last changed: its figures on these are
+    # its figures on comments it was not tuned on.
+    held_out: bool = Field(default=False, exclude_if=_unset)
+
+
+class LabelFile(_Strict):
+    """``labels.json`` beside the set's Forem-format ``export.json``: one label per comment id."""
+
+    schema_version: Literal[1] = 1
+    author: str = Field(min_length=1, description="The articles' author, as the export's username.")
+    comments: dict[str, Label]
+
+    @field_validator("comments")
+    @classmethod
+    def _safe_ids(cls, value: dict[str, Label]) -> dict[str, Label]:
+        bad = [cid for cid in value if not COMMENT_ID_RE.fullmatch(cid)]
+        if bad:
+            raise ValueError(f"comment ids must match {COMMENT_ID_SHAPE}: {', '.join(map(repr, bad[:3]))}")
+        return value

@@ -22,6 +22,8 @@ from watcher.results import (
     ClaimResult,
     CommentRecord,
     DemoResult,
+    EvalGroup,
+    EvalResult,
     GrantResult,
     InboxResult,
     ItemResult,
@@ -229,6 +231,8 @@ def _status(doc: StatusResult) -> None:
         provider += " — the agent you work with gives the verdicts (MCP claim/submit, or `watcher claim`)"
     _out.print(f"data dir:  {s.data_dir}")
     _out.print(f"provider:  {provider}")
+    if doc.offline_quality:
+        _out.print(f"quality:   {doc.offline_quality}")
     if s.api_key_from:
         _out.print(f"key:       from {s.api_key_from} (never shown)")
     _out.print(f"comments:  {doc.comments} on {doc.articles} article(s)")
@@ -350,6 +354,53 @@ def _signals(doc: SignalsResult) -> None:
         _out.print(f"{doc.invalid:>8}  (invalid lines)")
 
 
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _eval(doc: EvalResult) -> None:
+    run = doc.labelled_set
+    if run is not None:
+        cost = "free" if run.provider == "offline" else f"budget {run.call_budget}"
+        where = run.data_dir or "a temporary data dir, removed"
+        _out.print(f"labelled set {run.path}: {run.comments} comments, {run.needs_reply} need a reply · judged by "
+                   f"{run.provider} {run.model} · {run.calls} call(s) ({cost}) in {where}")
+        for name, base in (("always yes", run.always_yes), ("always no", run.always_no)):
+            _out.print(f"    for comparison, {name}: agreement {_figure(base.agreement)} · precision "
+                       f"{_figure(base.precision)} · recall {_figure(base.recall)}")
+        if run.held_out is not None:
+            held = run.held_out
+            _out.print(f"    on the {held.judged} held-out comments (written after the offline rules were last "
+                       f"changed): agreement {_figure(held.agreement)} · precision {_figure(held.precision)} · "
+                       f"recall {_figure(held.recall)}")
+    since = f" created since {doc.since}" if doc.since else ""
+    _out.print(f"{doc.comments} comment(s){since}: {doc.judged} judged (a verdict and your reply or mark) · "
+               f"{doc.unlabelled} unlabelled (not replied to or marked: not guessed) · {doc.without_verdict} "
+               "without a verdict")
+    if not doc.groups and not doc.judged:
+        _out.print("nothing to judge yet: eval compares verdicts with what you did — reply on dev.to, or "
+                   "`watcher mark ID replied|ignored`")
+    for group in doc.groups:
+        _eval_group(group)
+    if run is not None and run.by_kind:
+        _out.print("by kind (agreed/judged): " + ", ".join(f"{kind} {k.agreed}/{k.judged}"
+                                                          for kind, k in run.by_kind.items()))
+
+
+def _eval_group(group: EvalGroup) -> None:
+    c = group.confusion
+    _out.print("")
+    _out.print(f"{group.provider} {_line(group.model)} · prompt {group.prompt}: {group.judged} judged, "
+               f"{group.unlabelled} unlabelled · agreement {_figure(group.agreement)} · precision "
+               f"{_figure(group.precision)} · recall {_figure(group.recall)}")
+    _out.print(f"    said needs a reply: {c.true_positive} you replied, {c.false_positive} you ignored · said no "
+               f"reply needed: {c.false_negative} you replied, {c.true_negative} you ignored")
+    for d in group.disagreements:
+        said = "said needs a reply, you ignored it" if d.said_needs_reply else "said no reply, you replied"
+        kind = f" [{d.kind}]" if d.kind else ""
+        _out.print(f"    {d.id}  {said}{kind} · {d.category}: {_line(d.summary)}")
+
+
 def _mark(result: MarkResult) -> None:
     _out.print(f"{result.id} marked {result.triage}")
 
@@ -358,4 +409,5 @@ def _mark(result: MarkResult) -> None:
 _VIEWS: dict[type[BaseModel], Callable[[Any], None]] = {
     DemoResult: _demo, StatusResult: _status, InboxResult: _inbox, CommentRecord: _show, MarkResult: _mark,
     SignalsResult: _signals, CheckResult: _check, GrantResult: _grant, ClaimResult: _claim, SubmitResult: _submit,
+    EvalResult: _eval,
 }

@@ -112,7 +112,7 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
             ),
             ProviderSpec(
                 name="offline",
-                default_model="heuristic-v1",
+                default_model="heuristic-v2",
                 default_base_url="",
                 key_env=(),
                 needs_key=False,

@@ -44,7 +44,7 @@ from watcher.store.dirs import kind_of, link_target, real_directories
 M = TypeVar("M", bound=BaseModel)
 
 
-def write_json(path: Path, data: Any, *, within: Path | None = None) -> None:
+def write_json(path: Path, data: Any, *, within: Path | None = None, sync: bool = True) -> None:
     """Replace ``path`` with ``data`` as JSON, durably; raise :class:`SaveFailed` on any OS error.
 
     Readers see the old file or the new one, never a mix; after return the new one survives a
@@ -59,25 +59,29 @@ def write_json(path: Path, data: Any, *, within: Path | None = None) -> None:
         # not SaveFailed — so a scan died with exit 1 and a received answer was never saved.
         # Such a code point carries no text; U+FFFD stands in for it, everything else is kept.
         payload = _LONE_SURROGATE.sub("\ufffd", text).encode("utf-8")
-    write_bytes(path, payload, within=within)
+    write_bytes(path, payload, within=within, sync=sync)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def write_model(path: Path, model: BaseModel, *, within: Path | None = None) -> None:
+def write_model(path: Path, model: BaseModel, *, within: Path | None = None, sync: bool = True) -> None:
     """:func:`write_json` of a model, serialised by pydantic's Rust encoder (this runs twice per
     model call: the Python encoder with indentation was a measurable share of bookkeeping)."""
     try:
         payload = (model.model_dump_json(indent=1) + "\n").encode("utf-8")
     except PydanticSerializationError:
-        write_json(path, model.model_dump(mode="json"), within=within)  # lone surrogates: see write_json
+        write_json(path, model.model_dump(mode="json"), within=within, sync=sync)  # lone surrogates: see write_json
         return
-    write_bytes(path, payload, within=within)
+    write_bytes(path, payload, within=within, sync=sync)
 
 
-def write_bytes(path: Path, payload: bytes, *, within: Path | None = None) -> None:
-    """``within``: the data dir's chosen part; every directory under it must be real (:func:`real_directories`)."""
+def write_bytes(path: Path, payload: bytes, *, within: Path | None = None, sync: bool = True) -> None:
+    """``within``: the data dir's chosen part; every directory under it must be real (:func:`real_directories`).
+
+    ``sync=False`` (a scratch data dir, :mod:`watcher.store.scratch`, removed when its command ends):
+    the same temp file and rename, so readers still see the old file or the new one, without the
+    fsyncs that only a power loss needs."""
     if within is not None:
         real_directories(path.parent, below=within)
     tmp: str | None = None
@@ -85,15 +89,18 @@ def write_bytes(path: Path, payload: bytes, *, within: Path | None = None) -> No
         if not path.parent.is_dir():
             path.parent.mkdir(parents=True, exist_ok=True)
             # A new directory's own entry is not durable until its parent is fsynced.
-            fsync_dir(path.parent.parent)
+            if sync:
+                fsync_dir(path.parent.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
         tmp = None  # the name now belongs to the data file; nothing left to clean up
-        fsync_dir(path.parent)
+        if sync:
+            fsync_dir(path.parent)
     except OSError as exc:
         raise SaveFailed(path, exc) from exc
     finally:
