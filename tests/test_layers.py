@@ -18,8 +18,9 @@ LAYERS: list[tuple[str, ...]] = [
      "watcher.providers.base"),
     # the three seams: state, the model, dev.to
     ("watcher.store", "watcher.providers", "watcher.source"),
-    ("watcher.pipeline",),
-    ("watcher.checks", "watcher.commands", "watcher.envelope"),
+    # the pipeline, and eval's read of what it left (SPEC §15.6)
+    ("watcher.pipeline", "watcher.evaluate"),
+    ("watcher.checks", "watcher.commands", "watcher.envelope", "watcher.labelled"),
     ("watcher.render", "watcher.cli", "watcher.__main__"),
     ("bridge",),
 ]

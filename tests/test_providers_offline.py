@@ -54,6 +54,13 @@ SAMPLES = [
     ("Nice article. It would help to add a section on choosing the capacity.", "feedback"),
     ("One suggestion: show the p50 and p99 numbers and the hardware you used.", "feedback"),
     ("Reading this on the train home.", "other"),
+    # heuristic-v2's rules, each from a disagreement on the labelled set (tests/test_eval_set.py):
+    ("`asyncio.get_event_loop()` is deprecated since 3.12, so the intro snippet warns.", "feedback"),
+    ("```\nE   RuntimeError: Task got Future attached to a different loop\n```", "bug_report"),
+    ("Why is my test skipped?\n\nNever mind, I forgot asyncio_mode = auto. Sorted.", "other"),
+    ("Does anyone know if the free tier still allows commercial projects?", "other"),
+    ("Who needs a GUI when you have a good CLI, am I right?", "other"),
+    ("If anyone wants a GUI for this, I built one: https://github.com/example/tool", "spam"),
     ("", "other"),
 ]
 
@@ -100,11 +107,12 @@ def test_same_verdict_in_another_process() -> None:
 
 
 def test_verdict_is_labelled_offline() -> None:
-    """The summary says it is the offline heuristic; the model is heuristic-v1."""
+    """The summary says it is the offline heuristic and how good it is; the model is heuristic-v2."""
     provider = OfflineProvider()
     result = provider.complete(_prompt("How do I install it?"))
-    assert result.verdict is not None and result.verdict.summary.startswith("[offline] ")
-    assert (provider.name, provider.model) == ("offline", "heuristic-v1")
+    assert result.verdict is not None and result.verdict.summary.startswith(
+        "[offline] heuristic guess (labelled set: precision 0.99, recall 0.90; unseen comments: 0.90, 0.60): question")
+    assert (provider.name, provider.model) == ("offline", "heuristic-v2")
 
 
 def test_raw_answer_goes_through_the_shared_parser() -> None:

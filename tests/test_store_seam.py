@@ -27,6 +27,7 @@ ALLOWED = {
     ("watcher/source/_export.py", "read_bytes"): "--source FILE: the user's Forem export, read only",
     ("watcher/prompts.py", "read_bytes"): "the prompt template shipped with the package",
     ("watcher/cli.py", "os.open"): "/dev/null over a closed stdout (SPEC §13.6), no file of the data dir",
+    ("watcher/labelled.py", "read_bytes"): "the labelled set's labels.json (SPEC §15.6), read only",
 }
 
 
@@ -87,8 +88,8 @@ def test_the_state_io_modules_live_in_the_store(module: str) -> None:
 
 
 def test_the_pipeline_and_commands_never_import_the_store_internals() -> None:
-    """Above the store, code names only the seam: ``watcher.store`` (Store, Reservation, CallLock) and the one
-    implementation, ``watcher.store.files.FileStore``."""
+    """Above the store, code names only the seam: ``watcher.store`` (Store, Reservation, CallLock), the one
+    implementation, ``watcher.store.files.FileStore``, and the scratch data dir of ``eval --set`` (SPEC §15.6)."""
     offenders = []
     for path in _sources():
         rel = path.relative_to(WATCHER.parent).as_posix()
@@ -97,7 +98,8 @@ def test_the_pipeline_and_commands_never_import_the_store_internals() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("watcher.store"):
                 continue
-            allowed = {"watcher.store": {"Store", "Reservation", "CallLock"}, "watcher.store.files": {"FileStore"}}
+            allowed = {"watcher.store": {"Store", "Reservation", "CallLock"}, "watcher.store.files": {"FileStore"},
+                       "watcher.store.scratch": {"ScratchStore", "scratch_data_dir"}}
             if node.module not in allowed:
                 offenders.append(f"{rel}:{node.lineno}: from {node.module}")
             else:

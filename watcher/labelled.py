@@ -123,8 +123,11 @@ def run(lset: LabelledSet, settings: Settings, *, hooks: Hooks, entrypoint: str,
     else:
         store = open_store(settings.paths, hooks)
     calls, error = 0, None
+    # A paid provider's calls go in batches of at most --limit's maximum, as `scan` makes them; the
+    # offline classifier is free, so the whole set is one batch (one read of the export, not ten).
+    most = len(lset.labels.comments) if settings.provider == "offline" else MAX_LIMIT
     while budget is None or calls < budget:
-        limit = MAX_LIMIT if budget is None else min(MAX_LIMIT, budget - calls)
+        limit = max(1, most) if budget is None else min(most, budget - calls)
         batch = Run(settings=settings, store=store, command="scan", entrypoint=entrypoint, run_id=new_run_id(),
                     limit=limit, parallel=settings.parallel, hooks=hooks)
         out = pipeline.scan(batch, source=str(lset.export))

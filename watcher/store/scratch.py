@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -15,11 +16,24 @@ from watcher.store import durable
 from watcher.store.files import FileStore
 
 
+_SHM = "/dev/shm"
+
+
+def scratch_parent() -> str:
+    """Where scratch data dirs go: memory (``/dev/shm``) where the system has it, else the temp dir.
+
+    The set's run makes ~600 small writes (a file created and renamed each): on the 2-core test
+    machine's ext4 disk under load that was 1.4 s of CPU, in memory 0.34 s."""
+    if os.path.isdir(_SHM) and os.access(_SHM, os.W_OK | os.X_OK):
+        return _SHM
+    return tempfile.gettempdir()
+
+
 @contextmanager
 def scratch_data_dir(prefix: str = "watcher-eval-") -> Iterator[Path]:
-    """A fresh private directory (mode 0700) in the system's temp dir, removed with all it holds
-    on the way out, also when the command fails or is interrupted."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
+    """A fresh private directory (mode 0700) under :func:`scratch_parent`, removed with all it
+    holds on the way out, also when the command fails or is interrupted."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch_parent()))
     try:
         yield path
     finally:
@@ -29,8 +43,8 @@ def scratch_data_dir(prefix: str = "watcher-eval-") -> Iterator[Path]:
 class ScratchStore(FileStore):
     """The files of SPEC §4 in a scratch data dir: every rule, lock and compare-and-swap as in the
     user's, but writes without fsync. The directory is removed when its command ends, so nothing
-    in it has to survive a power loss; the set's 160 comments took ~500 fsynced writes (11.8 s of
-    a 12 s `eval --set` on a loaded 2-core machine, 3.5 s without them)."""
+    in it has to survive a power loss; the set's first 160 comments took ~500 fsynced writes (11.8 s
+    of a 12 s `eval --set` on a loaded 2-core machine, 3.5 s without them)."""
 
     def _write(self, path: Path, model: BaseModel) -> None:
         durable.write_model(path, model, within=self.paths.user_part, sync=False)
