@@ -15,7 +15,6 @@ from pydantic import BaseModel
 from watcher.store import durable
 from watcher.store.files import FileStore
 
-
 _SHM = "/dev/shm"
 
 
