@@ -4,7 +4,8 @@ The core speaks to a person at a terminal (``--limit``, "`watcher inbox --all` l
 agent calling tools has arguments and tools instead. The bridge rewords at its boundary only:
 the core keeps one wording, and what the core decides is untouched. What stays a terminal
 command stays as it is: `watcher grant` (the person's decision, SPEC §13.2), `watcher demo`,
-`watcher scan --since` (no MCP argument). tests/test_mcp_wording.py holds the table complete
+`watcher scan --since` (no MCP argument), `watcher eval --set` (the labelled set, the person's: a
+paid provider there spends calls, SPEC §15.6). tests/test_mcp_wording.py holds the table complete
 against the messages the core really produces.
 
 No MCP SDK import: the plain bridge may load this module.
@@ -25,7 +26,7 @@ REWORDINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(cli), mc
     (r"\(or pass --source FILE to scan\)", "(or pass source to the scan tool)"),
     (r"`watcher signals --reset`", "the signals tool with reset=true"),
     (r"check --data-dir / WATCHER_DATA_DIR", "check WATCHER_DATA_DIR (or the server's --data-dir)"),
-    (r"`watcher (scan|recheck|status|inbox|show|mark|check|signals|claim|submit)`", r"the \1 tool"),
+    (r"`watcher (scan|recheck|status|inbox|show|mark|check|signals|claim|submit|eval)`", r"the \1 tool"),
 ))
 
 

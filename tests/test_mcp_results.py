@@ -130,7 +130,7 @@ def test_every_output_schema_types_its_result(data_dir: Path) -> None:
 
 @pytest.mark.slow
 def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: Path) -> None:
-    """scan (real and dry), recheck, status, inbox (both), show (both), mark, signals, check and
+    """scan (real and dry), recheck, status, inbox (both), show (both), mark, signals, eval, check and
     usage errors: each real envelope validates against its schema, open and closed."""
     export = write_export(tmp_path / "export.json", ["one", "two", "three"])
 
@@ -149,11 +149,13 @@ def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: 
         await checked.call("show", {"id": "one", "prompt": True})
         await checked.call("mark", {"id": "one", "triage": "replied"})
         await checked.call("signals", {})
+        evaluated = await checked.call("eval", {})
+        assert evaluated["result"]["judged"] == 1  # "one", marked replied above
         check = await checked.call("check", {})
         assert check["result"]["checks"]
         for name, arguments in [("scan", {"limit": 0}), ("show", {"id": "nosuch"}), ("mark", {"id": "A!"}),
                                 ("recheck", {"ids": ["nosuch"]}), ("claim", {}),  # claim/submit: not agent mode
-                                ("submit", {"id": "one", "n": 1, "verdict": {}})]:
+                                ("submit", {"id": "one", "n": 1, "verdict": {}}), ("eval", {"since": "soon"})]:
             bad = await checked.call(name, arguments)
             assert (bad["exit_code"], bad["result"]) == (2, None)
         assert set(checked.seen) == TOOLS

@@ -157,7 +157,7 @@ def fake() -> Iterator[FakeProvider]:
 def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Path, tmp_path: Path,
                                                                     account: Hooks) -> None:
     """check, scan (dry and real), status, inbox (all, new), show (a verdict, a baseline, an
-    answered comment), mark, recheck, signals and refusals, as --json, envelope and tables."""
+    answered comment), mark, eval, recheck, signals and refusals, as --json, envelope and tables."""
     export(tmp_path / "export.json", ["q1", "p1", "s1", "q2"])
     source = ACCOUNT
     t = Transcript("offline", tmp_path, data_dir, {"WATCHER_PROVIDER": "offline"}, hooks=account)
@@ -177,7 +177,8 @@ def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Pa
                         ("cli", ("show", "old1", "--json")), ("cli", ("show", "ans1", "--json")),
                         ("cli", ("show", "ans1")),
                         ("cli", ("mark", "q1", "replied", "--json")), ("bridge", ("mark", "q2", "ignored")),
-                        ("cli", ("mark", "q2", "open")),
+                        ("cli", ("mark", "q2", "open")), ("cli", ("mark", "p1", "ignored")),
+                        ("cli", ("eval", "--json")), ("bridge", ("eval",)), ("cli", ("eval",)),
                         ("cli", ("recheck", "--json")), ("bridge", ("recheck", "--dry-run", "q1")),
                         ("cli", ("recheck", "q1")),
                         ("cli", ("signals", "--json")), ("bridge", ("signals",)), ("cli", ("signals",)),
@@ -268,7 +269,7 @@ def test_mcp_tools_and_resources_answer_what_they_answered(data_dir: Path, tmp_p
     async def scenario(session: ClientSession) -> None:
         for name, arguments in [("scan", {"dry_run": True, "source": source}), ("scan", {"source": source}),
                                 ("show", {"id": "m1"}), ("show", {"id": "m1", "prompt": True}),
-                                ("inbox", {"all": True}), ("status", {}), ("mark", {"id": "m1", "triage": "ignored"}),
+                                ("inbox", {"all": True}), ("status", {}), ("mark", {"id": "m1", "triage": "ignored"}), ("eval", {}),
                                 ("signals", {}), ("check", {}), ("show", {"id": "nosuch"}),
                                 ("scan", {"limit": 0}), ("claim", {})]:
             result = await session.call_tool(name, arguments)

@@ -87,8 +87,10 @@ _RESOLVED = _words(
 # A question for the crowd, not the author ("Does anyone know …", "what's everyone using?").
 _CROWD = _words(r"anyone|anybody|everyone|everybody|is it just me|unrelated")
 _SECOND_PERSON = _words(r"you|your|you're|you've|yours")
-# Asked for a laugh, not an answer.
-_RHETORICAL = re.compile(r"(?:\bam i right|,\s*right)\s*\?|[\U0001f602\U0001f923\U0001f604]|\blol\b", re.IGNORECASE)
+# Asked for a laugh, not an answer. A bare ", right?" only without "you": "…becomes 4x what you
+# configured, right?" asks the author to confirm (the demo sample's comment 4cf3).
+_JOKE = re.compile(r"\bam i right\s*\?|[\U0001f602\U0001f923\U0001f604]|\blol\b", re.IGNORECASE)
+_TAG_QUESTION = re.compile(r",\s*right\s*\?", re.IGNORECASE)
 # Self-promotion beside a link: the author owes it no answer.
 _SELF_PROMO = _words(
     r"i built|i made|i wrote a tool|i maintain|we're building|we are building|shameless plug|check out my"
@@ -181,7 +183,8 @@ def categorize(text: str) -> Category:
     if _DISCUSSION_STRONG.search(flat):
         return "discussion"
     asks = "?" in flat or "\uff1f" in flat or _QUESTION_START.match(flat)
-    if asks and (_RHETORICAL.search(flat) or (_CROWD.search(flat) and not _SECOND_PERSON.search(flat))):
+    impersonal = not _SECOND_PERSON.search(flat)
+    if asks and (_JOKE.search(flat) or (impersonal and (_TAG_QUESTION.search(flat) or _CROWD.search(flat)))):
         return "other"
     if asks:
         return "question"
