@@ -32,7 +32,7 @@ from _fakes.provider import serving
 
 CALL_PREFIX = "wcall"
 WATCHER_TOOLS = frozenset({"scan", "recheck", "status", "inbox", "show", "mark", "signals", "check", "claim",
-                           "submit"})
+                           "submit", "eval"})
 
 
 @dataclass(frozen=True)
