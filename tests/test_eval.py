@@ -11,6 +11,8 @@ from typing import Any
 
 import anyio
 from _fakes import records as rec
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
 from _proc import run_main
 from mcp import ClientSession
@@ -18,6 +20,7 @@ from test_mcp_server import doc, memory_session
 
 from watcher import records
 from watcher.config import Paths
+from watcher.evaluate import Sample, figures, ratio
 from watcher.models import InboxRecord, Prompt, Verdict
 from watcher.store.files import FileStore
 
@@ -237,3 +240,22 @@ def test_an_unusable_set_is_a_usage_error(tmp_path: Path, data_dir: Path) -> Non
     answer = run_main("cli", "eval", "--set", str(broken), data_dir=data_dir)
     assert answer.returncode == 2 and "not a valid labels file" in answer.stderr
 
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["openai", "offline"]), st.booleans(), st.sampled_from([True, False, None])),
+                max_size=30))
+def test_every_figure_follows_from_the_counts(rows: list[tuple[str, bool, bool | None]]) -> None:
+    """Whatever the verdicts and labels: the confusion counts add up to judged, the figures are
+    their ratios (null where nothing divides), and unlabelled comments never count as judged."""
+    samples = [Sample(id=f"c{i}", provider=provider, model="m", prompt="p", said=said, needed=needed, by=None,
+                      category="other", summary="s") for i, (provider, said, needed) in enumerate(rows)]
+    result = figures(samples, considered=len(samples), without_verdict=0)
+    assert result.judged + result.unlabelled == len(samples)
+    for group in result.groups:
+        c = group.confusion
+        assert c.true_positive + c.false_positive + c.false_negative + c.true_negative == group.judged
+        assert group.agreement == ratio(c.true_positive + c.true_negative, group.judged)
+        assert group.precision == ratio(c.true_positive, c.true_positive + c.false_positive)
+        assert group.recall == ratio(c.true_positive, c.true_positive + c.false_negative)
+        assert len(group.disagreements) == c.false_positive + c.false_negative
