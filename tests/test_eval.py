@@ -11,10 +11,10 @@ from typing import Any
 
 import anyio
 from _fakes import records as rec
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
 from _proc import run_main
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import ClientSession
 from test_mcp_server import doc, memory_session
 
