@@ -363,7 +363,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
     @app.command("eval", epilog=_epilog(
         "watcher eval", "watcher eval --since 2026-11-01 --json", "watcher eval --set bundled",
         "watcher eval --set data/eval   (the same set, from a clone)",
-        "watcher eval --set bundled --provider openai --provider-calls 160 --eval-dir ~/watcher-eval",
+        "watcher eval --set bundled --provider openai --provider-calls 200 --eval-dir ~/watcher-eval",
         codes=EVAL_CODES))
     def eval_cmd(ctx: typer.Context,
                  since: Annotated[str | None, typer.Option("--since", metavar="DATE", help="Only comments created on "
@@ -373,7 +373,8 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
                                                                   "'bundled': the one shipped with watcher) in a "
                                                                   "data dir of its own, offline unless --provider "
                                                                   "says otherwise.")] = None,
-                 provider: Annotated[str | None, typer.Option("--provider", help="With --set: a provider that makes "
+                 provider: Annotated[str | None, typer.Option("--provider", metavar="NAME", help="With --set: a "
+                                                              "provider that makes "
                                                               "real calls (openai, anthropic; model, key and URL "
                                                               "from the environment). Needs --provider-calls and "
                                                               "--eval-dir.")] = None,
@@ -388,8 +389,8 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         (needed a reply), `mark ignored` (did not). Per provider, model and prompt version: agreement,
         precision and recall of needs_reply, and the comments where they differ.
 
-        Free: no model call, nothing written. Comments you have not replied to or marked are counted,
-        not guessed."""
+        Free: no model call, nothing written (--set judges the labelled set in a data dir of its own).
+        Comments you have not replied to or marked are counted, not guessed."""
         _frontend(ctx).respond("eval", lambda c: commands.evaluate(c, since=since, labelled_set=labelled_set,
                                                                    provider=provider, provider_calls=provider_calls,
                                                                    eval_dir=eval_dir), as_json=as_json)
