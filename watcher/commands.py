@@ -485,48 +485,8 @@ def evaluate(ctx: Context, *, since: str | None = None, labelled_set: str | None
             ctx.notice(f"note: data dir {ctx.settings.data_dir} does not exist (yet): nothing to evaluate — check "
                        "--data-dir / WATCHER_DATA_DIR")
         return judge(ctx.store, since=since_at, since_text=since_text)
-    return _evaluate_set(ctx, labelled_set, since_at, since_text, provider=provider, budget=provider_calls,
-                         eval_dir=eval_dir)
-
-
-def _evaluate_set(ctx: Context, name: str, since_at: datetime | None, since_text: str | None, *,
-                  provider: str | None, budget: int | None, eval_dir: str | None) -> Partial[EvalResult]:
     from watcher import labelled
-    from watcher.store.scratch import scratch_data_dir
 
-    if budget is not None and budget < 1:
-        raise UsageError(f"--provider-calls must be at least 1, got {budget}")
-    real = provider is not None and provider != "offline"
-    if real:
-        _refuse_paid_set_run(ctx, provider, budget, eval_dir)
-    lset = labelled.load(name)
-    kept = Path(eval_dir).expanduser().absolute() if eval_dir else None
-    if kept is not None:
-        labelled.check_eval_dir(kept, ctx.settings, lset, ctx.hooks)
-    with scratch_data_dir() as scratch:
-        settings = labelled.set_settings(provider, kept, scratch)
-        return labelled.run(lset, settings, hooks=ctx.hooks, entrypoint=ctx.entrypoint, budget=budget, kept=kept,
-                            since=since_at, since_text=since_text)
-
-
-def _refuse_paid_set_run(ctx: Context, provider: str | None, budget: int | None, eval_dir: str | None) -> None:
-    """A real provider spends a call per comment of the set: the person asks for it, with a budget
-    and a data dir of its own; an agent through the bridge never does (as with grant, SPEC §13.2)."""
-    from watcher.providers.registry import PROVIDERS
-
-    spec = PROVIDERS.get(provider or "")
-    if spec is None or not spec.needs_key:
-        names = ", ".join(n for n, s in PROVIDERS.items() if s.needs_key)
-        raise UsageError(f"--provider takes offline (the default, free) or a provider that makes real calls: {names}"
-                         f" — got {provider!r}")
-    if ctx.entrypoint != "cli":
-        raise UsageError("evaluating the labelled set with a paid provider spends real calls: that is the person's "
-                         "decision, so run `watcher eval --set … --provider …` in a terminal. The bridge and the MCP "
-                         "server only run the free offline evaluation")
-    wanted = (("--provider-calls N (the most calls it may make)", budget),
-              ("--eval-dir DIR (a data dir of its own, kept, so a second run resumes instead of paying again)",
-               eval_dir))
-    missing = [what for what, value in wanted if value is None]
-    if missing:
-        raise UsageError(f"evaluating the labelled set with {provider} makes one model call per comment, on your "
-                         f"account and never on your comments' budgets: give {' and '.join(missing)}")
+    return labelled.evaluate_set(labelled_set, user=ctx.settings, hooks=ctx.hooks, entrypoint=ctx.entrypoint,
+                                 provider=provider, budget=provider_calls, eval_dir=eval_dir, since=since_at,
+                                 since_text=since_text)

@@ -86,6 +86,48 @@ def load(name: str) -> LabelledSet:
     return LabelledSet(path, labels)
 
 
+def evaluate_set(name: str, *, user: Settings, hooks: Hooks, entrypoint: str, provider: str | None,
+                 budget: int | None, eval_dir: str | None, since: datetime | None,
+                 since_text: str | None) -> Partial[EvalResult]:
+    """``watcher eval --set NAME``: the checks first (nothing is read or written before they pass),
+    then the set judged in its own data dir — a scratch one, or ``eval_dir`` — and its figures."""
+    from watcher.store.scratch import scratch_data_dir
+
+    if budget is not None and budget < 1:
+        raise UsageError(f"--provider-calls must be at least 1, got {budget}")
+    if provider is not None and provider != "offline":
+        refuse_paid_run(provider, entrypoint=entrypoint, budget=budget, eval_dir=eval_dir)
+    lset = load(name)
+    kept = Path(eval_dir).expanduser().absolute() if eval_dir else None
+    if kept is not None:
+        check_eval_dir(kept, user, lset, hooks)
+    with scratch_data_dir() as scratch:
+        settings = set_settings(provider, kept, scratch)
+        return run(lset, settings, hooks=hooks, entrypoint=entrypoint, budget=budget, kept=kept, since=since,
+                   since_text=since_text)
+
+
+def refuse_paid_run(provider: str, *, entrypoint: str, budget: int | None, eval_dir: str | None) -> None:
+    """A real provider spends a call per comment of the set: the person asks for it, with a budget
+    and a data dir of its own; an agent through the bridge never does (as with grant, SPEC §13.2)."""
+    spec = PROVIDERS.get(provider)
+    if spec is None or not spec.needs_key:
+        names = ", ".join(n for n, s in PROVIDERS.items() if s.needs_key)
+        raise UsageError(f"--provider takes offline (the default, free) or a provider that makes real calls: {names}"
+                         f" — got {provider!r}")
+    if entrypoint != "cli":
+        raise UsageError("evaluating the labelled set with a paid provider spends real calls: that is the person's "
+                         "decision, so run `watcher eval --set … --provider …` in a terminal. The bridge and the MCP "
+                         "server only run the free offline evaluation")
+    wanted = (("--provider-calls N (the most calls it may make)", budget),
+              ("--eval-dir DIR (a data dir of its own, kept, so a second run resumes instead of paying again)",
+               eval_dir))
+    missing = [what for what, value in wanted if value is None]
+    if missing:
+        raise UsageError(f"evaluating the labelled set with {provider} makes one model call per comment, on your "
+                         f"account and never on your comments' budgets: give {' and '.join(missing)}")
+
+
 def set_settings(provider: str | None, eval_dir: Path | None, scratch: Path) -> Settings:
     """The evaluation's own setup: the offline classifier in a scratch dir, or the named provider
     (its model, key and URL from the environment) in ``eval_dir``. Never the user's data dir."""
@@ -187,4 +229,5 @@ def _figures_of(samples: list[Sample]) -> SetFigures:
                       recall=ratio(tp, needed))
 
 
-__all__ = ["BUNDLED", "LabelledSet", "check_eval_dir", "load", "locate", "run", "set_settings"]
+__all__ = ["BUNDLED", "LabelledSet", "check_eval_dir", "evaluate_set", "load", "locate", "refuse_paid_run", "run",
+           "set_settings"]
