@@ -27,7 +27,7 @@ from watcher import pipeline
 from watcher.config import Settings, load_settings
 from watcher.errors import UsageError
 from watcher.evaluate import Sample, collect, figures, ratio
-from watcher.models import LabelFile
+from watcher.models import LabelFile, Triage
 from watcher.pipeline import MAX_LIMIT, Hooks, Partial, Run, new_run_id, open_store
 from watcher.providers.registry import PROVIDERS
 from watcher.results import EvalResult, KindFigures, LabelledSetRun, SetFigures
@@ -135,7 +135,7 @@ def set_settings(provider: str | None, eval_dir: Path | None, scratch: Path) -> 
         root = eval_dir or scratch
         return Settings(data_dir=root, provider="offline", model=PROVIDERS["offline"].default_model,
                         data_dir_chosen=root)
-    assert eval_dir is not None  # commands.evaluate refused a real provider without one
+    assert eval_dir is not None  # refuse_paid_run refused a real provider without one
     settings = load_settings(data_dir=eval_dir, overrides={"provider": provider})
     settings.require_key()
     return settings
@@ -191,10 +191,10 @@ def _mark_as_labelled(store: Store, lset: LabelledSet) -> None:
     """One index save with every label as the author's mark (a person's patch, SPEC §4.2)."""
     base = store.load_index()
     mine, _ = store.reconcile_index(base)
-    patches = {cid: ("replied" if label.needs_reply else "ignored")
-               for cid, label in lset.labels.comments.items() if cid in mine.comments}
+    patches: dict[str, Triage] = {cid: ("replied" if label.needs_reply else "ignored")
+                                  for cid, label in lset.labels.comments.items() if cid in mine.comments}
     if patches:
-        store.save_index(base, mine, patches)  # type: ignore[arg-type]
+        store.save_index(base, mine, patches)
 
 
 def _summary(lset: LabelledSet, settings: Settings, samples: list[Sample], kinds: dict[str, str], *, calls: int,
