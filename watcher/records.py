@@ -8,6 +8,7 @@ step 4. Nothing here touches a file; reading and writing records is the store's
 
 from __future__ import annotations
 
+import hashlib
 import os
 from datetime import datetime, timedelta
 from typing import Literal, NamedTuple
@@ -50,6 +51,11 @@ EMPTY = Fingerprint(0, None, None, False)
 
 def is_valid_id(comment_id: str) -> bool:
     return COMMENT_ID_RE.fullmatch(comment_id) is not None
+
+
+def text_sha256(text: str) -> str:
+    """The hash each attempt and verdict records of the text it judged (SPEC §15.2)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # ---- pure decisions ----------------------------------------------------------------------------
