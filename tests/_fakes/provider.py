@@ -63,6 +63,8 @@ from urllib.parse import unquote, urlsplit
 TAG = re.compile(r"TAG:([a-z0-9_-]+)")
 VERDICT = {"needs_reply": True, "category": "question", "priority": "normal",
            "summary": "Asks how to configure the thing.", "reply_hint": "Point to the docs."}
+NO_REPLY = {"needs_reply": False, "category": "praise", "priority": "low", "summary": "Says thanks.",
+            "reply_hint": ""}
 HUGE_BYTES = 3 * 1024 * 1024
 
 
@@ -193,8 +195,8 @@ class FakeProvider:
             return 500, {}, json.dumps(err).encode()
         if behaviour == "huge":
             return 200, {}, b" " * HUGE_BYTES
-        content = {"malformed": "this is not json {", "invalid": json.dumps({"needs_reply": "maybe"})}.get(
-            behaviour, json.dumps(VERDICT))
+        content = {"malformed": "this is not json {", "invalid": json.dumps({"needs_reply": "maybe"}),
+                   "no-reply": json.dumps(NO_REPLY)}.get(behaviour, json.dumps(VERDICT))
         doc = {"id": "chatcmpl-1", "object": "chat.completion", "model": "fake-model",
                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
