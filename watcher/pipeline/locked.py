@@ -137,8 +137,9 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
         if item.comment is None or store.has_record(item.id):
             continue
         record = records.new_record(item.comment, prompts.render(item.comment, parent_text=item.parent_text))
-        if item.baseline or item.replied_at:
-            record = record.model_copy(update={"baseline": item.baseline, "replied_at": item.replied_at})
+        if item.baseline or item.replied_at or item.replies:
+            record = record.model_copy(update={"baseline": item.baseline, "replied_at": item.replied_at,
+                                               "author_replies": list(item.replies)})
         fresh.append(record)
     known: dict[str, SeenComment] | None = None
     for start in range(0, len(fresh), CREATE_PER_HOLD):

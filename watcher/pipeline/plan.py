@@ -28,6 +28,7 @@ class Planned:
     parent_text: str | None = None
     baseline: bool = False  # a discovered comment older than the first scan's backlog window
     replied_at: str | None = None  # a discovered comment the author had already answered
+    replies: tuple[Reply, ...] = ()  # the author's direct replies to a discovered comment (for show)
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
             continue
         parent = fetched.parent_texts.get(comment.parent_id) if comment.parent_id else None
         old = cutoff is not None and _created(comment.created_at) < cutoff
-        item = Planned(comment.id, records.EMPTY, comment, parent, baseline=old, replied_at=replies.get(comment.id))
+        item = Planned(comment.id, records.EMPTY, comment, parent, baseline=old, replied_at=replies.get(comment.id),
+                       replies=tuple(fetched.reply_nodes.get(comment.id, ())))
         discovered.append(item)
         if not item.baseline and item.replied_at is None:
             planned[comment.id] = (comment.created_at, item)
