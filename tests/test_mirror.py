@@ -112,7 +112,7 @@ def test_an_edit_while_its_attempt_is_in_flight_is_judged_by_the_next_scan(w: Wo
         w.forem.edit(q, "TAG:q2 never mind")
         meanwhile = w.json("scan", entry="bridge")
         remote.release()
-        out, err = outer.communicate(timeout=60)
+        _, err = outer.communicate(timeout=60)
     assert outer.returncode == 0, err
     assert meanwhile["exit_code"] == 0 and meanwhile["result"]["calls"] == 0 and not meanwhile["result"]["edited"]
     rec = w.record(q)

@@ -476,7 +476,11 @@ def mark(ctx: Context, comment_ids: str | Sequence[str], triage: str) -> MarkRes
         check_id(cid)
     if triage not in TRIAGE_CHOICES:
         raise UsageError(f"mark takes one of {', '.join(TRIAGE_CHOICES)}, got {triage!r}")
-    entries = ctx.store.patch_triages(ids, triage)
+    from watcher.timeutil import iso
+
+    # The mark's time is set against the author's replies on dev.to (the later wins, SPEC §15.2):
+    # the run's clock, as batches judge leases and cooldowns by.
+    entries = ctx.store.patch_triages(ids, triage, at=iso(ctx.hooks.clock()) if ctx.hooks.clock else None)
     if entries is None:
         known = ctx.store.load_index().comments
         missing = [cid for cid in ids if cid not in known and not ctx.store.has_record(cid)]

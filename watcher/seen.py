@@ -44,7 +44,8 @@ def entry_from(record: InboxRecord, old: SeenComment | None, stamp: str | None) 
 
 
 def merge(
-    base: SeenFile, mine: SeenFile, theirs: SeenFile, patches: Mapping[str, Triage] | None = None
+    base: SeenFile, mine: SeenFile, theirs: SeenFile, patches: Mapping[str, Triage] | None = None,
+    marked_at: str | None = None,
 ) -> SeenFile:
     """Apply what changed from ``base`` to ``mine`` onto ``theirs``; then the triage patches.
 
@@ -59,7 +60,7 @@ def merge(
             # save of a large index proportional to what changed (bench/run.py figure 3).
             continue
         comments[cid] = _merge_entry(old, entry, current)
-    marked_at = iso() if patches else None
+    marked_at = (marked_at or iso()) if patches else None
     for cid, triage in (patches or {}).items():
         if cid in comments:
             comments[cid] = comments[cid].model_copy(update={"triage": triage, "triage_by": "person",

@@ -106,6 +106,7 @@ class FakeForem:
     raw_articles: list[Any] | None = None
     now: datetime = field(default_factory=lambda: datetime(2026, 5, 1, 9, 0, tzinfo=UTC))
     thread_page_cap: int | None = None  # root threads per /comments answer (None: all)
+    step: timedelta = timedelta(minutes=7)  # how far dev.to's clock moves with each change
     _next_article: int = 1000
     _next_comment: int = 3_000_000  # dev.to's ids are in the millions: 5-character id_codes
     _windows: dict[int, int] = field(default_factory=dict)
@@ -113,7 +114,7 @@ class FakeForem:
     # --- the world ----------------------------------------------------------------------------
 
     def tick(self) -> datetime:
-        self.now += timedelta(minutes=7)
+        self.now += self.step
         return self.now
 
     def publish(self, username: str, title: str | None = None) -> int:

@@ -95,6 +95,9 @@ class FakeProvider:
         self._held = 0
         self._changed = threading.Condition(self._lock)
         self.spans: list[tuple[str, float, float]] = []  # (label, monotonic start, end) per model call
+        # A reply's prompt quotes its parent first: with this set, a call is labelled by the last
+        # TAG in the request (the comment's own) instead of the first.
+        self.label_last = False
 
     # ---- test-facing ----
     def script(self, label: str, *behaviours: str) -> None:
@@ -123,6 +126,10 @@ class FakeProvider:
             if not self._changed.wait_for(lambda: self._held >= count, timeout):
                 raise AssertionError(f"the provider never held {count} request(s) at once (held {self._held})")
 
+    def label_of(self, body: dict[str, Any]) -> str:
+        found = TAG.findall(json.dumps(body))
+        return (found[-1] if self.label_last else found[0]) if found else "?"
+
     # ---- server side ----
     def _next(self, label: str) -> str:
         with self._lock:
@@ -143,15 +150,12 @@ class FakeProvider:
         try:
             return self._answer(body, headers)
         finally:
-            match = TAG.search(json.dumps(body))
             with self._changed:
                 self._active -= 1
-                self.spans.append((match.group(1) if match else "?", began, time.monotonic()))
+                self.spans.append((self.label_of(body), began, time.monotonic()))
 
     def _answer(self, body: dict[str, Any], headers: dict[str, str] | None) -> tuple[int, dict[str, str], bytes]:
-        text = json.dumps(body)
-        match = TAG.search(text)
-        label = match.group(1) if match else "?"
+        label = self.label_of(body)
         behaviour = self._next(label)
         if behaviour.startswith("hold"):
             with self._changed:

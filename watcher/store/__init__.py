@@ -126,8 +126,10 @@ class Store(Protocol):
     def patch_triage(self, comment_id: str, triage: Triage) -> SeenComment | None:
         """A person's mark, applied as given (``None``: no such comment)."""
 
-    def patch_triages(self, comment_ids: Iterable[str], triage: Triage) -> dict[str, SeenComment] | None:
-        """The same mark for several comments in one save; ``None`` (nothing written) if any is unknown."""
+    def patch_triages(self, comment_ids: Iterable[str], triage: Triage, *, at: str | None = None,
+                      ) -> dict[str, SeenComment] | None:
+        """The same mark for several comments in one save, made at ``at`` (now); ``None`` (nothing
+        written) if any is unknown."""
 
     def claim_listed(self, ids: Iterable[str]) -> list[str]:
         """Mark ``ids`` listed by ``inbox --new``; return those no earlier listing had."""

@@ -187,13 +187,15 @@ class FileStore:
         entries = self.patch_triages([comment_id], triage)
         return entries[comment_id] if entries is not None else None
 
-    def patch_triages(self, comment_ids: Iterable[str], triage: Triage) -> dict[str, SeenComment] | None:
+    def patch_triages(self, comment_ids: Iterable[str], triage: Triage, *, at: str | None = None,
+                      ) -> dict[str, SeenComment] | None:
         ids = list(dict.fromkeys(comment_ids))
         base = self.load_index()
         mine, _ = self.reconcile_index(base, ids)
         if any(cid not in mine.comments for cid in ids):
             return None  # one unknown id: nothing is written (SPEC §15.2)
-        saved = self.save_index(base, mine, dict.fromkeys(ids, triage))
+        patches: dict[str, Triage] = dict.fromkeys(ids, triage)
+        saved = self._update_index(lambda theirs: seen.merge(base, mine, theirs, patches, marked_at=at))
         return {cid: saved.comments[cid] for cid in ids}
 
     def claim_listed(self, ids: Iterable[str]) -> list[str]:
