@@ -43,6 +43,7 @@ def test_an_edited_comment_is_judged_again_once_with_its_new_text_and_its_histor
     assert w.inbox() == {q}
     w.forem.edit(q, "TAG:q2 EDIT: never mind, I found it")
     w.forem.edit(t, "TAG:t2 Thanks! But how do I run it on Windows?")
+    assert sorted(scan(w, "--dry-run")["would_call"]) == sorted([q, t])  # what the real run then calls
     result = scan(w)
     assert sorted(result["edited"]) == sorted([q, t])
     assert w.provider.calls == ["q1", "t1", "q2", "t2"]
