@@ -373,8 +373,8 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> In
         claimed = set(store.claim_listed([r.id for r in rows]))
         rows = [r for r in rows if r.id in claimed]
     rows.sort(key=lambda r: (PRIORITY_ORDER[r.verdict.priority if r.verdict else "low"], r.created_at))
-    unresolved: dict[State, int] = dict.fromkeys(("pending", "failed", "reserved", "exhausted", "baseline", "edited"),
-                                                 0)
+    # Not "edited": those are listed (their new text unread), with the grant hint.
+    unresolved: dict[State, int] = dict.fromkeys(("pending", "failed", "reserved", "exhausted", "baseline"), 0)
     for entry in index.comments.values():
         if entry.status in unresolved:
             unresolved[entry.status] += 1
