@@ -59,6 +59,18 @@ def test_an_edited_comment_is_judged_again_once_with_its_new_text_and_its_histor
     assert len(w.provider.calls) == 4  # seen once, judged once
 
 
+def test_an_edit_judged_again_is_news_for_inbox_new_once_more(w: World) -> None:
+    """`inbox --new` (the cron mail) listed a question; edited into another question and judged again,
+    it is listed by `--new` once more — and once only."""
+    q = w.say("q1")
+    scan(w)
+    new = lambda: [c["id"] for c in w.json("inbox", "--new")["result"]["comments"]]
+    assert new() == [q] and new() == []
+    w.forem.edit(q, "TAG:q2 Also: which version of Python?")
+    scan(w)
+    assert new() == [q] and new() == []
+
+
 def test_an_edit_with_no_attempt_left_is_listed_edited_with_the_grant_hint_and_never_called(w: World) -> None:
     """Three attempts spent on the first text: the edit is listed `edited` with its old verdict and
     the `watcher grant` hint, with no call; a grant lets the next scan judge the new text."""

@@ -48,10 +48,11 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     store = batch.store
     _create_discovered(batch, plan.discovered)
     held: set[int] = set()
+    judged: set[str] = set()
     if plan.answered or plan.requeued or plan.changes_known or gate.close_breaker or gate.pending is not None:
         with store.pipeline_lock():  # a hold only when there is a write to make
             _update_uncalled(batch, plan)
-            held = _apply_known_changes(batch, plan)
+            held, judged = _apply_known_changes(batch, plan)
             if gate.pending is not None:
                 # A 429's cooldown the run that met it could not write (SPEC §15.5): written before any
                 # call; a failure here is exit 5, and the gate is closed anyway.
@@ -65,6 +66,7 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     ours = {*batch.result.edited, *batch.result.gone, *plan.restored, *plan.reply_nodes, *plan.answered,
             *plan.requeued}
     mine = _record_articles(reconcile_index(batch, base, ours), [a for a in plan.articles if a.id not in held])
+    mine = _relisted(mine, judged)
     counted = {cid: entry.attempts for cid, entry in mine.comments.items()}
     try:
         _process(batch, plan.items, gate, counted)
@@ -173,13 +175,25 @@ def _update_uncalled(batch: Batch, plan: Plan) -> None:
         store.save_record(record.model_copy(update=update))
 
 
-def _apply_known_changes(batch: Batch, plan: Plan) -> set[int]:
+def _relisted(index: SeenFile, ids: Iterable[str]) -> SeenFile:
+    """An edit the model judges again is news for `inbox --new` once more (a thanks edited into a
+    question must reach the cron mail): its listed_at is cleared."""
+    comments = dict(index.comments)
+    for cid in ids:
+        entry = comments.get(cid)
+        if entry is not None and entry.listed_at is not None:
+            comments[cid] = entry.model_copy(update={"listed_at": None})
+    return index if comments == index.comments else index.model_copy(update={"comments": comments})
+
+
+def _apply_known_changes(batch: Batch, plan: Plan) -> tuple[set[int], set[str]]:
     """Under the lock: what dev.to changed about known comments (SPEC §15.2), each record re-read
     first. Returns the articles whose change signal must not be recorded: an edit that met an
     attempt in flight for the old text waits (that outcome is saved for the old text), and the next
-    scan must fetch the thread again to see it."""
+    scan must fetch the thread again to see it; and the comments whose edit goes to the model."""
     store, result = batch.store, batch.result
     held: set[int] = set()
+    judged_ids: set[str] = set()
     index = store.load_index() if plan.edits else None  # the marks as they are now, not as planned
     for cid in sorted({*plan.edits, *plan.gone, *plan.restored, *plan.reply_nodes}):
         record = store.load_record(cid)
@@ -199,6 +213,8 @@ def _apply_known_changes(batch: Batch, plan: Plan) -> set[int]:
                 judged = changed.gone is None and not answered_or_marked(entry, plan.latest_replies.get(cid))
                 changed = records.apply_edit(changed, edit.text, edit.prompt, judged=judged)
                 result.edited.append(cid)
+                if judged:
+                    judged_ids.add(cid)
         if cid in plan.gone:
             kind, why = plan.gone[cid]
             changed = records.mark_gone(changed, kind, why)
@@ -206,7 +222,7 @@ def _apply_known_changes(batch: Batch, plan: Plan) -> set[int]:
                 result.gone.append(cid)
         if changed is not record:
             store.save_record(changed)
-    return held
+    return held, judged_ids
 
 
 def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[str, int]) -> None:
