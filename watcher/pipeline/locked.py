@@ -213,6 +213,7 @@ def _apply_known_changes(batch: Batch, plan: Plan) -> tuple[set[int], set[str]]:
                 judged = changed.gone is None and not answered_or_marked(entry, plan.latest_replies.get(cid))
                 changed = records.apply_edit(changed, edit.text, edit.prompt, judged=judged)
                 result.edited.append(cid)
+                batch.emit("comment.edited", comment=cid)
                 if judged:
                     judged_ids.add(cid)
         if cid in plan.gone:
@@ -220,6 +221,7 @@ def _apply_known_changes(batch: Batch, plan: Plan) -> tuple[set[int], set[str]]:
             changed = records.mark_gone(changed, kind, why)
             if changed.gone is not record.gone:
                 result.gone.append(cid)
+                batch.emit(f"comment.{kind}", comment=cid)
         if changed is not record:
             store.save_record(changed)
     return held, judged_ids
