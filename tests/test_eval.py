@@ -259,3 +259,41 @@ def test_every_figure_follows_from_the_counts(rows: list[tuple[str, bool, bool |
         assert group.precision == ratio(c.true_positive, c.true_positive + c.false_positive)
         assert group.recall == ratio(c.true_positive, c.true_positive + c.false_negative)
         assert len(group.disagreements) == c.false_positive + c.false_negative
+
+
+def _edited(data_dir: Path) -> None:
+    """Four edited comments (SPEC §15.2): re-judged after the edit, awaiting the new text's attempt,
+    labelled only before the new verdict, and edited after the person's mark (not called again)."""
+    store = FileStore(Paths(data_dir))
+    new_prompt = Prompt(template="verdict", template_sha256=PROMPT_A, system="s", user="u2")
+
+    def rejudged(cid: str, said: bool) -> InboxRecord:
+        first = records.apply_edit(_judged(cid, said=not said), "edited text", new_prompt, judged=True)
+        verdict = Verdict(needs_reply=said, category="question" if said else "praise", priority="normal",
+                          summary=f"new summary of {cid}", reply_hint="")
+        again = records.reserve(first, command="scan", entrypoint="cli", provider="openai", model="gpt-x", pid=1)
+        return records.finish(again, verdict=verdict, error=None)
+
+    store.save_record(rejudged("ed1", said=False))  # said yes, edited, now says no; ignored after: agreed
+    store.save_record(records.apply_edit(_judged("ed2", said=True), "edited text", new_prompt, judged=True))
+    store.save_record(rejudged("ed3", said=True))  # marked before the new verdict: about the old text
+    store.save_record(records.apply_edit(_judged("ed4", said=False), "edited text", new_prompt, judged=False))
+    base = store.load_index()
+    mine, _ = store.reconcile_index(base)
+    marks = {"ed1": ("ignored", "2099-01-01T00:00:00Z"), "ed2": ("replied", "2099-01-01T00:00:00Z"),
+             "ed3": ("ignored", "2000-01-01T00:00:00Z"), "ed4": ("ignored", "2099-01-01T00:00:00Z")}
+    comments = {cid: mine.comments[cid].model_copy(update={"triage": triage, "triage_by": "person", "triage_at": at})
+                for cid, (triage, at) in marks.items()}
+    store.save_index(base, mine.model_copy(update={"comments": comments}))
+
+
+def test_an_edited_comment_is_judged_by_its_latest_verdict_against_a_label_given_after_it(data_dir: Path) -> None:
+    """ed1 by its new verdict (agreed, though its first said the opposite); ed2 has no verdict for
+    its new text (not judged by the old one); ed3's mark predates its new verdict (unlabelled); ed4,
+    edited after the mark and never called again, by the verdict the person acted on."""
+    _edited(data_dir)
+    result = run_main("cli", "eval", "--json", data_dir=data_dir).envelope["result"]  # type: ignore[index]
+    assert (result["comments"], result["judged"], result["unlabelled"], result["without_verdict"]) == (4, 2, 1, 1)
+    [group] = result["groups"]
+    assert group["confusion"] == {"true_positive": 0, "false_positive": 0, "false_negative": 0, "true_negative": 2}
+    assert group["disagreements"] == []

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from watcher.models import Category, InboxRecord, SeenComment, TriageBy
+from watcher.models import Attempt, Category, InboxRecord, SeenComment, TriageBy
 from watcher.results import Confusion, Disagreement, EvalGroup, EvalResult
 from watcher.store import Store
 from watcher.timeutil import parse_iso
@@ -49,13 +49,28 @@ def label_of(entry: SeenComment | None) -> tuple[bool | None, TriageBy | None]:
     return entry.triage == "replied", entry.triage_by
 
 
+def label_at(entry: SeenComment) -> str | None:
+    """When the author's action behind the label was taken: the person's last mark, or the latest
+    reply seen on dev.to (``None`` where an older index did not record it)."""
+    if entry.triage_by == "person":
+        return entry.triage_at
+    return entry.last_reply_at or entry.replied_at
+
+
 def sample_of(record: InboxRecord, entry: SeenComment | None) -> Sample | None:
-    """The comment as eval judges it; ``None`` when it has no verdict to judge."""
+    """The comment as eval judges it; ``None`` when it has no verdict to judge.
+
+    An edited comment is judged by its latest verdict — the one in force, for the text the author
+    last saw (``verdict``; the earlier ones are in ``edits``) — against a label given after it. With
+    no verdict in force (the new text awaits its attempt, or has none left) it has none to judge:
+    an older text's verdict says nothing about what the author answered since (SPEC §15.2, §15.6)."""
     verdict = record.verdict
     if verdict is None:
         return None
     judge = next((a for a in reversed(record.attempts) if a.outcome == "ok"), None)
     needed, by = label_of(entry)
+    if needed is not None and record.edits and entry is not None and _before(label_at(entry), judge):
+        needed, by = None, None  # labelled only before this verdict, for an earlier text: not guessed
     return Sample(id=record.comment.id, provider=judge.provider if judge else "unknown",
                   model=judge.model if judge else "unknown", prompt=record.prompt.template_sha256[:PROMPT_DIGITS],
                   said=verdict.needs_reply, needed=needed, by=by, category=verdict.category, summary=verdict.summary)
@@ -78,6 +93,15 @@ def collect(store: Store, *, since: datetime | None = None) -> tuple[list[Sample
         else:
             samples.append(sample)
     return samples, considered, without
+
+
+def _before(label: str | None, judge: Attempt | None) -> bool:
+    if label is None or judge is None or judge.finished_at is None:
+        return False  # no time to compare (an older index): the label stands
+    try:
+        return parse_iso(label) < parse_iso(judge.finished_at)
+    except ValueError:
+        return False
 
 
 def _created(record: InboxRecord) -> datetime:

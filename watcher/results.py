@@ -483,8 +483,8 @@ class EvalGroup(_Result):
     model: str
     prompt: str = Field(description="The prompt template's version: the first 12 hex digits of its sha256.")
     judged: int = Field(description="Comments with a verdict and a label from the author.")
-    unlabelled: int = Field(description="Comments with a verdict the author has neither replied to nor marked: "
-                                        "counted, not guessed.")
+    unlabelled: int = Field(description="Comments with a verdict the author has neither replied to nor marked "
+                                        "(or, edited, only before that verdict): counted, not guessed.")
     agreement: Figure
     precision: Figure = Field(description="Of the comments it said need a reply, the share that did.")
     recall: Figure = Field(description="Of the comments that needed a reply, the share it said need one.")
