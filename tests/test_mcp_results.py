@@ -148,11 +148,11 @@ def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: 
         await checked.call("show", {"id": "one"})
         await checked.call("show", {"id": "one", "prompt": True})
         await checked.call("mark", {"id": "one", "triage": "replied"})
+        evaluated = await checked.call("eval", {})
+        assert evaluated["result"]["judged"] == 1  # "one", marked replied just now
         await checked.call("mark", {"id": "one", "triage": "open", "more_ids": ["two"]})
         await checked.call("articles", {})
         await checked.call("signals", {})
-        evaluated = await checked.call("eval", {})
-        assert evaluated["result"]["judged"] == 1  # "one", marked replied above
         check = await checked.call("check", {})
         assert check["result"]["checks"]
         for name, arguments in [("scan", {"limit": 0}), ("show", {"id": "nosuch"}), ("mark", {"id": "A!"}),
