@@ -125,7 +125,7 @@ class Frontend:
 
         if envelope.result is not None:
             render.human(envelope.command, envelope.result, envelope.error)
-        if envelope.error:
+        if envelope.error and not render.says_its_own_errors(envelope.result):
             self._notice(f"error: {envelope.error['message']}")
 
     def _notice(self, message: str) -> None:
@@ -275,6 +275,21 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         _frontend(ctx).respond("recheck", lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or (),
                                                                      parallel=parallel),
                            as_json=as_json, batch=True)
+
+    @app.command(epilog=_epilog("watcher cron", "*/30 * * * * . ~/.config/devto-watcher.env && watcher cron",
+                                codes=BATCH_CODES.replace("0 ran (per-comment errors are in the table)",
+                                                          "0 every step ran")))
+    def cron(ctx: typer.Context, limit: LimitOpt = commands.DEFAULT_LIMIT, as_json: JsonOpt = False) -> None:
+        """For cron: scan, recheck, then the new comments that need a reply — quiet otherwise.
+
+        Stdout: each new comment needing a reply, once; a comment whose attempts are all spent,
+        named once with the command that helps. Stderr: a problem as one line with its fix, when it
+        starts or changes, and at most once a day while it lasts. Nothing at all when nothing is
+        new and nothing is wrong. Each step runs even when the one before it stopped; the exit code
+        is non-zero whenever one did."""
+        from watcher.cron import cron as cron_round
+
+        _frontend(ctx).respond("cron", lambda c: cron_round(c, limit=limit), as_json=as_json)
 
     @app.command(epilog=_epilog("watcher claim --json", "watcher claim --limit 1", codes=CLAIM_CODES))
     def claim(ctx: typer.Context, limit: Annotated[int, typer.Option(

@@ -129,7 +129,7 @@ def execute(command: str, ctx: Context, fn: Callable[[Context], BaseModel | Part
         result, error = (out.result, out.error) if isinstance(out, Partial) else (out, None)
     except WatcherError as exc:
         error = exc
-        _signal_failure(ctx, exc)
+        signal_failure(ctx, exc)
     except KeyboardInterrupt:  # Ctrl-C outside a batch's calls (fetching, waiting for the lock)
         import signal
 
@@ -142,7 +142,8 @@ def execute(command: str, ctx: Context, fn: Callable[[Context], BaseModel | Part
     return Envelope(False, command, exit_code_for(error), result, {"kind": error_kind(error), "message": message})
 
 
-def _signal_failure(ctx: Context, exc: WatcherError) -> None:
+def signal_failure(ctx: Context, exc: WatcherError) -> None:
+    """The observation a failed command leaves (``lock.busy``, ``state.quarantined``, SPEC §8)."""
     key = "lock.busy" if isinstance(exc, LockBusy) else "state.quarantined" if isinstance(exc, CorruptState) else None
     if key is None or ctx._settings is None:
         return

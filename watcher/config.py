@@ -102,6 +102,10 @@ class Paths:
         return self.root / "observations.jsonl"
 
     @cached_property
+    def cron_state(self) -> Path:
+        return self.root / "cron.json"
+
+    @cached_property
     def signals_dir(self) -> Path:
         return self.root / "signals"
 
@@ -244,6 +248,20 @@ def demo_settings(data_dir: Path | str | None = None) -> Settings:
                     data_dir_chosen=chosen)
 
 
+def data_paths(*, data_dir: Path | str | None = None, env: Mapping[str, str] | None = None) -> Paths:
+    """The data dir alone, as :func:`load_settings` resolves it: what a command that must still
+    write there when another setting is wrong (``watcher cron``'s memory) can open."""
+    env = os.environ if env is None else env
+    # Absolute from here on: every message and `status` names the one directory meant, whatever
+    # directory a later reader of the output is in (SPEC §13.4).
+    given = data_dir or env.get("WATCHER_DATA_DIR")
+    if not data_dir:
+        _refuse_unexpanded("WATCHER_DATA_DIR", env.get("WATCHER_DATA_DIR"))
+    root = Path(given).expanduser().absolute() if given else default_data_dir()
+    # A data dir the user named is theirs, links and all; in the default, devto-watcher/ is watcher's.
+    return Paths(root, root if given else root.parent)
+
+
 def load_settings(
     *,
     data_dir: Path | str | None = None,
@@ -256,15 +274,9 @@ def load_settings(
     """
     env = os.environ if env is None else env
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-    # Absolute from here on: every message and `status` names the one directory meant, whatever
-    # directory a later reader of the output is in (SPEC §13.4).
-    given = data_dir or env.get("WATCHER_DATA_DIR")
-    if not data_dir:
-        _refuse_unexpanded("WATCHER_DATA_DIR", env.get("WATCHER_DATA_DIR"))
-    root = Path(given).expanduser().absolute() if given else default_data_dir()
-    # A data dir the user named is theirs, links and all; in the default, devto-watcher/ is watcher's.
-    chosen = root if given else root.parent
-    config_file = Paths(root).config_file
+    paths = data_paths(data_dir=data_dir, env=env)
+    root, chosen, given = paths.root, paths.user_part, bool(data_dir or env.get("WATCHER_DATA_DIR"))
+    config_file = paths.config_file
     file_values = _read_config_file(config_file)
 
     values: dict[str, Any] = {}

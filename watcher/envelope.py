@@ -19,6 +19,7 @@ from watcher.results import (
     CheckResult,
     ClaimResult,
     CommentRecord,
+    CronResult,
     DemoResult,
     GrantResult,
     InboxResult,
@@ -74,6 +75,7 @@ RESULTS: dict[str, type[BaseModel]] = {
     "submit": SubmitResult,
     "grant": GrantResult,
     "demo": DemoResult,
+    "cron": CronResult,
 }
 
 

@@ -21,6 +21,7 @@ from watcher.results import (
     CheckResult,
     ClaimResult,
     CommentRecord,
+    CronResult,
     DemoResult,
     GrantResult,
     InboxResult,
@@ -122,6 +123,11 @@ def human(command: str, result: BaseModel, error: EnvelopeError | None = None) -
     if show is None:
         raise TypeError(f"{command}: no human rendering for {type(result).__name__}")
     show(result)
+
+
+def says_its_own_errors(result: BaseModel | None) -> bool:
+    """Whether a result's view prints its errors itself: cron says each problem once, its own way."""
+    return isinstance(result, CronResult)
 
 
 def _said(verdict: ItemVerdict | Verdict) -> str:
@@ -256,7 +262,7 @@ def _inbox(doc: InboxResult) -> None:
         return  # cron mails only what is new: nothing new, no output, no mail
     if not doc.comments:
         _out.print("Nothing needs a reply." if not doc.all else "No comments yet: run `watcher scan`.")
-    if waiting and not doc.all:
+    if waiting and not doc.all and not doc.new:
         # "Nothing needs a reply" must never hide comments that have no verdict (SPEC §13).
         states = ", ".join(f"{n} {state}" for state, n in waiting.items())
         _out.print(f"Not yet checked: {states} — `watcher inbox --all` lists them with the reason.")
@@ -354,8 +360,20 @@ def _mark(result: MarkResult) -> None:
     _out.print(f"{result.id} marked {result.triage}")
 
 
+def _cron(doc: CronResult) -> None:
+    # soft_wrap: each problem stays one line in a mail, whatever width rich guesses for a pipe.
+    for problem in doc.problems:
+        if problem.said:
+            _err.print(problem.line, soft_wrap=True)
+    if doc.inbox is not None:
+        _inbox(doc.inbox)
+    for named in doc.named:
+        if named.said:
+            _out.print(named.line)
+
+
 # Each result model's human view (STYLE rule 11: one table, no if-chain).
 _VIEWS: dict[type[BaseModel], Callable[[Any], None]] = {
     DemoResult: _demo, StatusResult: _status, InboxResult: _inbox, CommentRecord: _show, MarkResult: _mark,
-    SignalsResult: _signals, CheckResult: _check, GrantResult: _grant, ClaimResult: _claim, SubmitResult: _submit,
+    SignalsResult: _signals, CheckResult: _check, CronResult: _cron, GrantResult: _grant, ClaimResult: _claim, SubmitResult: _submit,
 }

@@ -404,3 +404,35 @@ class DemoResult(_Result):
     data_dir: str
     scans: list[BatchResult]
     inbox: InboxResult
+
+
+# ---- cron (SPEC §15.3) -------------------------------------------------------------------------------
+
+
+class CronProblemResult(_Result):
+    key: str = Field(description="What went wrong, the same for every round while it lasts.")
+    step: str = Field(description="scan, recheck, inbox, or cron (its own memory, or a warning).")
+    kind: str = Field(description="The error kind, or warning.")
+    line: str = Field(description="The line with its fix, as printed on stderr.")
+    said: bool = Field(description="Printed this round: it started or changed, or was last said a day ago.")
+    since: str = Field(description="When cron first met it (ISO time, UTC).")
+
+
+class CronNamed(_Result):
+    """A comment that needs the author and has no verdict (attempts spent): named once."""
+
+    id: str
+    state: State
+    said: bool = Field(description="Named this round (no earlier round named it).")
+    line: str = Field(description="The line printed, with the command that helps; empty when not said.")
+
+
+class CronResult(_Result):
+    """``watcher cron``: scan, recheck and the new comments in one round, and what it said."""
+
+    scan: BatchResult | None = Field(description="The scan's summary (null: it failed before it had one).")
+    recheck: BatchResult | None
+    inbox: InboxResult | None = Field(description="The inbox --new listing: new comments that need a reply.")
+    problems: list[CronProblemResult]
+    named: list[CronNamed]
+    notices: list[str] = Field(description="Every notice the steps gave (the problems among them are in problems).")
