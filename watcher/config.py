@@ -248,6 +248,14 @@ def demo_settings(data_dir: Path | str | None = None) -> Settings:
                     data_dir_chosen=chosen)
 
 
+# Offline verdicts for real comments count as done and would never reach the real model once the
+# environment is fixed: choosing the heuristic must be explicit (SPEC §13.4). scan, recheck and
+# check all refuse with these words.
+NO_PROVIDER = ("no model provider chosen: set WATCHER_PROVIDER=openai or anthropic (and its API key), "
+               "WATCHER_PROVIDER=agent for the agent you work with to give the verdicts over MCP, "
+               "or WATCHER_PROVIDER=offline for the built-in heuristic")
+
+
 def data_paths(*, data_dir: Path | str | None = None, env: Mapping[str, str] | None = None) -> Paths:
     """The data dir alone, as :func:`load_settings` resolves it: what a command that must still
     write there when another setting is wrong (``watcher cron``'s memory) can open."""
@@ -360,7 +368,7 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], origin: M
         api_key=SecretStr(api_key) if api_key and spec.is_remote else None,
         timeout=_positive_float(values.get("timeout", 60.0)),
         parallel=_parallel(values["parallel"]) if "parallel" in values else _default_parallel(spec, base_url),
-        devto_username=(str(values["devto_username"]).strip() or None) if "devto_username" in values else None,
+        devto_username=(str(values["devto_username"]).strip().lstrip("@") or None) if "devto_username" in values else None,
         devto_api_key=SecretStr(devto_key) if devto_key else None,
         known_keys=tuple(SecretStr(key) for key in dict.fromkeys(k for k in known if isinstance(k, str) and k)),
         devto_base_url=check_http_url(str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"),

@@ -163,6 +163,8 @@ def _batch(doc: BatchResult, error: EnvelopeError | None = None) -> None:
         for item, row in zip(doc.items, rows, strict=True):
             # One line per comment: the summary is cut to the terminal's width, not wrapped.
             detail = _detail(item)
+            if item.outcome == "not_started" and error is not None and item.message == error["message"]:
+                detail = "not reached: the run stopped (the reason is below)"  # said once, on stderr
             detail = detail if len(detail) <= room else detail[: room - 1] + "…"
             table.add_row(*row, detail)
         _out.print(table, soft_wrap=False)
@@ -175,7 +177,7 @@ def _batch(doc: BatchResult, error: EnvelopeError | None = None) -> None:
     if doc.remaining:
         line += f" · remaining: {doc.remaining} (run again)"
     if doc.repaired:
-        line += f" · index repaired: {len(doc.repaired)}"
+        line += f" · seen.json brought up to date from inbox/: {len(doc.repaired)}"
     if doc.baseline:
         line += f" · baseline (older than the backlog window, not checked): {doc.baseline}"
     if doc.answered:
@@ -189,43 +191,66 @@ def _batch(doc: BatchResult, error: EnvelopeError | None = None) -> None:
         _out.print(f"next: {_next_step(doc, error)}")
 
 
+# What to do after a run stopped, by the error's kind: each says what is true of that stop.
+_AFTER_STOP: dict[str, str] = {
+    "provider_setup": "fix the setup named below, then `watcher check` (free) before the next run",
+    "config": "fix the setting named below, then `watcher check` (free) before the next run",
+    "usage": "fix the command line (`watcher COMMAND -h` has examples)",
+    "provider_unavailable": "wait: the next run checks the provider for free before it spends an attempt",
+    "rate_limited": "wait: no model call until the cooldown named below ends; the run after it calls again",
+    "cooldown": "wait: no model call until the cooldown named below ends; the run after it calls again",
+    "quota_exhausted": "raise the plan's spend limit or wait until the quota renews; no call until then",
+    "source_unavailable": "wait: dev.to did not answer; the next scan fetches what this one missed",
+    "interrupted": "run it again when you like; the interrupted attempt stays counted",
+    "cancelled": "run it again when you like",
+    "lock_busy": "another run is working; try again in a minute",
+}
+
+
 def _next_step(doc: BatchResult, error: EnvelopeError | None) -> str:
     """The one next step that fits what happened (the error itself is printed on stderr)."""
     needs = sum(1 for i in doc.items if i.verdict and i.verdict.needs_reply)
     if error is not None:
-        kind = error["kind"]
-        if kind in ("provider_setup", "config", "usage"):
-            return "fix the setup named below, then `watcher check` (free) before the next run"
-        if kind in ("provider_unavailable", "cooldown", "rate_limited", "quota_exhausted", "source_unavailable"):
-            return "wait: the next run checks the provider for free before it spends an attempt"
-        if kind == "interrupted":
-            return "run it again when you like; the interrupted attempt stays counted"
-        if kind == "lock_busy":
-            return "another run is working; try again in a minute"
-        return "see the error below; `watcher status` shows the state"
+        return _AFTER_STOP.get(error["kind"], "see the error below; `watcher status` shows the state")
     if doc.for_agent:
         return (f"{doc.for_agent} comment(s) wait for the agent: claim them over MCP (tool claim) or "
                 "`watcher claim`")
+    if doc.spent:
+        ids = " ".join(doc.spent[:3]) + (" …" if len(doc.spent) > 3 else "")
+        return (f"{len(doc.spent)} comment(s) spent their last attempt without a verdict ({ids}): only "
+                f"`watcher grant {doc.spent[0]}` tries one again — `watcher show {doc.spent[0]}` first")
     if needs:
         return f"`watcher inbox` shows the {needs} new comment(s) that need a reply"
     if any(i.outcome == "error" for i in doc.items):
         return "`watcher recheck` later retries the failed ones (3 attempts per comment in all)"
-    return "nothing needs you now; `watcher inbox` lists what still waits for a reply"
+    if doc.unmarked:
+        return (f"nothing new needs you; `watcher inbox` lists what still waits for a reply (from {doc.unmarked} "
+                "checked comment(s) you have not marked)")
+    return "nothing needs you now"
 
 
 def _demo(doc: DemoResult) -> None:
     calls = sum(run.calls for run in doc.scans)
     answered = sum(run.answered for run in doc.scans)
-    _out.print(f"demo: {calls} bundled sample comments checked with the offline classifier, through the real "
-               f"pipeline, in {doc.data_dir}")
+    if calls:
+        _out.print(f"demo: {calls} bundled sample comments checked with the offline classifier, through the real "
+                   f"pipeline, in {doc.data_dir}")
+    else:
+        _out.print(f"demo: the bundled sample comments were checked by an earlier `watcher demo` in {doc.data_dir} "
+                   "(nothing new to check; remove that directory to see it afresh)")
+    if doc.account_data_dir:
+        _out.print(f"      your data dir {doc.account_data_dir} (WATCHER_DATA_DIR) was not touched")
     if answered:
         _out.print(f"      {answered} more the author had already answered on dev.to: never sent to the model")
     _out.print("")
     _inbox(doc.inbox)
     _out.print("")
     _out.print(f"This was the sample, offline; remove it with: rm -rf {doc.data_dir}")
-    _out.print("Your own comments: set DEVTO_USERNAME and WATCHER_PROVIDER (and its key), run `watcher check`, "
-               "then `watcher scan` — `watcher --help` lists every setting.")
+    if doc.account_ready:
+        _out.print("Your own comments: `watcher check` tests your setup for free, then `watcher scan`.")
+    else:
+        _out.print("Your own comments: set DEVTO_USERNAME and WATCHER_PROVIDER (and its key), run `watcher check`, "
+                   "then `watcher scan` — `watcher --help` lists every setting.")
 
 
 def _status(doc: StatusResult) -> None:

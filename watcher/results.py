@@ -166,6 +166,10 @@ class BatchResult(_Result):
                                           "agent's verdict; the claim tool hands them out.")
     replied: list[str] = Field(default_factory=list, description="Comments marked replied because the author "
                                                                  "replied on dev.to.")
+    spent: list[str] = Field(default_factory=list, description="Comments whose last attempt failed this run: "
+                                                               "exhausted, only `watcher grant` tries them again.")
+    unmarked: int = Field(0, description="Comments with a verdict you have not marked after this run (the ones "
+                                         "`watcher inbox` lists are those among them that need a reply).")
     items: list[ItemResult] = Field(default_factory=list)
     rejected: list[Rejected] = Field(default_factory=list)
     repaired: list[str] = Field(default_factory=list)
@@ -404,6 +408,9 @@ class DemoResult(_Result):
     data_dir: str
     scans: list[BatchResult]
     inbox: InboxResult
+    account_ready: bool = Field(False, description="DEVTO_USERNAME and WATCHER_PROVIDER are set for real runs.")
+    account_data_dir: str | None = Field(None, description="The data dir real runs use (untouched by the demo), "
+                                                         "when WATCHER_DATA_DIR names it.")
 
 
 # ---- cron (SPEC §15.3) -------------------------------------------------------------------------------

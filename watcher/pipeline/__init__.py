@@ -92,7 +92,8 @@ def scan(run: Run, *, source: str | None = None, notice: Callable[[str], None] =
     if plan.interrupted is not None:
         # dev.to stopped answering midway: what was fetched goes through; the rest keeps its old
         # change signal, so the next scan fetches it. The run still ends loudly (exit 3).
-        batch.notice(f"warning: {plan.interrupted} — the articles fetched so far are processed")
+        # The error says so itself (the fetched articles are processed, the rest come next scan):
+        # no warning repeating it before the same line as the run's error.
         batch.fail(plan.interrupted)
     return _carry_out(batch, plan, base, index)
 
@@ -118,7 +119,7 @@ def _carry_out(batch: Batch, plan: Plan, base: SeenFile, index: SeenFile) -> Par
 
     batch.result.planned = len(plan.items)
     if batch.run.dry_run:
-        _dry_run(batch, plan.items, index)
+        _dry_run(batch, plan.items, index, requeued=plan.requeued)
         return Partial(batch.result, None)
     if batch.run.hooks.on_planned is not None:
         # The calls planned: none for provider agent, whose comments wait for the agent's claim.
@@ -135,8 +136,11 @@ def _carry_out(batch: Batch, plan: Plan, base: SeenFile, index: SeenFile) -> Par
     return Partial(batch.result, batch.error)
 
 
-def _dry_run(batch: Batch, plan: Sequence[Planned], index: SeenFile) -> None:
-    """Say what a real run would do now, touching nothing: no lock, no writes, no calls."""
+def _dry_run(batch: Batch, plan: Sequence[Planned], index: SeenFile, *, requeued: frozenset[str] = frozenset(),
+             ) -> None:
+    """Say what a real run would do now, touching nothing: no lock, no writes, no calls.
+    ``requeued``: baseline comments ``--since`` queues — the real run clears their baseline mark
+    under the lock before it decides, so they are planned as the calls they will be."""
     from watcher.pipeline.provider_state import pending_cooldown
 
     result = batch.result
@@ -157,6 +161,8 @@ def _dry_run(batch: Batch, plan: Sequence[Planned], index: SeenFile) -> None:
         else:
             from watcher.pipeline.locked import live_call
 
+            if item.id in requeued and not record.attempts:
+                record = record.model_copy(update={"baseline": False})
             action = decide(batch.run.command, record, item.fingerprint, now=batch.now(),
                             call_in_flight=live_call(batch, record))
         if action == "call" and not batch.calls_model:

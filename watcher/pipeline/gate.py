@@ -155,11 +155,11 @@ def _setup_stop(batch: Batch, kind: str, said: str) -> WatcherError:
     settings = batch.settings
     setup = f"{settings.provider} model {settings.model} at {settings.shown_base_url}"
     if kind == "auth":
-        return ProviderSetup(f"the provider rejected the API key ({said}) — check WATCHER_API_KEY; "
+        return ProviderSetup(f"the provider rejected the API key ({said}) — check {settings.api_key_from or 'WATCHER_API_KEY'}; "
                              "no further attempts until it is fixed", cause=kind)
     if kind == "model_not_found":
         return ProviderSetup(f"{setup}: the model does not exist ({said}) — check WATCHER_MODEL "
-                             "(`watcher check` lists what the server has); one real attempt an hour until then", cause=kind)
+                             "(`watcher check` asks the server for it, free); one real attempt an hour until then", cause=kind)
     if kind == "bad_request":
         return ProviderSetup(f"{setup}: the provider refused the request ({said}) — check WATCHER_MODEL "
                              "and WATCHER_BASE_URL", cause=kind)

@@ -32,7 +32,7 @@ from watcher.providers._wire import DeadlinePassed, Received, ResponseTooLarge, 
 from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
 from watcher.providers.parse import parse_verdict_text
-from watcher.providers.redact import Redaction, credential_secrets
+from watcher.providers.redact import Redaction, as_key, credential_secrets
 from watcher.providers.registry import provider_spec
 from watcher.urls import marked, split_credentials
 
@@ -82,7 +82,7 @@ class HttpProvider:
         bare, userinfo = split_credentials(settings.base_url.rstrip("/"))
         if settings.base_url_auth is not None:
             userinfo = settings.base_url_auth.get_secret_value()
-        self._redaction = Redaction(self._secret, *credential_secrets(userinfo))
+        self._redaction = Redaction(as_key(self._secret), *credential_secrets(userinfo))
         self._timeout_s = settings.timeout
         # As messages name it: "http://[redacted]@host/v1" when credentials go with it.
         self._base_url = marked(bare) if userinfo else bare

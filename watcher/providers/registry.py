@@ -141,4 +141,6 @@ def provider_spec(name: str) -> ProviderSpec:
         return PROVIDERS[name]
     except KeyError:
         choices = ", ".join(PROVIDERS)
-        raise ConfigError(f"unknown provider {name!r}: choose one of {choices} (WATCHER_PROVIDER)") from None
+        raise ConfigError(f"unknown provider {name!r}: choose one of {choices} (WATCHER_PROVIDER); for Ollama, vLLM, "
+                          "llama.cpp or another OpenAI-compatible server use openai with WATCHER_BASE_URL (Ollama: "
+                          "http://localhost:11434/v1)") from None
