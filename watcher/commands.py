@@ -223,7 +223,7 @@ def demo(ctx: Context) -> Partial[DemoResult]:
     own data dir (SPEC §13.4), then what needs a reply. Runs scan until nothing is left."""
     ready, account_dir = False, None
     with contextlib.suppress(WatcherError):  # a broken real setup does not stop the demo
-        real = ctx.settings
+        real = load_settings(overrides=ctx.overrides)  # the account's, not the demo's --data-dir
         ready = bool(real.devto_username or real.devto_api_key) and not real.provider_defaulted
         account_dir = None if real.data_dir_defaulted else str(real.data_dir)
     ctx = _demo(ctx)
