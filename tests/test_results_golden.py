@@ -102,9 +102,10 @@ ACCOUNT = "account-golden"
 
 @pytest.fixture
 def account(tmp_path: Path) -> Hooks:
-    """The hooks' source factory: ``--source account-golden`` is the account of ``tmp_path/export.json``."""
+    """The hooks' source factory: ``--source account-golden`` is the account of ``tmp_path/export.json``,
+    and so is dev.to itself (``watcher cron`` scans the configured account)."""
     def source(name: str) -> Source:
-        return Account(tmp_path / "export.json") if name == ACCOUNT else resolve_source(name)
+        return Account(tmp_path / "export.json") if name in (ACCOUNT, "devto") else resolve_source(name)
 
     return Hooks(make_source=source)
 
@@ -185,6 +186,9 @@ def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Pa
                         ("bridge", ("scan", "--limit", "0")), ("bridge", ("grant", "q1")),
                         ("bridge", ("scan", "--limit", "many"))]:
         t.run(entry, *args)
+    cron = {"DEVTO_USERNAME": "maya_writes"}
+    t.run("cli", "cron", "--json", env=cron)
+    t.run("cli", "cron", env=cron)
     t.check()
 
 
