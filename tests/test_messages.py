@@ -214,3 +214,43 @@ def test_check_with_a_base_url_missing_api_names_devto_base_url(data_dir: Path) 
         check_user(settings, transport=httpx.MockTransport(lambda r: httpx.Response(404, text="<html>")),
                    sleep=lambda _s: None)
     assert "DEVTO_BASE_URL" in str(info.value) and "DEVTO_USERNAME" not in str(info.value)
+
+
+def test_a_429_without_retry_after_does_not_promise_a_free_check(data_dir: Path, tmp_path: Path,
+                                                                 fake: FakeProvider) -> None:
+    """After a 429 with no Retry-After the next step names the cooldown, not a free probe the next
+    run would not make."""
+    account = Account(tmp_path / "a.json", [_comment("q1", timedelta(minutes=5))])
+    fake.default = "429-none"
+    answer = run_main("cli", "scan", data_dir=data_dir, env=ACCOUNT, hooks=_hooks(account, fake))
+    next_line = [line for line in answer.stdout.splitlines() if line.startswith("next:")][0]
+    assert answer.returncode == 3 and "for free" not in next_line and "cooldown" in next_line
+
+
+def test_anthropic_with_a_base_url_ending_in_v1_is_told_to_drop_it(data_dir: Path) -> None:
+    """Anthropic's model-not-found hint (the registry's, per provider): watcher adds /v1 itself, so
+    a base URL ending in /v1 is the fix to name — not `ollama list`, not "include /v1"."""
+    import httpx
+
+    from watcher.providers import make_provider
+
+    settings = load_settings(data_dir=data_dir, env={"WATCHER_PROVIDER": "anthropic", "ANTHROPIC_API_KEY": "sk-ant-0123",
+                                                     "WATCHER_BASE_URL": "https://llm.example/v1"})
+    body = json.dumps({"type": "error", "error": {"type": "not_found_error", "message": "model: claude-x"}})
+    provider = make_provider(settings, transport=httpx.MockTransport(lambda r: httpx.Response(404, text=body)))
+    try:
+        from watcher.prompts import render
+
+        result = provider.complete(render(_prompt_comment()))
+    finally:
+        provider.close()
+    assert result.error is not None and result.error.kind == "model_not_found"
+    message = result.error.message
+    assert "set it to https://llm.example" in message and "ollama" not in message.lower(), message
+
+
+def _prompt_comment() -> Any:
+    from watcher.models import Comment
+
+    return Comment(id="q1", article_id=1, article_title="T", article_url="https://dev.to/a/t", author="reader", created_at="2026-11-30T10:00:00Z", text="Does it work?",
+                   url="https://dev.to/reader/comment/q1")

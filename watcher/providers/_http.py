@@ -360,13 +360,8 @@ class HttpProvider:
         return hints.get(kind, kind)
 
     def _list_models_hint(self) -> str:
-        endpoint = provider_spec(self.name).models_endpoint
-        listing = (endpoint.list_path or endpoint.model_path.removesuffix("/{model}")) if endpoint else "/models"
-        # A 404 for every model usually means the base URL lacks its API prefix (Ollama: /v1).
-        return (
-            f"check WATCHER_MODEL; list the provider's models with GET {self._base_url}{listing} "
-            "(Ollama: `ollama list`), and check that WATCHER_BASE_URL includes the API path (e.g. /v1)"
-        )
+        # A 404 for every model usually means the base URL's path is wrong, each provider its own way.
+        return f"check WATCHER_MODEL; {provider_spec(self.name).models_hint(self._base_url)}"
 
     def _no_response(self, kind: Transport, message: str, started: float) -> CallResult:
         error = AttemptError(kind=kind, message=message)
