@@ -254,3 +254,63 @@ def _prompt_comment() -> Any:
 
     return Comment(id="q1", article_id=1, article_title="T", article_url="https://dev.to/a/t", author="reader", created_at="2026-11-30T10:00:00Z", text="Does it work?",
                    url="https://dev.to/reader/comment/q1")
+
+
+def test_human_output_shows_local_times_to_the_minute_and_json_keeps_utc(data_dir: Path, tmp_path: Path,
+                                                                        fake: FakeProvider) -> None:
+    """`show` prints times as `YYYY-MM-DD HH:MM ZONE`, never raw UTC with microseconds; --json keeps UTC."""
+    import re
+
+    account = Account(tmp_path / "a.json", [_comment("q1", timedelta(minutes=5))])
+    run_main("cli", "scan", data_dir=data_dir, env=ACCOUNT, hooks=_hooks(account, fake))
+    human = run_main("cli", "show", "q1", data_dir=data_dir, env=ACCOUNT).stdout
+    assert not re.search(r"\dT\d\d:\d\d:\d\d", human), human
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d", human)
+    shown = run_main("cli", "show", "q1", "--json", data_dir=data_dir, env=ACCOUNT).envelope
+    assert shown["result"]["attempts"][0]["reserved_at"].endswith("Z")
+
+
+def test_piped_output_is_at_most_120_columns_wide(data_dir: Path, tmp_path: Path, fake: FakeProvider) -> None:
+    """A table in a pipe or a mail fits 120 columns (its detail cut), however long the error."""
+    account = Account(tmp_path / "a.json", [_comment("q1", timedelta(minutes=5))])
+    fake.default = "404-model"
+    answer = run_main("cli", "scan", data_dir=data_dir, env=ACCOUNT, hooks=_hooks(account, fake))
+    table = [line for line in answer.stdout.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table and max(len(line) for line in table) <= 120
+
+
+@pytest.mark.parametrize("no_color", [False, True])
+def test_high_priority_is_coloured_on_a_terminal_unless_no_color(tmp_path: Path, no_color: bool) -> None:
+    """In a real terminal (a pty) `inbox` marks `high` in colour; with NO_COLOR set, no colour at all."""
+    import os
+    import pty
+    import re
+    import select
+    import subprocess
+
+    from _proc import command, env_for
+
+    demo = tmp_path / "demo"
+    assert run_main("cli", "--data-dir", str(demo), "demo", data_dir=None).returncode == 0
+    env = {k: v for k, v in env_for(None).items() if k != "NO_COLOR"}
+    env.update({"TERM": "xterm-256color", "COLUMNS": "100", **({"NO_COLOR": "1"} if no_color else {})})
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(command("cli", "--data-dir", str(demo), "inbox"), env=env, stdin=follower,
+                            stdout=follower, stderr=follower, close_fds=True)
+    os.close(follower)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 10)
+        try:
+            chunk = os.read(leader, 65536) if ready else b""
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        seen += chunk
+    proc.wait(10)
+    os.close(leader)
+    text = seen.decode("utf-8", "replace")
+    assert "high" in text
+    red = re.search(r"\x1b\[[0-9;]*31m", text) is not None  # NO_COLOR allows bold, never colour
+    assert red is not no_color, text[:300]

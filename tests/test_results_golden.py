@@ -41,6 +41,7 @@ VERDICT = json.dumps({"needs_reply": True, "category": "question", "priority": "
                       "summary": "Asks whether the cache works on Windows.", "reply_hint": "Say yes, since 3.2."})
 
 _TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
+_LOCAL = re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d(?: [A-Z][A-Za-z0-9+-]*)?")  # human output's local time
 _DATE = re.compile(r"\b\d{4}-\d\d-\d\d\b")
 _NUMBERS = re.compile(r'("(?:pid|duration_ms|applied)": )\d+')
 _PORT = re.compile(r"127\.0\.0\.1:\d+")
@@ -50,6 +51,7 @@ def normalised(text: str, root: Path) -> str:
     for path in sorted({str(root), os.path.realpath(root)}, key=len, reverse=True):
         text = text.replace(path, "<TMP>")
     text = _TIME.sub("<TIME>", text)
+    text = _LOCAL.sub("<LOCAL TIME>", text)
     text = _DATE.sub("<DATE>", text)
     text = _NUMBERS.sub(r"\g<1>0", text)
     return _PORT.sub("127.0.0.1:<PORT>", text)

@@ -97,6 +97,9 @@ class Frontend:
             from watcher.render import BatchProgress  # rich: only for a batch shown to a person
 
             progress = BatchProgress(verbose=self.verbose)
+            if command in ("scan", "demo"):
+                progress.fetching("fetching new comments from dev.to…" if command == "scan" else
+                                  "reading the sample comments…")
             ctx.hooks = _with_progress(self.hooks, progress)
         try:
             envelope = commands.execute(command, ctx, fn)
@@ -132,6 +135,11 @@ class Frontend:
 
     def _notice(self, message: str) -> None:
         # Errors and notices quote what servers and payloads said: shown, never obeyed (SPEC §15.5).
+        # A person reads local times to the minute (SPEC §15.3); an agent's stderr keeps UTC.
+        if not self.always_envelope:
+            from watcher.timeutil import local_minutes
+
+            message = local_minutes(message)
         sys.stderr.write(visible(message) + "\n")
         sys.stderr.flush()
 

@@ -32,6 +32,7 @@ from watcher.results import (
     StatusResult,
     SubmitResult,
 )
+from watcher.timeutil import local_minutes
 from watcher.visible import visible
 
 
@@ -45,14 +46,26 @@ class _Console(Console):
         # the render boundary of SPEC §15.5. Control and bidi characters from a comment, a name,
         # a title or a model's answer are shown as escapes (watcher.visible), so none reaches
         # the terminal raw. Fields shown on one line are also passed through _line first.
-        return super().render_str(visible(text), **kwargs)
+        # Stored times are shown local, to the minute (JSON keeps UTC). A comment's own text is
+        # printed as a Text (_as_written), so a date inside it is never rewritten.
+        return super().render_str(visible(local_minutes(text)), **kwargs)
 
 
-# markup=False: comment text and model output are untrusted and may contain "[...]". Output that
-# is not a terminal (a pipe, cron's mail) is not hard-wrapped at 80 columns: lines stay whole.
-_out = _Console(highlight=False, markup=False, soft_wrap=True,
-                width=None if sys.stdout.isatty() else 100_000)
+# How wide output that is not a terminal (a pipe, cron's mail) may be: a table fits in it, its
+# detail column cut (a wrong-model table was ~450 columns); prose lines stay whole (soft_wrap) for
+# grep and for the mail reader, which wraps them itself.
+PIPED_WIDTH = 120
+_TTY = sys.stdout.isatty()
+# markup=False: comment text and model output are untrusted and may contain "[...]". On a terminal
+# rich wraps at word boundaries; colour follows rich's rules (a terminal, NO_COLOR honoured).
+_out = _Console(highlight=False, markup=False, soft_wrap=not _TTY, width=None if _TTY else PIPED_WIDTH)
 _err = _Console(stderr=True, highlight=False, markup=False)
+HIGH = "bold red"  # how a high-priority comment stands out on a terminal
+
+
+def _as_written(text: str) -> Text:
+    """An outside text printed as it is (its escapes made visible, nothing else changed)."""
+    return Text(visible(text))
 
 
 def _line(text: str | None) -> str:
@@ -71,8 +84,21 @@ class BatchProgress:
         self._progress: Any = None
         self._task: Any = None
         self._out: list[str] = []  # the comments whose call is out, oldest first
+        self._fetching: Any = None
+
+    def fetching(self, what: str) -> None:
+        """A line while dev.to is fetched (tens of seconds on a big account: requests are paced)."""
+        if _err.is_terminal:
+            self._fetching = _err.status(what)
+            self._fetching.start()
+
+    def _fetched(self) -> None:
+        if self._fetching is not None:
+            self._fetching.stop()
+            self._fetching = None
 
     def start(self, total: int) -> None:
+        self._fetched()
         if not _err.is_terminal:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -110,6 +136,7 @@ class BatchProgress:
         self._progress.update(self._task, description=text)
 
     def stop(self) -> None:
+        self._fetched()
         if self._progress is not None:
             self._progress.stop()
 
@@ -295,12 +322,13 @@ def _inbox(doc: InboxResult) -> None:
         return
     for row in doc.comments:
         v = row.verdict
-        head = f"{row.id}  {v.priority if v else '-':<6}  {v.category if v else '-':<10}  @{_line(row.author)}"
+        rest = f"  {v.category if v else '-':<10}  @{_line(row.author)}"
         if doc.all:
-            head += f"  [{row.state}, {row.triage}]"
+            rest += f"  [{row.state}, {row.triage}]"
             if row.verdict_by:
-                head += f"  verdict by {row.verdict_by}"
-        _out.print(head)
+                rest += f"  verdict by {row.verdict_by}"
+        priority = v.priority if v else "-"
+        _out.print(Text.assemble(f"{row.id}  ", (f"{priority:<6}", HIGH if priority == "high" else ""), rest))
         _out.print(f"    {_line(v.summary) if v else '(no verdict yet)'}")
         if v and v.reply_hint:
             _out.print(f"    hint: {_line(v.reply_hint)}")
@@ -317,12 +345,13 @@ def _show(doc: CommentRecord) -> None:
     _out.print(_line(c.url))
     _out.print(f"state: {doc.state} · triage: {doc.triage} · attempts: {len(doc.attempts)}/{doc.cap}")
     _out.print("")
-    _out.print(c.text)
+    _out.print(_as_written(c.text))
     if doc.verdict:
         v = doc.verdict
         _out.print("")
         by = f" — verdict by {doc.verdict_by}" if doc.verdict_by else ""
-        _out.print(f"verdict: needs_reply={v.needs_reply} {v.category} {v.priority}: {_line(v.summary)}{by}")
+        _out.print(Text.assemble(f"verdict: needs_reply={v.needs_reply} {v.category} ",
+                                 (v.priority, HIGH if v.priority == "high" else ""), f": {_line(v.summary)}{by}"))
         if v.reply_hint:
             _out.print(f"reply hint: {_line(v.reply_hint)}")
     if doc.replied_at:
