@@ -314,3 +314,11 @@ def test_high_priority_is_coloured_on_a_terminal_unless_no_color(tmp_path: Path,
     assert "high" in text
     red = re.search(r"\x1b\[[0-9;]*31m", text) is not None  # NO_COLOR allows bold, never colour
     assert red is not no_color, text[:300]
+
+
+def test_an_account_without_articles_says_so(data_dir: Path, tmp_path: Path, fake: FakeProvider) -> None:
+    """A scan of an account with no articles says that, not only "nothing to do"."""
+    account = Account(tmp_path / "a.json", [])
+    account.path.write_text(json.dumps({"username": "maya_writes", "articles": []}))
+    answer = run_main("cli", "scan", data_dir=data_dir, env=ACCOUNT, hooks=_hooks(account, fake))
+    assert answer.returncode == 0 and "no published articles" in answer.stdout

@@ -196,6 +196,8 @@ def _batch(doc: BatchResult, error: EnvelopeError | None = None) -> None:
             table.add_row(*row, detail)
         _out.print(table, soft_wrap=False)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(doc.counts.items())) or "nothing to do"
+    if doc.articles == 0:
+        counts += " (the account has no published articles: check DEVTO_USERNAME if it should)"
     verb = "would call" if doc.dry_run else "model calls"
     calls = len(doc.would_call) if doc.dry_run else doc.calls
     line = f"{verb}: {calls} (limit {doc.limit}) · {counts}"

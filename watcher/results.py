@@ -159,6 +159,7 @@ class BatchResult(_Result):
     calls: int = Field(0, description="Model calls made (each spent one attempt).")
     remaining: int = Field(0, description="Planned comments left for the next run because the limit was reached.")
     discovered: int = Field(0, description="New comments found by this scan.")
+    articles: int | None = _absent_if_none("Scan only: articles the source listed for the account.")
     baseline: int = Field(0, description="Discovered comments older than the first scan's backlog window: never "
                                          "called.")
     answered: int = Field(0, description="Comments the author had already answered on dev.to: never called.")
