@@ -290,8 +290,14 @@ def test_high_priority_is_coloured_on_a_terminal_unless_no_color(tmp_path: Path,
 
     from _proc import command, env_for
 
-    demo = tmp_path / "demo"
-    assert run_main("cli", "--data-dir", str(demo), "demo", data_dir=None).returncode == 0
+    demo = tmp_path / "data"
+    export = tmp_path / "bug.json"
+    export.write_text(json.dumps({"username": "maya_writes", "articles": [{
+        "id": 1, "title": "Caching", "url": "https://dev.to/maya_writes/caching", "comments_count": 1,
+        "comments": [_comment("bug1", timedelta(minutes=5)) | {
+            "body_html": "<p>Bug: it crashes with a traceback on Windows, the cache is broken</p>"}]}]}))
+    seeded = run_main("cli", "scan", "--source", str(export), data_dir=demo, env={"WATCHER_PROVIDER": "offline"})
+    assert seeded.returncode == 0 and "high" in seeded.stdout, seeded.stdout
     env = {k: v for k, v in env_for(None).items() if k != "NO_COLOR"}
     env.update({"TERM": "xterm-256color", "COLUMNS": "100", **({"NO_COLOR": "1"} if no_color else {})})
     leader, follower = pty.openpty()
