@@ -116,7 +116,7 @@ def test_a_dev_to_429_is_dev_tos_and_said_once(data_dir: Path, tmp_path: Path, f
     answer = run_main("cli", "scan", data_dir=data_dir, env=ACCOUNT, hooks=_hooks(account, fake))
     assert answer.returncode == 3
     assert answer.stderr.count("HTTP 429") == 1, answer.stderr
-    next_line = [line for line in answer.stdout.splitlines() if line.startswith("next:")][0]
+    next_line = next(line for line in answer.stdout.splitlines() if line.startswith("next:"))
     assert "dev.to" in next_line and "provider" not in next_line
 
 
@@ -223,7 +223,7 @@ def test_a_429_without_retry_after_does_not_promise_a_free_check(data_dir: Path,
     account = Account(tmp_path / "a.json", [_comment("q1", timedelta(minutes=5))])
     fake.default = "429-none"
     answer = run_main("cli", "scan", data_dir=data_dir, env=ACCOUNT, hooks=_hooks(account, fake))
-    next_line = [line for line in answer.stdout.splitlines() if line.startswith("next:")][0]
+    next_line = next(line for line in answer.stdout.splitlines() if line.startswith("next:"))
     assert answer.returncode == 3 and "for free" not in next_line and "cooldown" in next_line
 
 
