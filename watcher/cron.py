@@ -91,7 +91,10 @@ def _fix(error: WatcherError) -> str:
 
 
 def problem_line(step: str, error: WatcherError) -> str:
-    return f"watcher cron: {step} stopped: {error.message} — {_fix(error)}"
+    """One line: what stopped, what it said, and the fix — unless the message already points at
+    `watcher check` (a refused setup names its setting and the check itself)."""
+    said = f"watcher cron: {step} stopped: {error.message}"
+    return said if "`watcher check`" in error.message else f"{said} — {_fix(error)}"
 
 
 def _is_problem(notice: str) -> bool:

@@ -368,10 +368,23 @@ def _show(doc: CommentRecord) -> None:
 
 
 def _check(doc: CheckResult) -> None:
-    for c in doc.checks:
-        _out.print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<10}  {_line(c.detail)}")
-        if c.fix and not c.ok:
-            _out.print(f"{'':16}fix: {c.fix}")
+    if not _TTY:  # whole lines in a pipe (grep, mail), as every other view prints them there
+        for c in doc.checks:
+            _out.print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<10}  {_line(c.detail)}")
+            if c.fix and not c.ok:
+                _out.print(f"{'':16}fix: {c.fix}")
+    else:
+        # A borderless table: on a narrow terminal a long detail wraps under itself, not under "ok".
+        table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
+        for _ in range(3):
+            table.add_column()
+        for c in doc.checks:
+            table.add_row("ok" if c.ok else "FAIL", c.name,
+                          _line(c.detail) + (f"\nfix: {c.fix}" if c.fix and not c.ok else ""))
+        with _out.capture() as drawn:
+            _out.print(table)
+        for line in drawn.get().splitlines():  # without the padding rich puts after the last column
+            _out.print(line.rstrip(), soft_wrap=True)
     _out.print("all checks passed" if doc.ok else "some checks failed")
 
 
