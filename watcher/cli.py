@@ -140,7 +140,16 @@ class Frontend:
             from watcher.timeutil import local_minutes
 
             message = local_minutes(message)
-        sys.stderr.write(visible(message) + "\n")
+        message = visible(message)
+        if not self.always_envelope and sys.stderr.isatty():
+            # A terminal wraps mid-word ("the pro/vider"): wrap at word boundaries to its width.
+            # A pipe or a mail gets the whole line.
+            import shutil
+
+            width = shutil.get_terminal_size().columns
+            message = "\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
+                                for line in message.splitlines())
+        sys.stderr.write(message + "\n")
         sys.stderr.flush()
 
 
@@ -286,7 +295,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
                                                                      parallel=parallel),
                            as_json=as_json, batch=True)
 
-    @app.command(epilog=_epilog("watcher cron", "*/30 * * * * . ~/.config/devto-watcher.env && watcher cron",
+    @app.command(epilog=_epilog("watcher cron", "*/30 * * * * . $HOME/.config/devto-watcher.env && /path/to/devto-watcher/.venv/bin/watcher cron",
                                 codes=BATCH_CODES.replace("0 ran (per-comment errors are in the table)",
                                                           "0 every step ran")))
     def cron(ctx: typer.Context, limit: LimitOpt = commands.DEFAULT_LIMIT, as_json: JsonOpt = False) -> None:

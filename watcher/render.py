@@ -430,10 +430,11 @@ def _mark(result: MarkResult) -> None:
 
 
 def _cron(doc: CronResult) -> None:
-    # soft_wrap: each problem stays one line in a mail, whatever width rich guesses for a pipe.
+    # soft_wrap in a pipe: each problem stays one line in a mail, whatever width rich guesses for
+    # it; a terminal wraps it at word boundaries.
     for problem in doc.problems:
         if problem.said:
-            _err.print(problem.line, soft_wrap=True)
+            _err.print(problem.line, soft_wrap=not _err.is_terminal)
     if doc.inbox is not None:
         _inbox(doc.inbox)
     for named in doc.named:
