@@ -155,8 +155,8 @@ def _setup_stop(batch: Batch, kind: str, said: str) -> WatcherError:
     settings = batch.settings
     setup = f"{settings.provider} model {settings.model} at {settings.shown_base_url}"
     if kind == "auth":
-        return ProviderSetup(f"the provider rejected the API key ({said}) — check {settings.api_key_from or 'WATCHER_API_KEY'}; "
-                             "no further attempts until it is fixed", cause=kind)
+        # ``said`` is the provider's hint, which names the variable the key came from.
+        return ProviderSetup(f"{said} — no further attempts until it is fixed", cause=kind)
     if kind == "model_not_found":
         return ProviderSetup(f"{setup}: the model does not exist ({said}) — check WATCHER_MODEL "
                              "(`watcher check` asks the server for it, free); one real attempt an hour until then", cause=kind)

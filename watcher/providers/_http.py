@@ -75,6 +75,7 @@ class HttpProvider:
     def __init__(self, settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None) -> None:
         self.model = settings.model
         self._secret = settings.api_key.get_secret_value() if settings.api_key is not None else ""
+        self._key_from = settings.api_key_from or "WATCHER_API_KEY"
         # Credentials in WATCHER_BASE_URL (a proxy's login) go in the Authorization header, as
         # httpx sends a URL's userinfo, and never into a URL that a message or a file could
         # show (SPEC §15.5). Config took them out of base_url already; a Settings built by
@@ -346,7 +347,7 @@ class HttpProvider:
             "rate_limited": "rate limited by the provider"
             + (f"; retry after {retry:g} s" if retry is not None else "; wait before the next run"),
             "quota_exhausted": "quota or spend limit exhausted; check the plan and billing of this API key",
-            "auth": "the provider rejected the API key; check WATCHER_API_KEY and its permissions",
+            "auth": f"the provider rejected the API key; check {self._key_from} and its permissions",
             "unreachable": f"is the server running? check WATCHER_BASE_URL ({self._base_url})",
             "model_not_found": f"the provider does not know model {self.model}; {self._list_models_hint()}",
             "overloaded": "the provider is overloaded; `watcher recheck` later",
