@@ -48,6 +48,7 @@ First steps:
   export DEVTO_USERNAME=you WATCHER_PROVIDER=openai OPENAI_API_KEY=sk-...
   watcher check                     test that setup for free (no attempt, no tokens)
   watcher scan && watcher inbox     fetch new comments, then list what needs a reply
+  watcher cron                      the same for cron: quiet unless there is news or trouble
 
 {_settings_help()}
 
@@ -298,7 +299,10 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
     @app.command(epilog=_epilog("watcher cron", "*/30 * * * * . $HOME/.config/devto-watcher.env && /path/to/devto-watcher/.venv/bin/watcher cron",
                                 codes=BATCH_CODES.replace("0 ran (per-comment errors are in the table)",
                                                           "0 every step ran")))
-    def cron(ctx: typer.Context, limit: LimitOpt = commands.DEFAULT_LIMIT, as_json: JsonOpt = False) -> None:
+    def cron(ctx: typer.Context, limit: Annotated[int, typer.Option(
+                 "--limit", help="Most model calls for scan, and again for recheck (1–20 each).", show_default=True,
+                 parser=_whole_number, metavar="N")] = commands.DEFAULT_LIMIT,
+             as_json: JsonOpt = False) -> None:
         """For cron: scan, recheck, then the new comments that need a reply — quiet otherwise.
 
         Stdout: each new comment needing a reply, once; a comment whose attempts are all spent,
@@ -344,7 +348,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         _frontend(ctx).respond("status", commands.status, as_json=as_json)
 
     @app.command("inbox", epilog=_epilog("watcher inbox", "watcher inbox --all", "watcher inbox --new   "
-                                         "(in cron: mails each new comment once)", codes=VIEW_CODES))
+                                         "(each new comment once; `watcher cron` runs it for cron)", codes=VIEW_CODES))
     def inbox_cmd(ctx: typer.Context, show_all: Annotated[bool, typer.Option("--all", help="Every known comment, "
                                                                             "not only those needing a reply.")] = False,
                   new: Annotated[bool, typer.Option("--new", help="Only those no earlier --new listed, and remember "

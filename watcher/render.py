@@ -305,7 +305,8 @@ def _status(doc: StatusResult) -> None:
                    f"{claimed.earliest_lease_until or '-'}), {claimed.lease_ended} lease(s) ended without a "
                    "submit (the next run closes them as interrupted)")
     counts = doc.signals.counts
-    _out.print("signals:   " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet"))
+    _out.print("signals:   " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet")
+               + " (what the runs recorded; `watcher signals -h`)")
     if doc.signals.warning:
         _out.print(f"warning:   {doc.signals.warning}")
 
