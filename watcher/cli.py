@@ -145,9 +145,10 @@ class Frontend:
         if not self.always_envelope and sys.stderr.isatty():
             # A terminal wraps mid-word ("the pro/vider"): wrap at word boundaries to its width.
             # A pipe or a mail gets the whole line.
-            import shutil
-
-            width = shutil.get_terminal_size().columns
+            try:
+                width = os.get_terminal_size(sys.stderr.fileno()).columns
+            except OSError:
+                width = 80
             message = "\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
                                 for line in message.splitlines())
         sys.stderr.write(message + "\n")
