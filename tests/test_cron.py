@@ -234,11 +234,10 @@ def _cron_line(env_file: Path) -> list[str]:
     return ["env", "-i", f"HOME={env_file.parent}", "PATH=/usr/bin:/bin", "sh", "-c", line]
 
 
-def test_under_env_i_the_cron_line_lists_news_once_then_is_silent_and_a_wrong_setting_is_one_line(
-        tmp_path: Path, provider: FakeProvider) -> None:
-    """Real processes with nothing but the env file, against dev.to and a model on loopback: the
-    new comment on stdout once, then silence; a misspelt setting is one line with its fix and
-    exit 2 (that it is not said again is test_a_broken_setting_is_said_once_and_exits_2_every_round)."""
+def test_under_env_i_the_cron_line_lists_news_once_then_is_silent(tmp_path: Path, provider: FakeProvider) -> None:
+    """Two rounds as real processes with nothing but the env file (cron's bare environment), against
+    dev.to and a model on loopback: the new comment on stdout once, then nothing at all. (A broken
+    setting, an outage and a recovery over many rounds are the in-process tests above.)"""
     from _fakes.forem import FakeForem
     from test_source_loopback import _Handler, _Server
 
@@ -262,10 +261,6 @@ def test_under_env_i_the_cron_line_lists_news_once_then_is_silent_and_a_wrong_se
         assert "priyan" in news.stdout and provider.calls == ["c1"]
         quiet = run_round()
         assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
-        env_file.write_text(env_file.read_text().replace("WATCHER_PROVIDER=openai", "WATCHER_PROVIDER=openia"))
-        wrong = run_round()
-        assert wrong.returncode == 2 and wrong.stdout == ""
-        assert wrong.stderr.count("\n") == 1 and "WATCHER_PROVIDER" in wrong.stderr, wrong.stderr
     finally:
         server.shutdown()
         server.server_close()
