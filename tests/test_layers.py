@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     # the pipeline, and eval's read of what it left (SPEC §15.6)
     ("watcher.pipeline", "watcher.evaluate"),
     ("watcher.checks", "watcher.commands", "watcher.envelope", "watcher.labelled"),
+    ("watcher.cron",),
     ("watcher.render", "watcher.cli", "watcher.__main__"),
     ("bridge",),
 ]

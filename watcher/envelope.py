@@ -20,6 +20,7 @@ from watcher.results import (
     CheckResult,
     ClaimResult,
     CommentRecord,
+    CronResult,
     DemoResult,
     EvalResult,
     GrantResult,
@@ -78,6 +79,7 @@ RESULTS: dict[str, type[BaseModel]] = {
     "grant": GrantResult,
     "demo": DemoResult,
     "eval": EvalResult,
+    "cron": CronResult,
 }
 
 
