@@ -549,6 +549,7 @@ SHORT_HELP = {
     "check": "Test the setup for free (no attempt, no tokens).",
     "grant": "Give a spent comment more attempts (your decision).",
     "signals": "Count what the runs recorded (observation signals).",
+    "eval": "How good the verdicts are, by your replies and marks.",
 }
 
 
