@@ -159,6 +159,8 @@ class Recorder:
         self.crash_points = 0
         self._pending: list[State] = []  # states of the last operation, valid until the next one
         self.root_id = self.model.new("d")
+        st = os.stat(self.root)
+        self._by_ino[(st.st_dev, st.st_ino)] = self.root_id  # its fsync makes the data dir's own entry durable
         self.model.sync(self.root_id)
         self._snapshot(self.root, self.root_id)
         self._generate()
