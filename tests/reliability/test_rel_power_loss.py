@@ -19,25 +19,24 @@ them (:data:`QUICK_SAMPLE` per workload, spread over the trace); the long lane r
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _fakes import records as fake_records
 from _fakes.clock import LEASE_END, later
 from _fakes.provider import IN_PROCESS_ENV, TAG, VERDICT, FakeProvider, in_process
 from _proc import Answer, run_main
 from _rel_harness import AGENT_ENV, LONG, TALLY, Baseline, RunPidStore, script_followups
 from _rel_invariants import Snapshot, attempts_monotonic, call_budget, verdicts_final
 from _rel_powerloss import Recorder, State, materialize, recording
-
-from _fakes import records as fake_records
 
 from watcher import records as rec_rules
 from watcher.config import Paths
@@ -48,7 +47,7 @@ from watcher.store import durable
 from watcher.store.files import FileStore
 
 # Next commands run on this many states per workload in the quick lane (all of them in the long lane).
-QUICK_SAMPLE = 3
+QUICK_SAMPLE = 2
 DATA = "data"
 
 
@@ -81,8 +80,10 @@ WORKLOADS: dict[str, tuple[Step, ...]] = {
     # An agent claims (reservations with leases) and submits one verdict.
     "claim-submit": (Step("bridge", ("claim", "--limit", "20"), agent=True),
                      Step("bridge", ("submit", "{claimed}", "{claimed_n}", json.dumps(VERDICT)), agent=True)),
-    # Lines appended by a scan (never fsynced by the append), then the counter applies them.
-    "signals": (_scan(), Step("bridge", ("signals",))),
+    # A line appended by a grant (an append is never fsynced), the counter applying it, then a
+    # recount from zero (--reset: the state written back to nothing, then every line again).
+    "signals": (Step("cli", ("grant", "flaky", "--yes", "--json")), Step("bridge", ("signals",)),
+                Step("cli", ("signals", "--reset", "--json"))),
     # An index save on its own: marks, and the listing of new comments.
     "index-save": (Step("bridge", ("mark", "flaky", "ignored")), Step("cli", ("inbox", "--new", "--json"))),
     # Four calls in flight: reservations and outcomes interleaved in the order answers arrive.
@@ -231,11 +232,10 @@ def read_state(files: dict[str, bytes | None]) -> Read:
         data = files.get(f"{DATA}/{rel}")
         if data is None:
             return None
-        try:
-            return model.model_validate_json(data)
-        except ValueError:
+        found = _parse(model, data)
+        if found is None:
             torn.add(rel)
-            return None
+        return found
 
     for path in files:
         if path.startswith(f"{DATA}/inbox/") and path.endswith(".json") and not path.rsplit("/", 1)[1].startswith("."):
@@ -250,6 +250,15 @@ def read_state(files: dict[str, bytes | None]) -> Read:
     parse("signals/cursor.json", SignalCursor)
     parse("provider.json", ProviderState)
     return Read(recs, torn, index, counter, files.get(f"{DATA}/observations.jsonl") or b"")
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(model: Any, data: bytes) -> Any:
+    """The file's model, ``None`` if it does not parse (states share most files' bytes: parsed once)."""
+    try:
+        return model.model_validate_json(data)
+    except ValueError:
+        return None
 
 
 def promises_in_state(read: Read, promised: Promised) -> list[str]:
@@ -303,8 +312,8 @@ def counted_once(read: Read) -> list[str]:
         else:
             invalid += 1
     if dict(keys) != state.counts or invalid != state.invalid:
-        return [f"the counter's totals {state.counts} (+{state.invalid} invalid) are not the log's lines up to "
-                f"its watermark {dict(keys)} (+{invalid} invalid)"]
+        return [(f"the counter's totals {state.counts} (+{state.invalid} invalid) are not the log's lines up to "
+                 f"its watermark {dict(keys)} (+{invalid} invalid)")]
     return []
 
 
@@ -459,7 +468,24 @@ def planted_write(*, sync_file: bool = True, sync_dir: bool = True) -> Callable[
     return write_bytes
 
 
+# Each planted bug, and what the checker must then report: reservations of requests that left are
+# lost (the rename undone; or the file renamed before its bytes were durable, torn or empty), and
+# so are verdicts an item line reported.
 PLANTED = {"no-directory-fsync": {"sync_dir": False}, "no-fsync-before-replace": {"sync_file": False}}
+PLANTED_WORKLOAD = "recheck"
+
+
+@pytest.mark.parametrize("bug", list(PLANTED))
+def test_a_durable_write_missing_a_sync_breaks_promises_in_crash_states(bug: str, baseline: Baseline, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one sync removed from the durable write, the checker finds crash states that lose a
+    reservation whose request left, and a verdict that was reported (so a clean run means something)."""
+    plant = functools.partial(monkeypatch.setattr, durable, "write_bytes", planted_write(**PLANTED[bug]))
+    recorded = run_workload(PLANTED_WORKLOAD, baseline, tmp_path, monkeypatch, plant)
+    found = explore(recorded, baseline, tmp_path, sample=1 if not LONG else None)
+    assert found.bad_states > 0
+    assert any("its reservation is not in the crash state" in v for v in found.violations)
+    assert any("verdict reported (an item line) is lost" in v for v in found.violations)
 
 
 # ---- directories the store creates (each a promise of its own) ----------------------------------------
