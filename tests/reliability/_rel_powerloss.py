@@ -14,13 +14,14 @@ The persistence model (tests/README.md, "Power loss"):
 - **Time.** Operations after the crash point never happened; what the outside world saw before it
   (a request that left for the provider, an item reported, a command's exit) did happen.
 
-The bound (every crash point, but not every combination): after each operation ``k``, the unsynced
-work falls into groups, one per directory with pending entry operations and one per file with
-pending writes. The states taken are: none of it kept; all of it kept (what a process kill leaves);
-and for each group on its own, each of its prefixes (a file's pending writes cut after each whole
-write, and inside each write after 1 byte, half of it and all but 1 byte) with every other group
-kept entirely, and again with every other group lost. A state that several crash points can leave
-is checked once, against the promises of the latest of them (they only grow with time).
+The bound: after each operation ``k``, the unsynced work falls into groups, one per directory
+with pending entry operations and one per file with pending writes. Every combination of every
+group's prefixes is a state (a file's pending writes cut after each whole write, and inside each
+write after 1 byte, half of it and all but 1 byte: the byte cuts are the bound), up to
+:data:`EVERY_CAP` combinations at one crash point; beyond that (no workload here comes near it:
+the most is a few hundred) only none of it, all of it, and each group's prefixes alone with the
+others all kept or all lost. A state that several crash points can leave is checked once,
+against the promises of the latest of them (they only grow with time).
 
 The recorder wraps the ``os`` calls the store makes (``open``, ``write``, ``close``, ``fsync``,
 ``fdatasync``, ``replace``, ``rename``, ``link``, ``unlink``, ``remove``, ``mkdir``, ``rmdir``)
@@ -31,6 +32,8 @@ synced, closed or renamed — where they could first matter to a state.
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import stat
 import threading
@@ -54,6 +57,9 @@ State = tuple[tuple[str, bytes | None], ...]
 # Lock files hold no state (SPEC §4): a power cut that loses one loses nothing, and the kernel's
 # flock on it is gone with the power anyway. Leaving them out keeps the states about the data.
 _IGNORED = frozenset({"locks"})
+
+# The exhaustive tier takes every combination of the groups' prefixes up to this many at one crash point.
+EVERY_CAP = 20_000
 
 # Where a pending file's write may be cut inside itself (besides whole writes).
 _CUTS = (lambda n: 1, lambda n: n // 2, lambda n: n - 1)
@@ -147,8 +153,11 @@ class Recorder:
     The state of ``root`` when recording starts is durable: it was there before the workload.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, every: bool = True) -> None:
         self.root = os.path.abspath(root)
+        self.every = every
+        self.capped = 0  # crash points where ``every`` found more than EVERY_CAP combinations
+        self.at: dict[int, list[State]] = {}  # every crash point's states (the trace index of its last entry)
         self.trace: list[Event] = []
         self.model = _Model()
         self._lock = threading.RLock()
@@ -230,6 +239,7 @@ class Recorder:
         """The last operation's states could be left by a crash at any moment up to now."""
         for state in self._pending:
             self.states[state] = len(self.trace) - 1
+        self.at[len(self.trace) - 1] = self._pending
         self._pending = []
 
     def finish(self) -> None:
@@ -238,7 +248,9 @@ class Recorder:
 
     def _generate(self) -> None:
         self.crash_points += 1
-        self._pending = list(dict.fromkeys(crash_states(self.model, self.root_id)))
+        if self.every and combinations(self.model) > EVERY_CAP:
+            self.capped += 1
+        self._pending = list(dict.fromkeys(crash_states(self.model, self.root_id, every=self.every)))
 
     # ---- the wrapped calls ----
 
@@ -247,7 +259,7 @@ class Recorder:
         if inode is None or self.model.kind[inode] != "f":
             return
         size = os.fstat(fd).st_size
-        now = os.pread(fd, size, 0) if size else b""
+        now = _read_all(fd, size) if size else b""
         if now != self.model.content[inode]:
             self._op("write", f"{self._name(inode)} ({len(now)} bytes)", lambda: self.model.catch_up(inode, now))
 
@@ -376,11 +388,22 @@ class Recorder:
         return walk(self.root_id, "") or f"<inode {inode}>"
 
 
+def _read_all(fd: int, size: int) -> bytes:
+    try:
+        return os.pread(fd, size, 0)
+    except OSError:  # opened write-only: read the same file through a descriptor of our own
+        mine = _REAL["open"](f"/proc/self/fd/{fd}", os.O_RDONLY)
+        try:
+            return os.pread(mine, size, 0)
+        finally:
+            _REAL["close"](mine)
+
+
 @contextmanager
-def recording(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]:
+def recording(root: Path, monkeypatch: pytest.MonkeyPatch, *, every: bool = True) -> Iterator[Recorder]:
     """Record every file-system operation under ``root`` while the block runs (this thread and the
-    batch's call threads alike)."""
-    rec = Recorder(root)
+    batch's call threads alike); ``every``: see :func:`crash_states`."""
+    rec = Recorder(root, every=every)
     fsync, fdatasync = os.fsync, os.fdatasync  # the rig's in-process fsync (free) is what they call
     with monkeypatch.context() as patch:
         patch.setattr(os, "open", rec.open)
@@ -402,8 +425,30 @@ def recording(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Recorder]
 # ---- the crash states --------------------------------------------------------------------------------
 
 
-def crash_states(model: _Model, root: int) -> Iterator[State]:
-    """Every state the model's pending work allows a crash now to leave, within the bound above."""
+def crash_states(model: _Model, root: int, *, every: bool = True) -> Iterator[State]:
+    """Every state the model's pending work allows a crash now to leave, within the bound above;
+    ``every``: each combination of every group's prefixes instead (the long lane's exhaustive tier,
+    up to :data:`EVERY_CAP` combinations at one crash point, the bound beyond)."""
+    groups, cuts = _groups(model)
+    if every and combinations(model) <= EVERY_CAP:
+        for choice in itertools.product(*(range(n) for _, _, n in groups)):
+            yield _build(model, root, {inode: c for (_, inode, _), c in zip(groups, choice, strict=True)}, cuts)
+        return
+    last = {inode: n - 1 for _, inode, n in groups}
+    yield _build(model, root, {}, cuts)
+    yield _build(model, root, last, cuts)
+    for _, inode, n in groups:
+        for choice in range(n):
+            yield _build(model, root, {inode: choice}, cuts)
+            yield _build(model, root, {**last, inode: choice}, cuts)
+
+
+def combinations(model: _Model) -> int:
+    """How many states the pending work allows in all (the product of every group's prefixes)."""
+    return math.prod(n for _, _, n in _groups(model)[0])
+
+
+def _groups(model: _Model) -> tuple[list[tuple[str, int, int]], dict[int, list[tuple[int, int]]]]:
     groups: list[tuple[str, int, int]] = []  # (kind, inode, number of choices: prefixes 0..n-1, n = all)
     cuts: dict[int, list[tuple[int, int]]] = {}  # file -> its prefixes: (whole writes, bytes of the next)
     for directory, ops in model.pending_entries.items():
@@ -417,13 +462,7 @@ def crash_states(model: _Model, root: int) -> Iterator[State]:
                 options.append((j + 1, 0))
             cuts[inode] = options
             groups.append(("f", inode, len(options)))
-    last = {inode: n - 1 for _, inode, n in groups}
-    yield _build(model, root, {}, cuts)
-    yield _build(model, root, last, cuts)
-    for _, inode, n in groups:
-        for choice in range(n):
-            yield _build(model, root, {inode: choice}, cuts)
-            yield _build(model, root, {**last, inode: choice}, cuts)
+    return groups, cuts
 
 
 def _build(model: _Model, root: int, kept: dict[int, int], cuts: dict[int, list[tuple[int, int]]]) -> State:
