@@ -4,12 +4,44 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
 from watcher.config import Paths
+
+
+def _fast_temp_root() -> str | None:
+    """A RAM-backed directory for every test's files, or ``None`` to keep the system's.
+
+    The suite writes and deletes tens of thousands of small state files; on this project's CI disk
+    (ext4 mounted with ``discard``) a write + fsync + directory fsync costs 0.78 ms and an unlink
+    0.28 ms, against 0.02 ms on tmpfs (measured 2026-12-01), and pytest's clean-up of an earlier
+    run's temp dirs took 7 s of one run. The tests check what the watcher writes and in which
+    order, not how fast a disk flushes: the fault rig counts the durable operations themselves and
+    the power-loss rig replays them (tests/README.md). ``WATCHER_TESTS_TMP`` names another place
+    (``system``: the system's own).
+    """
+    chosen = os.environ.get("WATCHER_TESTS_TMP", "")
+    if chosen:
+        return None if chosen == "system" else chosen
+    try:
+        with open("/proc/mounts", encoding="utf-8") as mounts:
+            tmpfs = any(line.split()[1:3] == ["/dev/shm", "tmpfs"] for line in mounts)
+        roomy = os.statvfs("/dev/shm").f_bavail * os.statvfs("/dev/shm").f_frsize > 2 << 30
+    except OSError:
+        return None
+    return "/dev/shm" if tmpfs and roomy and os.access("/dev/shm", os.W_OK) else None
+
+
+# Before pytest makes its temp root (tempfile.gettempdir(), on first use) and before xdist starts
+# its workers, which inherit the variable, as do the processes the tests start.
+if (_root := _fast_temp_root()) is not None:
+    os.environ["TMPDIR"] = _root
+    tempfile.tempdir = None
+
 
 # Variables that would let a test reach real data or real keys if inherited from the shell.
 _PREFIXES = ("WATCHER_", "DEVTO_")

@@ -11,6 +11,12 @@ sibling's (``watcher/providers/_wire.py``). Workers are daemon threads started o
 a thread start per call is a measurable share of a loopback call (bench/run.py figure 1) — and a
 worker still waiting on a server when the process ends does not hold the exit up: its attempt is
 already closed as interrupted (SPEC §13.6) by then.
+
+One call at a time with nobody to abort it from outside (the CLI, ``--parallel 1``): the call is
+made on the batch's own thread instead, with its own provider. A hand-over to a worker and back
+cost ~0.6 ms a call of CPU, a third of an instant call's whole cost (bench/run.py figure 1a on
+tmpfs: 2.0 ms/call); a signal then ends the call itself (:class:`SignalDuringCall` from
+:meth:`watcher.pipeline.batch.Batch.on_signal`), as it ends a worker's wait.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from watcher.models import AttemptError, InboxRecord, Prompt
@@ -50,9 +57,15 @@ class Flight:
 class Calls:
     """Up to ``capacity`` calls in flight at once, on as many worker threads."""
 
-    def __init__(self, capacity: int, new_provider: Callable[[], Provider]) -> None:
+    def __init__(self, capacity: int, new_provider: Callable[[], Provider], *,
+                 inline: Callable[[], Provider] | None = None,
+                 calling: Callable[[], AbstractContextManager[None]] | None = None) -> None:
+        """``inline``: the provider for a call made on this thread when one call at a time is
+        allowed (``None``: always on workers); ``calling`` wraps that call (a signal ends it)."""
         self.capacity = capacity
         self._new_provider = new_provider
+        self._inline = inline
+        self._calling = calling
         self._todo: queue.SimpleQueue[Flight | None] = queue.SimpleQueue()
         self._done: queue.SimpleQueue[Flight] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
@@ -67,6 +80,13 @@ class Calls:
         """Send the call of ``flight`` (its reservation is already durable)."""
         if len(self._out) >= self.capacity:
             raise RuntimeError("no free worker: collect a finished call first")
+        if self._inline is not None and self.capacity == 1:
+            # In flight while it runs: a signal during it closes it as interrupted, as any call out.
+            self._out.append(flight)
+            with self._calling() if self._calling is not None else nullcontext():
+                flight.answer = _complete(self._inline(), flight.record.prompt)
+            self._done.put(flight)
+            return
         if len(self._workers) < min(self.capacity, len(self._out) + 1):
             worker = threading.Thread(target=self._work, args=(self._new_provider(),),
                                       name=f"watcher-call-{len(self._workers) + 1}", daemon=True)

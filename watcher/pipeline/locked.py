@@ -173,7 +173,11 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
     # half-open attempt continues the outage that opened the breaker: one more transient
     # failure is the second in a row.
     run = _Progress(gate, TRANSIENT_STREAK - 1 if gate.mode == "half_open" else 0)
-    calls = Calls(1 if gate.mode == "half_open" else batch.run.parallel, batch.new_provider)
+    # Nothing can abort a call from outside when no ``aborted`` hook is set (the MCP server sets
+    # one): one call at a time is then made on this thread (watcher/pipeline/calls.py).
+    inline = batch.provider if batch.run.hooks.aborted is None else None
+    calls = Calls(1 if gate.mode == "half_open" else batch.run.parallel, batch.new_provider,
+                  inline=inline, calling=batch.waiting_for_calls)
     if plan and batch.calls_model and gate.error is None:
         # Built before any lock: the first build imports httpx and makes a client (~0.1 s of CPU,
         # seconds on a starved machine), and a reservation names the provider (bench/run.py figure 8).
