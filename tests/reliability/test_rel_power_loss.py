@@ -43,7 +43,7 @@ from watcher.config import Paths
 from watcher.errors import CorruptState, SaveFailed
 from watcher.models import InboxRecord, SeenFile, SignalState
 from watcher.pipeline import Hooks
-from watcher.store import durable
+from watcher.store import durable, signals
 from watcher.store.files import FileStore
 
 # Next commands run on this many states per workload in the quick lane (all of them in the long lane).
@@ -587,3 +587,25 @@ def test_the_recorder_sees_each_operation_and_the_model_keeps_only_what_was_sync
     final = [dict(s) for s in rec.at[len(rec.trace) - 1]]
     # The rename and link were never synced: the old name may be back, the new one gone, in any mix.
     assert {("old" in s, "new" in s) for s in final} == {(True, False), (False, True)}
+
+
+class _NoLogSync:
+    """``os`` as :mod:`watcher.store.signals` sees it, without the counter's fsync of the log (a planted bug)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    @staticmethod
+    def fsync(fd: int) -> None:
+        return None
+
+
+def test_a_counter_that_does_not_sync_the_log_is_caught_counting_lines_a_power_cut_loses(
+        baseline: Baseline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the fsync of the log before the watermark, some crash state's counter claims lines
+    the log no longer holds; the checker reports it."""
+    plant = functools.partial(monkeypatch.setattr, signals, "os", _NoLogSync())
+    recorded = run_workload("signals", baseline, tmp_path, monkeypatch, plant)
+    found = explore(recorded, baseline, tmp_path, sample=0)
+    assert any("the counter counted" in v and "of a log that holds" in v for v in found.violations), \
+        found.violations[:5]
