@@ -136,8 +136,9 @@ def sweep_stale_temps(directory: Path, *, older_than_s: float = STALE_TEMP_S, wi
 def make_dirs(directory: Path) -> None:
     """Create ``directory`` and its missing parents, each synced in its parent before the next.
 
-    A new directory's entry is not on disk until its parent is fsynced; syncing only the nearest
-    parent left a new data dir's own entry unsynced, and a power cut then took the data dir with
+    A new directory's entry is not on disk until its parent is fsynced, and a file in a directory
+    a power cut undoes is lost with it: so every level made is synced in its parent, the data
+    dir's own parent included, or a power cut after a first scan could take the data dir with
     every reservation in it (tests/reliability/test_rel_power_loss.py). Raises ``OSError``.
     """
     missing: list[Path] = []
