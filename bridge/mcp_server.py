@@ -100,6 +100,8 @@ Source = Annotated[str | None, Field(
 IdItem = Annotated[str, Field(json_schema_extra={"pattern": ID_PATTERN})]
 Ids = Annotated[list[IdItem] | None, Field(
     description="Only these comment ids. Omitted: every failed or interrupted comment, oldest first.")]
+MoreIds = Annotated[list[IdItem] | None, Field(
+    description="More comment ids to mark the same way. Every id is checked first: one unknown id marks nothing.")]
 CommentId = Annotated[str, Field(
     description="Comment id (the dev.to id_code), as listed by inbox.", json_schema_extra={"pattern": ID_PATTERN})]
 Triage = Annotated[str, Field(
@@ -455,8 +457,11 @@ def build_server(*, data_dir: Path | None = None, verbose: bool = False,
         shown = functools.partial(commands.show, comment_id=id)
         return await run.tool("show", shown if prompt else _without_prompt(shown))
 
-    async def mark(id: CommentId, triage: Triage) -> CallToolResult:
-        return await run.tool("mark", lambda c: commands.mark(c, id, triage))
+    async def mark(id: CommentId, triage: Triage, more_ids: MoreIds = None) -> CallToolResult:
+        return await run.tool("mark", lambda c: commands.mark(c, [id, *(more_ids or ())], triage))
+
+    async def articles() -> CallToolResult:
+        return await run.tool("articles", commands.articles)
 
     async def check() -> CallToolResult:
         return await run.tool("check", commands.check)
@@ -470,7 +475,7 @@ def build_server(*, data_dir: Path | None = None, verbose: bool = False,
     async def submit(id: CommentId, n: AttemptNo, verdict: VerdictArgument) -> CallToolResult:
         return await run.tool("submit", lambda c: commands.submit(c, id, n, verdict))
 
-    for fn, hints in ((scan, spends), (recheck, spends), (status, local), (inbox, local), (show, local),
+    for fn, hints in ((scan, spends), (recheck, spends), (status, local), (inbox, local), (show, local), (articles, local),
                       (check, probes), (mark, marks), (signals, marks), (claim, agent), (submit, agent)):
         server.add_watcher_tool(fn, annotations=hints)
     _add_resources(server, run)

@@ -101,7 +101,7 @@ Same data as the resource watcher://comment/{{id}}.
 MARK = f"""Set a comment's triage: replied (only once the author says the reply is posted), ignored (it
 needs no answer), or open again. No model call; posts nothing. Takes only the short seen.json lock,
 never the pipeline lock, so it answers at once even while a scan or recheck runs, and that batch will
-not overwrite the mark. Marking the same way twice changes nothing.
+not overwrite the mark. Marking the same way twice changes nothing. more_ids marks several at once.
 {on_exit(2, 4, 5)}"""
 
 CHECK = f"""Free: checks the setup without spending an attempt or a token — config, API key present, the
@@ -141,7 +141,11 @@ SAMPLE_REFUSED = ("source 'sample' is the bundled demo: its comments would go to
                   "inbox and show never look. Ask the user to run `watcher demo` in a terminal to see it; to triage "
                   "real comments, omit source (dev.to) or pass an export file's path.")
 
-DESCRIPTIONS = {"scan": SCAN, "recheck": RECHECK, "status": STATUS, "inbox": INBOX, "show": SHOW, "mark": MARK,
+ARTICLES = f"""Free: per article its title and link, comments, how many need a reply, the oldest one waiting
+(its age in days) and the last activity — what waits longest first. Reads the data directory only.
+{on_exit(5)}"""
+
+DESCRIPTIONS = {"articles": ARTICLES, "scan": SCAN, "recheck": RECHECK, "status": STATUS, "inbox": INBOX, "show": SHOW, "mark": MARK,
                 "check": CHECK, "signals": SIGNALS, "claim": CLAIM, "submit": SUBMIT}
 
 INBOX_RESOURCE = """What needs a reply now, as JSON: the `inbox` tool's result (count, comments with their

@@ -144,19 +144,26 @@ def test_since_is_checked(data_dir: Path) -> None:
     assert result.returncode == 2 and "--since takes a date" in result.stderr
 
 
-def test_a_persons_mark_always_wins_over_devto(data_dir: Path, tmp_path: Path) -> None:
-    """note_author_replies marks an open comment replied (by devto) but never one a person marked,
-    `mark open` included."""
+def test_a_persons_mark_wins_over_replies_before_it_and_a_later_reply_wins_over_the_mark(
+        data_dir: Path, tmp_path: Path) -> None:
+    """note_author_replies marks an open comment replied (by devto), but not one a person marked
+    after the author's latest reply, `mark open` included; a reply after the mark closes it again
+    (SPEC §15.2: the latest of the author's actions wins)."""
     fake = FakeProvider()
     scan(data_dir, fake, str(_export(tmp_path / "e.json", {"a1": 1, "a2": 1})))
     paths = Paths(data_dir)
+    before = iso(utcnow() - timedelta(hours=1))
     FileStore(paths).patch_triage("a2", "open")  # the person reopened it on purpose
-    marked = FileStore(paths).note_author_replies({"a1": iso(), "a2": iso()})
+    marked = FileStore(paths).note_author_replies({"a1": before, "a2": before})
     index = FileStore(paths).load_index()
     assert marked == ["a1"]
     assert (index.comments["a1"].triage, index.comments["a1"].triage_by) == ("replied", "devto")
     assert (index.comments["a2"].triage, index.comments["a2"].triage_by) == ("open", "person")
     assert index.comments["a2"].replied_at is not None
+    after = iso(utcnow() + timedelta(minutes=1))
+    assert FileStore(paths).note_author_replies({"a2": before}, {"a2": after}) == ["a2"]
+    index = FileStore(paths).load_index()
+    assert (index.comments["a2"].triage, index.comments["a2"].triage_by) == ("replied", "devto")
 
 
 def test_a_comment_the_author_already_answered_is_never_called(data_dir: Path, tmp_path: Path) -> None:

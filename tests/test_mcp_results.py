@@ -148,6 +148,8 @@ def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: 
         await checked.call("show", {"id": "one"})
         await checked.call("show", {"id": "one", "prompt": True})
         await checked.call("mark", {"id": "one", "triage": "replied"})
+        await checked.call("mark", {"id": "one", "triage": "open", "more_ids": ["two"]})
+        await checked.call("articles", {})
         await checked.call("signals", {})
         check = await checked.call("check", {})
         assert check["result"]["checks"]

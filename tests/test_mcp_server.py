@@ -35,7 +35,7 @@ from watcher.store.files import FileStore
 pytestmark = pytest.mark.slow
 
 BRIDGE = BIN / "watcher-bridge"
-TOOLS = {"scan", "recheck", "status", "inbox", "show", "mark", "signals", "check",
+TOOLS = {"scan", "recheck", "status", "inbox", "show", "mark", "articles", "signals", "check",
          "claim", "submit"}  # never "grant" (SPEC §13.2)
 
 
@@ -154,14 +154,14 @@ def test_session_lists_typed_tools_and_runs_status_scan_recheck_mark_on_the_cli_
         recheck = doc(await session.call_tool("recheck", {}))
         assert recheck["ok"] and recheck["result"]["calls"] == 0  # offline verdicts never fail: nothing to retry
         marked = doc(await session.call_tool("mark", {"id": "one", "triage": "replied"}))
-        assert marked["result"] == {"id": "one", "triage": "replied", "state": "done"}
+        assert marked["result"] == {"ids": ["one"], "triage": "replied", "states": {"one": "done"}}
 
     run_session(data_dir, scenario)
     attempt = record(data_dir, "one").attempts[0]
     assert (attempt.command, attempt.entrypoint, attempt.provider, attempt.outcome) == ("scan", "bridge", "offline", "ok")
     status = envelope(run("cli", "status", "--json", data_dir=data_dir))["result"]
     assert status["states"] == {"done": 2, "pending": 1, "failed": 0, "exhausted": 0, "reserved": 0, "baseline": 0,
-                                "answered": 0}
+                                "answered": 0, "edited": 0, "deleted": 0, "hidden": 0}
     assert status["triage"]["replied"] == 1
 
 

@@ -177,7 +177,7 @@ def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Pa
                         ("cli", ("show", "old1", "--json")), ("cli", ("show", "ans1", "--json")),
                         ("cli", ("show", "ans1")),
                         ("cli", ("mark", "q1", "replied", "--json")), ("bridge", ("mark", "q2", "ignored")),
-                        ("cli", ("mark", "q2", "open")),
+                        ("cli", ("mark", "q2", "open")), ("cli", ("articles", "--json")), ("cli", ("articles",)),
                         ("cli", ("recheck", "--json")), ("bridge", ("recheck", "--dry-run", "q1")),
                         ("cli", ("recheck", "q1")),
                         ("cli", ("signals", "--json")), ("bridge", ("signals",)), ("cli", ("signals",)),

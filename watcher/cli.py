@@ -29,6 +29,7 @@ from watcher.visible import json_safe, visible
 
 if TYPE_CHECKING:
     from watcher.render import BatchProgress
+    from watcher.results import MarkResult
 
 
 def _settings_help() -> str:
@@ -325,11 +326,29 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         """One comment: its text, verdict and every attempt."""
         _frontend(ctx).respond("show", lambda c: commands.show(c, comment_id), as_json=as_json)
 
-    @app.command(epilog=_epilog("watcher mark 3bkf replied", "watcher mark 3bkf open", codes=READ_CODES))
-    def mark(ctx: typer.Context, comment_id: Annotated[str, typer.Argument(metavar="ID")],
-             triage: Annotated[str, typer.Argument(metavar="replied|ignored|open")], as_json: JsonOpt = False) -> None:
-        """Mark a comment replied, ignored or open again. Works while a batch runs."""
-        _frontend(ctx).respond("mark", lambda c: commands.mark(c, comment_id, triage), as_json=as_json)
+    @app.command(epilog=_epilog("watcher mark 3bkf replied", "watcher mark 3bkf 3bkg 3bkh ignored",
+                                "watcher mark 3bkf open   (back in the inbox, until you reply on dev.to again)",
+                                codes=READ_CODES))
+    def mark(ctx: typer.Context,
+             args: Annotated[list[str], typer.Argument(metavar="ID... replied|ignored|open")],
+             as_json: JsonOpt = False) -> None:
+        """Mark comments replied, ignored or open again. Every id is checked first: one unknown id
+        marks nothing. Works while a batch runs."""
+        *ids, triage = args
+
+        def marked(c: Context) -> MarkResult:
+            if not ids:
+                raise UsageError("mark takes one or more comment ids and then replied, ignored or open "
+                                 "(e.g. `watcher mark 3bkf replied`)")
+            return commands.mark(c, ids, triage)
+
+        _frontend(ctx).respond("mark", marked, as_json=as_json)
+
+    @app.command(epilog=_epilog("watcher articles", "watcher articles --json", codes=READ_CODES))
+    def articles(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+        """Per article: comments, how many need a reply, the oldest one waiting and the last activity,
+        what waits longest first. Free: no key needed."""
+        _frontend(ctx).respond("articles", commands.articles, as_json=as_json)
 
     @app.command(epilog=_epilog("watcher check", "WATCHER_MODEL=gpt-6-luna watcher check --json",
                                 codes="0 all pass · 2 fix the setup · 3 the provider or dev.to cannot be reached · "

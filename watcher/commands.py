@@ -30,7 +30,7 @@ from watcher.errors import (
     error_kind,
     exit_code_for,
 )
-from watcher.models import CAP, InboxRecord, SeenFile, State, Triage
+from watcher.models import CAP, InboxRecord, SeenComment, SeenFile, State, Triage
 from watcher.pipeline import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -45,6 +45,8 @@ from watcher.pipeline import (
 )
 from watcher.results import (
     AgentClaims,
+    ArticleRow,
+    ArticlesResult,
     BatchResult,
     CheckResult,
     ClaimResult,
@@ -55,6 +57,7 @@ from watcher.results import (
     InboxEntry,
     InboxResult,
     MarkResult,
+    Parent,
     SignalsResult,
     StatusPaths,
     StatusResult,
@@ -347,16 +350,16 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> In
     index = _repaired_index(ctx)
     rows: list[InboxEntry] = []
     for cid, entry in index.comments.items():
-        if not show_all and (entry.status != "done" or entry.triage != "open"):
+        if not show_all and (entry.status not in LISTABLE or entry.triage != "open"):
             continue
         if new and entry.listed_at is not None:
             continue
         record = store.load_record(cid)
         if record is None:
             continue
-        verdict = record.verdict
-        if not show_all and (verdict is None or not verdict.needs_reply):
+        if not show_all and not needs_reply(record, entry):
             continue
+        verdict = record.verdict or (record.edits[-1].verdict if entry.status == "edited" else None)
         rows.append(InboxEntry(
             id=cid, state=entry.status, triage=entry.triage, attempts=entry.attempts,
             author=record.comment.author, article=record.comment.article_title,
@@ -364,11 +367,13 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> In
             verdict=verdict,
             verdict_by=records.verdict_by(record),
             hint=_hint(cid, entry.status, record),
+            answers_you=record.comment.answers_author,
         ))
     if new and rows:
         claimed = set(store.claim_listed([r.id for r in rows]))
         rows = [r for r in rows if r.id in claimed]
     rows.sort(key=lambda r: (PRIORITY_ORDER[r.verdict.priority if r.verdict else "low"], r.created_at))
+    # Not "edited": those are listed (their new text unread), with the grant hint.
     unresolved: dict[State, int] = dict.fromkeys(("pending", "failed", "reserved", "exhausted", "baseline"), 0)
     for entry in index.comments.values():
         if entry.status in unresolved:
@@ -376,7 +381,34 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> In
     return InboxResult(all=show_all, new=new, count=len(rows), comments=rows, unresolved=unresolved)
 
 
+# What `watcher inbox` may list (SPEC §15.2): a verdict that says reply, an edited comment whose new
+# text no attempt is left for, or one the person reopened with `mark open` after the author answered.
+LISTABLE = frozenset({"done", "edited", "answered"})
+
+
+def needs_reply(record: InboxRecord, entry: SeenComment) -> bool:
+    """Whether ``watcher inbox`` lists the comment: open, on dev.to, and its verdict says reply — or
+    it was edited and cannot be judged again (its new text is unread), or the person reopened it
+    (``mark open``; a person's mark wins over the verdict and over dev.to's reply until a later one)."""
+    if entry.triage != "open" or entry.status not in LISTABLE:
+        return False
+    if entry.status == "edited":
+        return True
+    if entry.triage_by == "person":
+        return True
+    return record.verdict is not None and record.verdict.needs_reply
+
+
 def _hint(comment_id: str, state: str, record: InboxRecord) -> str | None:
+    if state in ("deleted", "hidden") and record.gone is not None:
+        return f"{state} on dev.to ({record.gone.why}), first seen so at {record.gone.seen_at}: never called again"
+    if state == "edited":
+        return ("edited on dev.to after its verdict, and no attempt is left for the new text: the verdict shown is "
+                f"the old text's — read it with `watcher show {comment_id}`; `watcher grant {comment_id}` lets the "
+                "next scan judge it (your decision; agents cannot)")
+    if records.edit_on_hold(record) or (record.edits and not record.edits[-1].judged):
+        return ("edited on dev.to after you replied or marked it: the new text is shown, not judged again "
+                f"(`watcher show {comment_id}` has both)")
     if state == "exhausted" and records.grant_refusal(record, 1) is not None:
         return (f"all attempts spent without a verdict, {CAP} + {records.MAX_GRANTED} granted: the most a "
                 "comment gets — read it with `watcher show`")
@@ -397,7 +429,8 @@ def show(ctx: Context, comment_id: str) -> CommentRecord:
     record = store.load_record(comment_id)
     if record is None:
         raise UsageError(f"no comment {comment_id} in {store.paths.inbox} — `watcher inbox --all` lists them")
-    entry = _repaired_index(ctx).comments.get(comment_id)
+    index = _repaired_index(ctx)
+    entry = index.comments.get(comment_id)
     state = records.state_of(record)
     lease = records.open_lease(record)
     # The file leaves this release's fields out while unused (models._unset); the result has them all.
@@ -411,17 +444,98 @@ def show(ctx: Context, comment_id: str) -> CommentRecord:
         triage=entry.triage if entry else "open",
         triage_by=entry.triage_by if entry else None,
         replied_at=(entry.replied_at if entry else None) or record.replied_at,
+        parent=_parent_of(store, record), your_replies=record.author_replies, edits=record.edits, gone=record.gone,
     )
 
 
-def mark(ctx: Context, comment_id: str, triage: str) -> MarkResult:
-    check_id(comment_id)
+def _parent_of(store: Store, record: InboxRecord) -> Parent | None:
+    """The comment it replies to: as the thread showed it at discovery, else from its own inbox file."""
+    c = record.comment
+    if c.parent_id is None:
+        return None
+    author, excerpt = c.parent_author, c.parent_excerpt
+    if author is None or excerpt is None:
+        try:
+            parent = store.load_record(c.parent_id)
+        except WatcherError:
+            parent = None  # a broken parent file must not break show
+        if parent is not None:
+            from watcher.source._parse import excerpt as first_lines
+
+            author, excerpt = author or parent.comment.author, excerpt or first_lines(parent.comment.text)
+    return Parent(id=c.parent_id, author=author, excerpt=excerpt, yours=c.answers_author)
+
+
+def mark(ctx: Context, comment_ids: str | Sequence[str], triage: str) -> MarkResult:
+    """The person's triage for one or more comments: every id is checked before anything is written,
+    and one unknown id fails the whole command (SPEC §15.2)."""
+    ids = [comment_ids] if isinstance(comment_ids, str) else list(dict.fromkeys(comment_ids))
+    if not ids:
+        raise UsageError("mark needs at least one comment id")
+    for cid in ids:
+        check_id(cid)
     if triage not in TRIAGE_CHOICES:
         raise UsageError(f"mark takes one of {', '.join(TRIAGE_CHOICES)}, got {triage!r}")
-    entry = ctx.store.patch_triage(comment_id, triage)
-    if entry is None:
-        raise UsageError(f"no comment {comment_id} — `watcher inbox --all` lists the known ones")
-    return MarkResult(id=comment_id, triage=entry.triage, state=entry.status)
+    from watcher.timeutil import iso
+
+    # The mark's time is set against the author's replies on dev.to (the later wins, SPEC §15.2):
+    # the run's clock, as batches judge leases and cooldowns by.
+    entries = ctx.store.patch_triages(ids, triage, at=iso(ctx.hooks.clock()) if ctx.hooks.clock else None)
+    if entries is None:
+        known = ctx.store.load_index().comments
+        missing = [cid for cid in ids if cid not in known and not ctx.store.has_record(cid)]
+        raise UsageError(f"no comment {', '.join(missing) or ids[0]} — nothing was marked; "
+                         "`watcher inbox --all` lists the known ones")
+    return MarkResult(ids=ids, triage=triage, states={cid: e.status for cid, e in entries.items()})
+
+
+def articles(ctx: Context) -> ArticlesResult:
+    """Per article: its comments, how many need a reply, the oldest one waiting, the last activity
+    (SPEC §15.2). Free: reads the index and the inbox files of what is listed, calls nothing."""
+    from watcher.timeutil import parse_iso, utcnow
+
+    store = ctx.store
+    index = _repaired_index(ctx)
+    now = (ctx.hooks.clock or utcnow)()
+    rows: dict[int, dict[str, Any]] = {}
+    for key, known in index.articles.items():
+        rows[int(key)] = {"title": known.title, "url": known.url, "last": known.last_comment_at, "n": 0, "waiting": []}
+    for cid, entry in index.comments.items():
+        row = rows.setdefault(entry.article_id, {"title": "", "url": None, "last": None, "n": 0, "waiting": []})
+        if entry.status in ("deleted", "hidden"):
+            continue
+        row["n"] += 1
+        if entry.triage != "open" or entry.status not in LISTABLE:
+            continue
+        record = store.load_record(cid)
+        if record is None:
+            continue
+        if not row["title"]:
+            row["title"], row["url"] = record.comment.article_title, record.comment.article_url
+        row.setdefault("newest", record.comment.created_at)
+        if needs_reply(record, entry):
+            row["waiting"].append(record.comment.created_at)
+    out = []
+    for aid, row in rows.items():
+        oldest = min(row["waiting"], key=_sort_time, default=None)
+        age = None if oldest is None else round((now - parse_iso(oldest)).total_seconds() / 86400, 1)
+        out.append(ArticleRow(id=aid, title=row["title"], url=row["url"], comments=row["n"],
+                              need_reply=len(row["waiting"]), oldest_waiting=oldest, oldest_waiting_days=age,
+                              last_activity=row["last"] or row.get("newest")))
+    out.sort(key=lambda r: (r.oldest_waiting_days is None, -(r.oldest_waiting_days or 0), -r.need_reply,
+                            -_sort_time(r.last_activity).timestamp() if r.last_activity else 0))
+    return ArticlesResult(count=len(out), articles=out)
+
+
+def _sort_time(text: str | None) -> datetime:
+    from datetime import UTC
+
+    from watcher.timeutil import parse_iso
+
+    try:
+        return parse_iso(text) if text else datetime.min.replace(tzinfo=UTC)
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
 
 
 def check(ctx: Context) -> Partial[CheckResult]:

@@ -15,6 +15,7 @@ from typing_extensions import TypedDict  # pydantic needs this one, not typing's
 
 from watcher.errors import exit_code_legend
 from watcher.results import (
+    ArticlesResult,
     BatchResult,
     CheckResult,
     ClaimResult,
@@ -68,6 +69,7 @@ RESULTS: dict[str, type[BaseModel]] = {
     "inbox": InboxResult,
     "show": CommentRecord,
     "mark": MarkResult,
+    "articles": ArticlesResult,
     "signals": SignalsResult,
     "check": CheckResult,
     "claim": ClaimResult,

@@ -47,8 +47,13 @@ ErrorKind = Literal[
 ERROR_KINDS: tuple[str, ...] = ErrorKind.__args__  # type: ignore[attr-defined]
 # baseline: older than the first scan's backlog window, never called unless queued (§13.3);
 # answered: the author replied on dev.to before any attempt, never called (§13.3).
-State = Literal["done", "pending", "failed", "exhausted", "reserved", "baseline", "answered"]
+# edited: its text changed after its last verdict and no attempt is left for the new text (the old
+# verdict is in `edits`, `watcher grant` gives one); deleted / hidden: gone from dev.to, or hidden
+# there by the article's author — never called again, kept on disk (SPEC §15.2).
+State = Literal["done", "pending", "failed", "exhausted", "reserved", "baseline", "answered", "edited", "deleted",
+                "hidden"]
 TriageBy = Literal["person", "devto"]
+GoneKind = Literal["deleted", "hidden"]
 
 
 def _unset(value: object) -> bool:
@@ -108,6 +113,12 @@ class Comment(_Strict):
     created_at: str
     text: str
     url: str
+    # The parent comment as the thread showed it when this one was first seen (SPEC §15.2, context):
+    # who wrote it and its first lines. ``answers_author``: the parent is the article author's own
+    # comment — a reply to the author, the most reply-worthy kind.
+    parent_author: str | None = Field(default=None, exclude_if=_unset)
+    parent_excerpt: str | None = Field(default=None, exclude_if=_unset)
+    answers_author: bool = Field(default=False, exclude_if=_unset)
 
     @field_validator("id", "parent_id")
     @classmethod
@@ -156,6 +167,10 @@ class Attempt(_Strict):
     # holding the pipeline lock defers it instead of closing it as interrupted. Written only when
     # set, so attempts of the other providers stay as an older watcher wrote them.
     lease_until: str | None = Field(default=None, exclude_if=_unset)
+    # sha256 of the comment text this attempt judged (:func:`watcher.records.text_sha256`; SPEC
+    # §15.2). None in a record written before edits were tracked: that attempt judged the text the
+    # record held before its first edit.
+    text_sha256: str | None = Field(default=None, exclude_if=_unset)
 
     _times = field_validator("lease_until")(_iso_time)
 
@@ -167,9 +182,44 @@ class Grant(_Strict):
     n: int = Field(ge=1, le=3)
 
 
+class Edit(_Strict):
+    """One edit of a comment on dev.to, as a scan saw it (SPEC §15.2): the text *before* the edit,
+    and the verdict that text had (None: none yet). Oldest first; the record's ``comment.text`` is
+    always the newest text."""
+
+    seen_at: str  # when a scan first fetched the new text
+    text: str
+    text_sha256: str
+    verdict: Verdict | None = None
+    verdict_at: str | None = None  # when that verdict was saved (its attempt's finished_at)
+    attempts: int = Field(ge=0)  # attempts spent before this edit; the budget is the comment's, for life
+    # Whether the new text goes to the model: False when the author had replied or marked it (the
+    # person's decision stands), or no attempt was left (state ``edited`` until a grant).
+    judged: bool
+
+
+class Gone(_Strict):
+    """A comment that left dev.to (SPEC §15.2): ``deleted`` (missing from its thread fetched whole,
+    or shown there as ``[deleted]``) or ``hidden`` (by the article's author)."""
+
+    kind: GoneKind
+    seen_at: str  # when a scan first saw it gone
+    why: str
+
+
+class Reply(_Strict):
+    """One of the article author's own direct replies to this comment, as the thread showed it."""
+
+    id: str
+    created_at: str
+    excerpt: str
+
+
 class InboxRecord(_StateFile):
     # 2: grants, baseline, replied_at, an attempt's lease_until and command "claim", error kinds
-    # unreachable and model_not_found — all unknown to the first release's models.
+    # unreachable and model_not_found; edits, gone, author_replies, verdict_text_sha256, an
+    # attempt's text_sha256, a comment's parent_author/parent_excerpt/answers_author (SPEC §15.2)
+    # — all unknown to the first release's models.
     SCHEMA_VERSION: ClassVar[int] = 2
     schema_version: Literal[1, 2] = 2
     comment: Comment
@@ -187,6 +237,13 @@ class InboxRecord(_StateFile):
     # backlog window (until `scan --since` queues it), or one the author had already answered.
     baseline: bool = Field(default=False, exclude_if=_unset)
     replied_at: str | None = Field(default=None, exclude_if=_unset)
+    # SPEC §15.2. The hash of the text the saved verdict judged (None with no verdict, or a verdict
+    # saved before edits were tracked: it judged ``comment.text`` unless ``edits`` says otherwise).
+    verdict_text_sha256: str | None = Field(default=None, exclude_if=_unset)
+    edits: list[Edit] = Field(default_factory=list, exclude_if=_unset)
+    gone: Gone | None = Field(default=None, exclude_if=_unset)
+    # The author's own direct replies (context for `show`); the reply times also live in seen.json.
+    author_replies: list[Reply] = Field(default_factory=list, exclude_if=_unset)
 
 
 class SeenComment(_Strict):
@@ -205,6 +262,10 @@ class SeenComment(_Strict):
     triage_by: TriageBy | None = Field(default=None, exclude_if=_unset)
     # When the author's first direct reply to it was seen on dev.to (SPEC §13.3).
     replied_at: str | None = Field(default=None, exclude_if=_unset)
+    # When the person's last `watcher mark` was made, and the author's latest direct reply on dev.to:
+    # the later of the two decides the triage (SPEC §15.2: the latest of the author's actions wins).
+    triage_at: str | None = Field(default=None, exclude_if=_unset)
+    last_reply_at: str | None = Field(default=None, exclude_if=_unset)
 
 
 class SeenArticle(_Strict):
@@ -217,7 +278,8 @@ class SeenArticle(_Strict):
 
 
 class SeenFile(_StateFile):
-    # 2: listed_at, triage_by, replied_at, last_comment_at and the states baseline and answered.
+    # 2: listed_at, triage_by, replied_at, triage_at, last_reply_at, last_comment_at and the states
+    # baseline, answered, edited, deleted and hidden.
     SCHEMA_VERSION: ClassVar[int] = 2
     schema_version: Literal[1, 2] = 2
     comments: dict[str, SeenComment] = Field(default_factory=dict)

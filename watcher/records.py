@@ -8,6 +8,7 @@ step 4. Nothing here touches a file; reading and writing records is the store's
 
 from __future__ import annotations
 
+import hashlib
 import os
 from datetime import datetime, timedelta
 from typing import Literal, NamedTuple
@@ -18,6 +19,9 @@ from watcher.models import (
     Attempt,
     AttemptError,
     Comment,
+    Edit,
+    Gone,
+    GoneKind,
     Grant,
     InboxRecord,
     Prompt,
@@ -52,6 +56,11 @@ def is_valid_id(comment_id: str) -> bool:
     return COMMENT_ID_RE.fullmatch(comment_id) is not None
 
 
+def text_sha256(text: str) -> str:
+    """The hash each attempt and verdict records of the text it judged (SPEC §15.2)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 # ---- pure decisions ----------------------------------------------------------------------------
 
 
@@ -68,6 +77,8 @@ def grant_refusal(record: InboxRecord, n: int) -> str | None:
     """Why ``n`` more attempts cannot be granted to ``record``, naming what applies instead;
     ``None`` when they can (SPEC §13.2, §15.5)."""
     cid, state = record.comment.id, state_of(record)
+    if state in ("deleted", "hidden"):
+        return f"{cid} is {state} on dev.to: there is nothing left to judge or reply to"
     if state == "done":
         return f"{cid} already has a verdict: nothing to try again"
     if state == "pending":
@@ -102,17 +113,64 @@ def grant(record: InboxRecord, n: int, *, at: str | None = None) -> InboxRecord:
 
 
 def state_of(record: InboxRecord) -> State:
+    if record.gone is not None:
+        return record.gone.kind  # gone from dev.to wins over everything: never called again
     if record.verdict is not None:
         return "done"
-    if not record.attempts:
+    edited = awaits_first_attempt(record) and bool(record.attempts)
+    if not record.attempts or edited:
         if record.replied_at is not None:
             return "answered"
-        return "baseline" if record.baseline else "pending"
+        if record.baseline:
+            return "baseline"
+        # An edit keeps the comment's lifetime budget (SPEC §15.2): with none left, its old verdict
+        # stays on show (in `edits`) until `watcher grant` gives the new text a try.
+        return "edited" if edited and len(record.attempts) >= cap_of(record) else "pending"
     if record.attempts[-1].outcome is None:
         return "reserved"
     if len(record.attempts) >= cap_of(record):
         return "exhausted"
     return "failed"
+
+
+def awaits_first_attempt(record: InboxRecord) -> bool:
+    """Whether the comment's current text has had no attempt: never tried, or edited since (an
+    edit that goes to the model, SPEC §15.2) and not tried since."""
+    if not record.edits:
+        return not record.attempts
+    last = record.edits[-1]
+    return last.judged and len(record.attempts) == last.attempts
+
+
+def edit_on_hold(record: InboxRecord) -> bool:
+    """An edit seen after the author replied or marked it: recorded and shown, never called."""
+    return bool(record.edits) and not record.edits[-1].judged and record.verdict is None
+
+
+def apply_edit(record: InboxRecord, text: str, prompt: Prompt, *, judged: bool, at: str | None = None) -> InboxRecord:
+    """The comment's new text (SPEC §15.2): the old text and its verdict move to ``edits``. With
+    ``judged`` the new text waits for its first attempt (the verdict goes); without (the author
+    replied or marked it) the verdict the person acted on stays, and nothing is called."""
+    old = record.comment.text
+    ok = next((a for a in reversed(record.attempts) if a.outcome == "ok"), None)
+    edit = Edit(seen_at=at or iso(), text=old, text_sha256=text_sha256(old), verdict=record.verdict,
+                verdict_at=ok.finished_at if ok is not None and record.verdict is not None else None,
+                attempts=len(record.attempts), judged=judged)
+    update: dict[str, object] = {
+        "comment": record.comment.model_copy(update={"text": text}), "prompt": prompt,
+        "edits": [*record.edits, edit],
+    }
+    if judged:
+        update.update(verdict=None, verdict_text_sha256=None)
+    return record.model_copy(update=update)
+
+
+def mark_gone(record: InboxRecord, kind: GoneKind, why: str, *, at: str | None = None) -> InboxRecord:
+    """Deleted or hidden on dev.to (SPEC §15.2): kept on disk, never called again. A comment already
+    gone keeps when it was first seen gone."""
+    if record.gone is not None and record.gone.kind == kind:
+        return record
+    return record.model_copy(update={"gone": Gone(kind=kind, seen_at=at or iso(), why=why)})
 
 
 def fingerprint(record: InboxRecord | None) -> Fingerprint:
@@ -134,13 +192,14 @@ def reserve(
     """Append attempt n+1 with ``outcome: null``. Saved before the call, it *is* the budget.
 
     ``lease_until``: an agent's claim (SPEC §14) — until then the attempt is in flight elsewhere."""
-    if record.verdict is not None or len(record.attempts) >= cap_of(record):
+    if record.verdict is not None or record.gone is not None or len(record.attempts) >= cap_of(record):
         raise ValueError(f"comment {record.comment.id}: no attempt left to reserve")
     if record.attempts and record.attempts[-1].outcome is None:
         # An open reservation is either in flight or an orphan; stacking a second one on it
         # would leave an attempt whose outcome can never be recorded. Close it first.
         raise ValueError(f"comment {record.comment.id}: attempt {len(record.attempts)} is still reserved")
     attempt = Attempt(
+        text_sha256=text_sha256(record.comment.text),
         n=len(record.attempts) + 1,
         reserved_at=iso(),
         command=command,  # type: ignore[arg-type]
@@ -177,7 +236,8 @@ def finish(
             "duration_ms": duration_ms,
         }
     )
-    return record.model_copy(update={"attempts": [*record.attempts[:-1], done], "verdict": verdict})
+    return record.model_copy(update={"attempts": [*record.attempts[:-1], done], "verdict": verdict,
+                                     "verdict_text_sha256": last.text_sha256 if verdict is not None else None})
 
 
 def _first_bytes(text: str, limit: int) -> str:
@@ -251,7 +311,7 @@ def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, now: 
     attempts that count are never lower than it, so a record restored from an older copy cannot
     reopen a spent budget (SPEC §4.1, §13.5). ``call_in_flight``: another run holds the comment's
     call lock (SPEC §15.1). ``claim`` picks like scan and recheck together."""
-    if record.verdict is not None:
+    if record.verdict is not None or record.gone is not None or edit_on_hold(record):
         return "skipped"
     if record.attempts and record.attempts[-1].outcome is None:
         if lease_active(record.attempts[-1], now) or call_in_flight:
@@ -263,7 +323,8 @@ def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, now: 
         return "deferred"
     if max(len(record.attempts), seen_attempts) >= cap_of(record):
         return "exhausted"
-    if not record.attempts and (command == "recheck" or record.baseline or record.replied_at is not None):
-        # Never attempted: the first attempt is scan's; a baseline or answered comment gets none.
+    if awaits_first_attempt(record) and (command == "recheck" or record.baseline or record.replied_at is not None):
+        # Never attempted (or edited since): the first attempt is scan's; a baseline or answered
+        # comment gets none.
         return "skipped"
     return "call"

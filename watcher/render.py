@@ -17,6 +17,7 @@ from rich.text import Text
 from watcher.envelope import EnvelopeError
 from watcher.models import Verdict
 from watcher.results import (
+    ArticlesResult,
     BatchResult,
     CheckResult,
     ClaimResult,
@@ -265,6 +266,8 @@ def _inbox(doc: InboxResult) -> None:
     for row in doc.comments:
         v = row.verdict
         head = f"{row.id}  {v.priority if v else '-':<6}  {v.category if v else '-':<10}  @{_line(row.author)}"
+        if row.answers_you:
+            head += "  answers your comment"
         if doc.all:
             head += f"  [{row.state}, {row.triage}]"
             if row.verdict_by:
@@ -285,6 +288,15 @@ def _show(doc: CommentRecord) -> None:
     _out.print(f"{c.id} by {_line(c.author)} on “{_line(c.article_title)}” ({c.created_at})")
     _out.print(_line(c.url))
     _out.print(f"state: {doc.state} · triage: {doc.triage} · attempts: {len(doc.attempts)}/{doc.cap}")
+    if doc.gone:
+        _out.print(f"{doc.gone.kind} on dev.to: {_line(doc.gone.why)} (first seen so at {doc.gone.seen_at}); "
+                   "kept here, never called again")
+    if doc.parent:
+        p = doc.parent
+        who = "you" if p.yours else (f"@{_line(p.author)}" if p.author else "someone")
+        _out.print(f"in reply to {p.id} by {who}" + (" — it answers your comment" if p.yours else "") + ":")
+        for line in (p.excerpt or "(its text is not known here)").splitlines():
+            _out.print(f"  > {_line(line)}")
     _out.print("")
     _out.print(c.text)
     if doc.verdict:
@@ -296,6 +308,16 @@ def _show(doc: CommentRecord) -> None:
             _out.print(f"reply hint: {_line(v.reply_hint)}")
     if doc.replied_at:
         _out.print(f"you replied at {doc.replied_at} (seen on dev.to)")
+    for r in doc.your_replies:
+        _out.print(f"your reply {r.id} at {r.created_at}:")
+        for line in r.excerpt.splitlines():
+            _out.print(f"  > {_line(line)}")
+    for n, e in enumerate(doc.edits, 1):
+        said = f"verdict then: {_said(e.verdict)}" if e.verdict else "no verdict then"
+        then = "judged again" if e.judged else "not judged again (you had replied or marked it)"
+        _out.print(f"edit {n}, seen at {e.seen_at} after {e.attempts} attempt(s) — {then}; {said}; the text before:")
+        for line in e.text.splitlines() or [""]:
+            _out.print(f"  | {_line(line)}")
     if doc.hint:
         _out.print(doc.hint)
     for a in doc.attempts:
@@ -350,12 +372,26 @@ def _signals(doc: SignalsResult) -> None:
         _out.print(f"{doc.invalid:>8}  (invalid lines)")
 
 
+def _articles(doc: ArticlesResult) -> None:
+    if not doc.articles:
+        _out.print("No articles yet: run `watcher scan`.")
+        return
+    for a in doc.articles:
+        waiting = (f"{a.need_reply} need a reply, the oldest {a.oldest_waiting_days:g} days"
+                   if a.need_reply and a.oldest_waiting_days is not None else "nothing waits")
+        _out.print(f"{a.id}  “{_line(a.title)}”  {a.comments} comment(s) · {waiting} · last activity "
+                   f"{a.last_activity or '-'}")
+        if a.url:
+            _out.print(f"    {_line(a.url)}")
+    _out.print(f"{doc.count} article(s)")
+
+
 def _mark(result: MarkResult) -> None:
-    _out.print(f"{result.id} marked {result.triage}")
+    _out.print(f"{', '.join(result.ids)} marked {result.triage}")
 
 
 # Each result model's human view (STYLE rule 11: one table, no if-chain).
 _VIEWS: dict[type[BaseModel], Callable[[Any], None]] = {
     DemoResult: _demo, StatusResult: _status, InboxResult: _inbox, CommentRecord: _show, MarkResult: _mark,
-    SignalsResult: _signals, CheckResult: _check, GrantResult: _grant, ClaimResult: _claim, SubmitResult: _submit,
+    SignalsResult: _signals, CheckResult: _check, ArticlesResult: _articles, GrantResult: _grant, ClaimResult: _claim, SubmitResult: _submit,
 }

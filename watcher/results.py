@@ -27,9 +27,12 @@ from watcher.models import (
     Breaker,
     Category,
     Comment,
+    Edit,
+    Gone,
     Grant,
     Priority,
     Prompt,
+    Reply,
     State,
     Triage,
     TriageBy,
@@ -166,6 +169,11 @@ class BatchResult(_Result):
                                           "agent's verdict; the claim tool hands them out.")
     replied: list[str] = Field(default_factory=list, description="Comments marked replied because the author "
                                                                  "replied on dev.to.")
+    edited: list[str] = Field(default_factory=list, description="Known comments whose text changed on dev.to: "
+                                                                "judged again within their lifetime budget, unless "
+                                                                "you had replied or marked them (SPEC §15.2).")
+    gone: list[str] = Field(default_factory=list, description="Known comments this scan found deleted or hidden on "
+                                                              "dev.to: never called again.")
     items: list[ItemResult] = Field(default_factory=list)
     rejected: list[Rejected] = Field(default_factory=list)
     repaired: list[str] = Field(default_factory=list)
@@ -330,6 +338,7 @@ class InboxEntry(_Result):
     verdict: Verdict | None = Field(description="The model's verdict, with reply_hint.")
     verdict_by: str | None = Field(description="The provider that gave the verdict (agent: the agent's submit).")
     hint: str | None = Field(description="What the person can do about a comment stuck without a verdict.")
+    answers_you: bool = Field(False, description="It replies to one of your own comments (SPEC §15.2).")
 
 
 class InboxResult(_Result):
@@ -338,6 +347,13 @@ class InboxResult(_Result):
     count: int
     comments: list[InboxEntry] = Field(description="Highest priority first, then oldest.")
     unresolved: dict[State, int] = Field(description="Comments without a verdict, per state.")
+
+
+class Parent(_Result):
+    id: str
+    author: str | None = Field(description="Its author, where known.")
+    excerpt: str | None = Field(description="Its first lines, where known.")
+    yours: bool = Field(description="It is the article author's own comment.")
 
 
 class CommentRecord(_Result):
@@ -357,12 +373,35 @@ class CommentRecord(_Result):
     triage: Triage
     triage_by: TriageBy | None
     replied_at: str | None
+    parent: Parent | None = Field(None, description="The comment it replies to, as the thread showed it.")
+    your_replies: list[Reply] = Field(default_factory=list, description="Your own direct replies to it on dev.to.")
+    edits: list[Edit] = Field(default_factory=list, description="Earlier texts and their verdicts, oldest first.")
+    gone: Gone | None = Field(None, description="Deleted or hidden on dev.to: never called again.")
 
 
 class MarkResult(_Result):
-    id: str
+    ids: list[str]
     triage: Triage
-    state: State
+    states: dict[str, State] = Field(description="Each comment's state.")
+
+
+class ArticleRow(_Result):
+    id: int
+    title: str
+    url: str | None
+    comments: int = Field(description="Comments watcher knows on it (yours not included; deleted or hidden ones not "
+                                      "counted).")
+    need_reply: int = Field(description="How many `watcher inbox` lists now.")
+    oldest_waiting: str | None = Field(description="created_at of the oldest comment listed, else null.")
+    oldest_waiting_days: float | None = Field(description="Its age in days, else null.")
+    last_activity: str | None = Field(description="dev.to's last comment activity on it (last_comment_at), else the "
+                                                   "newest comment's created_at.")
+
+
+class ArticlesResult(_Result):
+    count: int
+    articles: list[ArticleRow] = Field(description="What waits longest first, then most waiting, then latest "
+                                                   "activity.")
 
 
 class GrantResult(_Result):

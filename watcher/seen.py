@@ -12,7 +12,15 @@ from collections.abc import Iterable, Mapping
 
 from watcher import records
 from watcher.models import InboxRecord, SeenArticle, SeenComment, SeenFile, Triage
-from watcher.timeutil import iso
+from watcher.timeutil import iso, parse_iso
+
+
+def later(a: str, b: str) -> bool:
+    """Whether time ``a`` is after time ``b`` (an unreadable one is never later)."""
+    try:
+        return parse_iso(a) > parse_iso(b)
+    except ValueError:
+        return False
 
 
 def entry_from(record: InboxRecord, old: SeenComment | None, stamp: str | None) -> SeenComment:
@@ -30,11 +38,14 @@ def entry_from(record: InboxRecord, old: SeenComment | None, stamp: str | None) 
         listed_at=old.listed_at if old else None,
         triage_by=old.triage_by if old else None,
         replied_at=old.replied_at if old else record.replied_at,
+        triage_at=old.triage_at if old else None,
+        last_reply_at=old.last_reply_at if old else None,
     )
 
 
 def merge(
-    base: SeenFile, mine: SeenFile, theirs: SeenFile, patches: Mapping[str, Triage] | None = None
+    base: SeenFile, mine: SeenFile, theirs: SeenFile, patches: Mapping[str, Triage] | None = None,
+    marked_at: str | None = None,
 ) -> SeenFile:
     """Apply what changed from ``base`` to ``mine`` onto ``theirs``; then the triage patches.
 
@@ -49,9 +60,11 @@ def merge(
             # save of a large index proportional to what changed (bench/run.py figure 3).
             continue
         comments[cid] = _merge_entry(old, entry, current)
+    marked_at = (marked_at or iso()) if patches else None
     for cid, triage in (patches or {}).items():
         if cid in comments:
-            comments[cid] = comments[cid].model_copy(update={"triage": triage, "triage_by": "person"})
+            comments[cid] = comments[cid].model_copy(update={"triage": triage, "triage_by": "person",
+                                                             "triage_at": marked_at})
     articles = dict(theirs.articles)
     for aid, article in mine.articles.items():
         if base.articles.get(aid) != article or aid not in articles:
@@ -109,18 +122,27 @@ def with_listed(theirs: SeenFile, ids: Iterable[str], *, now: str) -> tuple[Seen
     return theirs.model_copy(update={"comments": comments}), claimed
 
 
-def with_author_replies(theirs: SeenFile, replies: Mapping[str, str]) -> tuple[SeenFile, list[str]]:
-    """The author answered these comments on dev.to (id -> when): marked replied, recorded as by
-    ``devto`` — unless a person ever marked them (``watcher mark`` always wins, ``open`` included,
-    SPEC §13.3). Returns the index and the ids newly marked replied."""
+def with_author_replies(theirs: SeenFile, replies: Mapping[str, str],
+                        latest: Mapping[str, str] | None = None) -> tuple[SeenFile, list[str]]:
+    """The author answered these comments on dev.to (id -> first reply; ``latest``: id -> latest
+    reply): marked replied, recorded as by ``devto`` — unless a person marked them after the
+    author's latest reply (the latest of the author's actions wins, SPEC §15.2: `mark open` after a
+    reply reopens it, a reply after that mark closes it again). A mark older releases made has no
+    time and always wins (SPEC §13.3). Returns the index and the ids newly marked replied."""
     comments = dict(theirs.comments)
     marked = []
     for cid, when in replies.items():
         entry = comments.get(cid)
         if entry is None:
             continue
+        last = (latest or {}).get(cid, when)
         update: dict[str, object] = {} if entry.replied_at else {"replied_at": when}
-        if entry.triage_by is None and entry.triage == "open":  # nobody decided yet
+        if entry.last_reply_at is None or later(last, entry.last_reply_at):
+            update["last_reply_at"] = last
+        undecided = entry.triage_by is None and entry.triage == "open"
+        answered_after_mark = (entry.triage_by == "person" and entry.triage != "replied"
+                               and entry.triage_at is not None and later(last, entry.triage_at))
+        if undecided or answered_after_mark:
             update.update(triage="replied", triage_by="devto")
             marked.append(cid)
         if update:

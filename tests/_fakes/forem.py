@@ -12,7 +12,17 @@ Kept from forem/forem (``app/models/comment.rb``, the v1 jbuilder views, ``rack_
 - ``/users/by_username?url=`` is 404 for an unknown name;
 - with ``rate_limit`` on, rack_attack's 3 GETs per fixed one-second window (by the injected
   ``clock``) are enforced with a 429 and ``Retry-After``;
-- ``edge_block`` answers every request 403 with an HTML page, as dev.to's CDN/bot filter does.
+- ``edge_block`` answers every request 403 with an HTML page, as dev.to's CDN/bot filter does;
+- a comment's JSON is Forem's v1 view (``app/views/api/v1/comments/_comment.json.jbuilder``): a
+  deleted one is ``<p>[deleted]</p>`` with ``user: {}``, checked before hidden, which is
+  ``<p>[hidden by post author]</p>`` with ``user: {}``; both keep ``id_code``, ``created_at`` and
+  their replies (``children``). A deleted comment without replies is destroyed (gone from the
+  thread, ``comments_count`` −1; ``Comment#destroy`` when childless);
+- ``/comments`` pages its root threads when ``thread_page_cap`` is set, as newer Forems do
+  (``Api::CommentsController#index``: ``page``/``per_page``, 50 a page by default).
+
+``ForemSource`` is the devto source against this fake over loopback HTTP (``serving_forem``), with
+a :class:`FakeClock` for pacing, for tests that run whole scans in process.
 
 ``handle`` serves an ``httpx.Request`` (for ``httpx.MockTransport``); ``answer`` is the same for
 the loopback HTTP server. Every request is recorded with its time on ``clock``.
@@ -22,10 +32,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
@@ -92,6 +105,8 @@ class FakeForem:
     raw_threads: dict[int, Any] = field(default_factory=dict)
     raw_articles: list[Any] | None = None
     now: datetime = field(default_factory=lambda: datetime(2026, 5, 1, 9, 0, tzinfo=UTC))
+    thread_page_cap: int | None = None  # root threads per /comments answer (None: all)
+    step: timedelta = timedelta(minutes=7)  # how far dev.to's clock moves with each change
     _next_article: int = 1000
     _next_comment: int = 3_000_000  # dev.to's ids are in the millions: 5-character id_codes
     _windows: dict[int, int] = field(default_factory=dict)
@@ -99,7 +114,7 @@ class FakeForem:
     # --- the world ----------------------------------------------------------------------------
 
     def tick(self) -> datetime:
-        self.now += timedelta(minutes=7)
+        self.now += self.step
         return self.now
 
     def publish(self, username: str, title: str | None = None) -> int:
@@ -125,10 +140,15 @@ class FakeForem:
         node.text = text
         self.articles[node.article_id].last_comment_at = self.tick()
 
-    def hide(self, id_code: str) -> None:
+    def hide(self, id_code: str, hidden: bool = True) -> None:
         node = self.nodes[self._id(id_code)]
-        node.hidden = True
+        node.hidden = hidden
         self.articles[node.article_id].last_comment_at = self.tick()
+
+    def edit_quietly(self, id_code: str, text: str) -> None:
+        """An edit whose ``last_comment_at`` did not move (a Forem that does not touch it, or a
+        listing served from a stale cache): only ``scan --full`` can see it."""
+        self.nodes[self._id(id_code)].text = text
 
     def delete(self, id_code: str) -> None:
         """A comment with replies is flagged deleted (count unchanged); one without is destroyed."""
@@ -179,7 +199,8 @@ class FakeForem:
             return data
 
         ordered = sorted((n for n in self.nodes.values() if n.article_id == article_id), key=lambda n: n.id)
-        return [node_json(n) for n in ordered if n.parent is None]
+        roots = [node_json(n) for n in ordered if n.parent is None]
+        return roots if self.thread_page_cap is None else roots[: self.thread_page_cap]
 
     # --- serving ------------------------------------------------------------------------------
 
@@ -241,3 +262,46 @@ class FakeForem:
 
 def _stamp(moment: datetime | None) -> str | None:
     return None if moment is None else moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _ForemHandler(BaseHTTPRequestHandler):
+    forem: FakeForem
+
+    def do_GET(self) -> None:  # the name is http.server API
+        parts = urlsplit(self.path)
+        status, headers, body = self.forem.answer(parts.path, dict(parse_qsl(parts.query)),
+                                                  {k.lower(): v for k, v in self.headers.items()})
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def serving_forem(forem: FakeForem) -> Iterator[str]:
+    """``forem`` on 127.0.0.1 (real sockets); yields its ``DEVTO_BASE_URL``."""
+    from _fakes.provider import serving
+
+    handler = type("Handler", (_ForemHandler,), {"forem": forem})
+    with serving(handler) as server:
+        host, port = server.server_address[:2]
+        yield f"http://{host}:{port}/api"
+
+
+@dataclass(frozen=True)
+class ForemSource:
+    """The devto source (``watcher.source.fetch_devto``) as a scan runs it, paced by ``clock``
+    instead of the wall clock: its 0.4 s between requests cost no time in a test."""
+
+    clock: Any
+    name: str = "devto"
+
+    def fetch(self, settings: Any, index: Any, *, full: bool = False) -> Any:
+        from watcher.source import fetch_devto
+
+        return fetch_devto(settings, index, full=full, clock=self.clock, sleep=self.clock.sleep)

@@ -63,6 +63,8 @@ from urllib.parse import unquote, urlsplit
 TAG = re.compile(r"TAG:([a-z0-9_-]+)")
 VERDICT = {"needs_reply": True, "category": "question", "priority": "normal",
            "summary": "Asks how to configure the thing.", "reply_hint": "Point to the docs."}
+NO_REPLY = {"needs_reply": False, "category": "praise", "priority": "low", "summary": "Says thanks.",
+            "reply_hint": ""}
 HUGE_BYTES = 3 * 1024 * 1024
 
 
@@ -93,6 +95,9 @@ class FakeProvider:
         self._held = 0
         self._changed = threading.Condition(self._lock)
         self.spans: list[tuple[str, float, float]] = []  # (label, monotonic start, end) per model call
+        # A reply's prompt quotes its parent first: with this set, a call is labelled by the last
+        # TAG in the request (the comment's own) instead of the first.
+        self.label_last = False
 
     # ---- test-facing ----
     def script(self, label: str, *behaviours: str) -> None:
@@ -121,6 +126,10 @@ class FakeProvider:
             if not self._changed.wait_for(lambda: self._held >= count, timeout):
                 raise AssertionError(f"the provider never held {count} request(s) at once (held {self._held})")
 
+    def label_of(self, body: dict[str, Any]) -> str:
+        found = TAG.findall(json.dumps(body))
+        return (found[-1] if self.label_last else found[0]) if found else "?"
+
     # ---- server side ----
     def _next(self, label: str) -> str:
         with self._lock:
@@ -141,15 +150,12 @@ class FakeProvider:
         try:
             return self._answer(body, headers)
         finally:
-            match = TAG.search(json.dumps(body))
             with self._changed:
                 self._active -= 1
-                self.spans.append((match.group(1) if match else "?", began, time.monotonic()))
+                self.spans.append((self.label_of(body), began, time.monotonic()))
 
     def _answer(self, body: dict[str, Any], headers: dict[str, str] | None) -> tuple[int, dict[str, str], bytes]:
-        text = json.dumps(body)
-        match = TAG.search(text)
-        label = match.group(1) if match else "?"
+        label = self.label_of(body)
         behaviour = self._next(label)
         if behaviour.startswith("hold"):
             with self._changed:
@@ -193,8 +199,8 @@ class FakeProvider:
             return 500, {}, json.dumps(err).encode()
         if behaviour == "huge":
             return 200, {}, b" " * HUGE_BYTES
-        content = {"malformed": "this is not json {", "invalid": json.dumps({"needs_reply": "maybe"})}.get(
-            behaviour, json.dumps(VERDICT))
+        content = {"malformed": "this is not json {", "invalid": json.dumps({"needs_reply": "maybe"}),
+                   "no-reply": json.dumps(NO_REPLY)}.get(behaviour, json.dumps(VERDICT))
         doc = {"id": "chatcmpl-1", "object": "chat.completion", "model": "fake-model",
                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}

@@ -31,7 +31,7 @@ from typing import Any
 from _fakes.provider import serving
 
 CALL_PREFIX = "wcall"
-WATCHER_TOOLS = frozenset({"scan", "recheck", "status", "inbox", "show", "mark", "signals", "check", "claim",
+WATCHER_TOOLS = frozenset({"scan", "recheck", "status", "inbox", "show", "articles", "mark", "signals", "check", "claim",
                            "submit"})
 
 

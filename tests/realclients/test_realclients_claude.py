@@ -32,7 +32,7 @@ from _scenarios import (
 from bridge import mcp_text
 from bridge.mcp_text import INSTRUCTIONS
 
-TOOLS = {"scan", "recheck", "status", "inbox", "show", "mark", "signals", "check", "claim", "submit"}
+TOOLS = {"scan", "recheck", "status", "inbox", "show", "articles", "mark", "signals", "check", "claim", "submit"}
 CLAUDE_BLOCKS = sorted(loaded("claude-mcp-json") | loaded("claude-add"))
 # What the documented `${VAR}` references expand to in the lane.
 YOURS = {"DEVTO_USERNAME": "maya_writes", "OPENAI_API_KEY": LANE_OPENAI_KEY}
@@ -62,7 +62,7 @@ def _extra_for(ws: Workspace) -> dict[str, str]:
 
 @pytest.mark.parametrize("name", CLAUDE_BLOCKS)
 def test_every_documented_claude_config_connects_and_serves_status(ws: Workspace, model: FakeModel, name: str) -> None:
-    """(a)+(b) Each Claude Code block of docs/agents.md, with the documented settings: the ten tools
+    """(a)+(b) Each Claude Code block of docs/agents.md, with the documented settings: the eleven tools
     are in the first request and a status call's envelope comes back to the model."""
     server = ws.claude_block(name)
     model.server_name = server

@@ -34,7 +34,7 @@ from bridge.mcp_text import INSTRUCTIONS
 BASIC_ENV = {"HOME", "LANG", "LC_ALL", "LOGNAME", "PATH", "PWD", "SHELL", "TERM", "TMPDIR", "USER", "SSL_CERT_FILE",
              "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT", "TZ",
              "XDG_RUNTIME_DIR"}
-TOOLS = {"scan", "recheck", "status", "inbox", "show", "mark", "signals", "check", "claim", "submit"}
+TOOLS = {"scan", "recheck", "status", "inbox", "show", "articles", "mark", "signals", "check", "claim", "submit"}
 CODEX_BLOCKS = sorted(loaded("codex-config") | loaded("codex-add") | loaded("codex-extra"))
 
 
@@ -73,7 +73,7 @@ def test_every_documented_codex_config_loads_strictly_and_serves_status(
 
 
 def test_codex_lists_the_ten_tools_in_one_namespace_and_passes_results_back(ws: Workspace, model: FakeModel) -> None:
-    """(b) The ten tools reach the model as namespace mcp__watcher, with input schemas and no output
+    """(b) The eleven tools reach the model as namespace mcp__watcher, with input schemas and no output
     schema; status and inbox go through and their envelopes come back as compact JSON."""
     ws.seed(["aaa1", "bbb2"])
     ws.codex_block(model.base_url, "codex-watcher")

@@ -28,6 +28,9 @@ class Snapshot:
     verdicts: frozenset[str]
     triage: dict[str, str]
     calls: int  # length of the call log at that moment
+    # Edits each comment's text had that go to the model (SPEC §15.2): one after the snapshot may
+    # move a verdict into the history and ask for the new text's.
+    edits: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -66,7 +69,17 @@ def snapshot(data_dir: Path, calls: Sequence[str]) -> Snapshot:
         verdicts=frozenset(cid for cid, r in recs.items() if r.verdict is not None),
         triage={cid: e.triage for cid, e in seen_file(data_dir).comments.items()},
         calls=len(calls),
+        edits={cid: judged_edits(r) for cid, r in recs.items()},
     )
+
+
+def judged_edits(record: InboxRecord) -> int:
+    return sum(e.judged for e in record.edits)
+
+
+def verdict_lost(record: InboxRecord | None, before: Snapshot, cid: str) -> bool:
+    """A verdict the snapshot saw is gone, and no edit of the comment's text since explains it."""
+    return record is None or (record.verdict is None and judged_edits(record) == before.edits.get(cid, 0))
 
 
 # ---- the promises -------------------------------------------------------------------------------
@@ -234,10 +247,12 @@ def _held_back_by_poisoned_breaker(attempts: list[_Seen]) -> list[str]:
 
 
 def verdicts_final(recs: Mapping[str, InboxRecord], calls_since: Sequence[str], before: Snapshot | None) -> list[str]:
-    """Promise 2: a persisted verdict is never re-requested (nor a later attempt made)."""
+    """Promise 2: a persisted verdict is never re-requested (nor a later attempt made) — for the text
+    it judged: an edit of the comment on dev.to moves it into the history (SPEC §15.2)."""
     out = []
     for cid, record in recs.items():
-        oks = [a.n for a in record.attempts if a.outcome == "ok"]
+        start = max((e.attempts for e in record.edits if e.judged), default=0)  # the current text's
+        oks = [a.n for a in record.attempts[start:] if a.outcome == "ok"]
         if record.verdict is not None and oks != [len(record.attempts)]:
             out.append(f"{cid}: verdict saved but ok attempts are {oks} of {len(record.attempts)}")
         if record.verdict is None and oks:
@@ -245,10 +260,46 @@ def verdicts_final(recs: Mapping[str, InboxRecord], calls_since: Sequence[str], 
     if before is not None:
         asked = Counter(calls_since)
         for cid in before.verdicts:
-            if asked[cid]:
+            edited = cid in recs and judged_edits(recs[cid]) > before.edits.get(cid, 0)
+            if asked[cid] and not edited:
                 out.append(f"{cid}: verdict was on disk, then requested {asked[cid]} more time(s)")
-            if cid not in recs or recs[cid].verdict is None:
+            if verdict_lost(recs.get(cid), before, cid):
                 out.append(f"{cid}: verdict was on disk and is gone")
+    return out
+
+
+def gone_never_called(recs: Mapping[str, InboxRecord]) -> list[str]:
+    """SPEC §15.2: a comment deleted or hidden on dev.to gets no attempt after the run that saw it so
+    (a call already in flight then may finish: its attempt was reserved before)."""
+    out = []
+    for cid, record in recs.items():
+        if record.gone is None:
+            continue
+        seen_gone = parse_iso(record.gone.seen_at)
+        late = [a.n for a in record.attempts if parse_iso(a.reserved_at) > seen_gone]
+        if late:
+            out.append(f"{cid}: {record.gone.kind} on dev.to since {record.gone.seen_at}, yet attempt(s) {late} "
+                       "were reserved after")
+    return out
+
+
+def edits_consistent(recs: Mapping[str, InboxRecord]) -> list[str]:
+    """SPEC §15.2: an edit keeps the lifetime budget (its attempt count only grows, never past the
+    attempts made), each attempt judged one of the comment's texts, and the verdict the text it
+    says it judged."""
+    from watcher.records import text_sha256
+
+    out = []
+    for cid, record in recs.items():
+        counts = [e.attempts for e in record.edits]
+        if counts != sorted(counts) or any(n > len(record.attempts) for n in counts):
+            out.append(f"{cid}: edits at attempt counts {counts}, with {len(record.attempts)} attempt(s)")
+        texts = {text_sha256(record.comment.text), *(e.text_sha256 for e in record.edits)}
+        for a in record.attempts:
+            if a.text_sha256 is not None and a.text_sha256 not in texts:
+                out.append(f"{cid}: attempt {a.n} judged a text the comment never had")
+        if record.verdict is not None and record.verdict_text_sha256 not in (None, record.attempts[-1].text_sha256):
+            out.append(f"{cid}: the verdict says it judged another text than its attempt did")
     return out
 
 
@@ -365,7 +416,7 @@ def check_all(data_dir: Path, calls: Sequence[str], *, before: Snapshot | None =
     recs = records(data_dir)
     since = calls[before.calls:] if before is not None else calls
     found = call_budget(recs, calls) + one_call_per_run(recs) + verdicts_final(recs, since, before)
-    found += setup_stop_is_last(recs)
+    found += setup_stop_is_last(recs) + gone_never_called(recs) + edits_consistent(recs)
     found += raw_kept(recs) + triage_kept(data_dir, expect.marks) + signals_match_log(data_dir)
     if before is not None:
         found += attempts_monotonic(recs, before)

@@ -129,6 +129,22 @@ def _attempt_after_a_poisoned_breaker(data: Path, fake: FakeProvider, before: Sn
     _edit(data, "bad", lambda doc: doc["attempts"][0].update(pid=4_999_997))  # alone in its run
 
 
+def _attempt_after_gone(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    # bad was seen deleted when its first attempt was reserved; its later attempts came after that.
+    _edit(data, "bad", lambda doc: doc.update(gone={"kind": "deleted", "seen_at": doc["attempts"][0]["reserved_at"],
+                                                   "why": "missing from its thread"}))
+
+
+def _attempt_on_a_text_never_had(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    _edit(data, "bad", lambda doc: doc["attempts"][0].update(text_sha256="0" * 64))
+
+
+def _edit_resetting_the_budget(data: Path, fake: FakeProvider, before: Snapshot) -> None:
+    edit = {"seen_at": "2026-12-01T00:00:00Z", "text": "before", "text_sha256": records.text_sha256("before"),
+            "attempts": 9, "judged": True}
+    _edit(data, "bad", lambda doc: doc.update(edits=[edit]))
+
+
 PLANTS = {
     "more than 3 calls": (_fourth_call, "model calls + 0 claims (cap 3)"),
     "calls and claims over the cap": (_claim_on_top_of_calls, "3 model calls + 1 claims (cap 3)"),
@@ -150,6 +166,9 @@ PLANTS = {
                                                                        "the second transient failure in a row"),
     "an attempt inside a 429's cooldown": (_attempt_inside_a_429_cooldown, "attempted inside that cooldown"),
     "an attempt within the hour of a model_not_found": (_attempt_after_a_poisoned_breaker, "within the hour"),
+    "an attempt after its comment was seen deleted": (_attempt_after_gone, "were reserved after"),
+    "an attempt on a text the comment never had": (_attempt_on_a_text_never_had, "a text the comment never had"),
+    "an edit past the attempts made": (_edit_resetting_the_budget, "edits at attempt counts"),
 }
 
 

@@ -5,7 +5,9 @@ the loopback provider fails at random (malformed, invalid, 529, slow, an occasio
 sub-second Retry-After) and a few batches are SIGKILLed mid-run. Beside them an agent (SPEC §14,
 ``WATCHER_PROVIDER=agent``) claims comments and submits valid and invalid verdicts through
 ``watcher claim/submit`` and ``watcher-bridge claim/submit``, submits some twice (refused), and
-walks away from some claims (their lease ends; recovery, a later run, closes them). A monitor samples the data dir
+walks away from some claims (their lease ends; recovery, a later run, closes them). Meanwhile dev.to
+changes under them (SPEC §15.2): comments are edited, deleted (gone from the thread, or shown as
+``[deleted]``) and hidden while batches run. A monitor samples the data dir
 the whole time (attempts never go down, verdicts never vanish). Bounded in time: a few seconds
 in the quick lane (and at least :data:`MIN_OPS` operations per worker, so a loaded machine still
 soaks), 5 minutes with ``WATCHER_RELIABILITY=long``, or ``WATCHER_SOAK_SECONDS``.
@@ -28,7 +30,7 @@ import pytest
 from _fakes.provider import VERDICT, FakeProvider, running_fake
 from _proc import envelope, run, start, write_export
 from _rel_harness import AGENT_ENV, LONG, TALLY, recover_until_quiet
-from _rel_invariants import Expect, attempts_monotonic, check_all, records, snapshot
+from _rel_invariants import Expect, attempts_monotonic, check_all, records, snapshot, verdict_lost
 
 pytestmark = pytest.mark.slow
 
@@ -113,6 +115,44 @@ def _worker(soak: Soak, number: int) -> None:
 
 
 INVALID = json.dumps({"needs_reply": "maybe"})
+GONE = 4  # comments that leave dev.to during a soak; the others keep being edited
+MIN_CHANGES = 12  # changes on dev.to in a soak, at least (a few seconds of the quick lane)
+
+
+def _dev_to(soak: Soak) -> None:
+    """dev.to while the batches run: edit a comment (its TAG stays, so the call log still names it),
+    now and then delete one (childless: gone from the thread and the count) or flag or hide it. The
+    export is replaced whole, as a fetch sees one answer or the next."""
+    rng = random.Random(20261202)
+    doc = json.loads(soak.export.read_text())
+    article = doc["articles"][0]
+    gone = 0
+    edits = 0
+    while time.monotonic() < soak.deadline or edits + gone < MIN_CHANGES:
+        time.sleep(rng.uniform(0.1, 0.4))
+        # Only what a scan has seen: a comment gone before it was ever fetched tests nothing.
+        nodes = [n for n in article["comments"] if n["user"] and (soak.data / "inbox" / f"{n['id_code']}.json").exists()]
+        if not nodes:
+            continue
+        node = rng.choice(nodes)
+        roll = rng.random()
+        if roll < 0.3 and gone < GONE:
+            gone += 1
+            if roll < 0.12:
+                article["comments"].remove(node)
+                article["comments_count"] -= 1
+            else:
+                node["body_html"] = "<p>[deleted]</p>" if roll < 0.21 else "<p>[hidden by post author]</p>"
+                node["user"] = {}
+        else:
+            edits += 1
+            label = node["id_code"]
+            node["body_html"] = f"<p>TAG:{label} edit {edits}: {rng.choice(['never mind', 'and on macOS?'])}</p>"
+        tmp = soak.export.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, soak.export)
+        with soak.lock:
+            soak.ops += 1
 
 
 def _agent(soak: Soak) -> None:
@@ -186,7 +226,7 @@ def _monitor(soak: Soak, stop: threading.Event) -> None:
             for problem in attempts_monotonic(recs, previous):
                 soak.note(f"while running: {problem}")
             for cid in previous.verdicts:
-                if cid not in recs or recs[cid].verdict is None:
+                if verdict_lost(recs.get(cid), previous, cid):
                     soak.note(f"while running: {cid} lost its verdict")
         previous = now
 
@@ -194,8 +234,10 @@ def _monitor(soak: Soak, stop: threading.Event) -> None:
 def test_concurrent_runs_from_both_entrypoints_keep_every_promise(
         tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Random scan/recheck/mark/signals from watcher and watcher-bridge, an agent claiming and submitting,
-    random provider failures and kills — and, in the cross-version lane, the first release beside them:
-    afterwards ≤ 3 calls + claims per comment, each reserved first, marks kept, counts match the log."""
+    comments edited, deleted and hidden meanwhile, random provider failures and kills — and, in the
+    cross-version lane, the first release beside them: afterwards ≤ 3 calls + claims per comment (an
+    edit included), each reserved first, none for a comment after it was seen gone, marks kept,
+    counts match the log."""
     old_release = _first_release.for_session(tmp_path_factory) if _first_release.LANE else None
     data = tmp_path / "rig"
     with running_fake() as fake:
@@ -206,6 +248,7 @@ def test_concurrent_runs_from_both_entrypoints_keep_every_promise(
         monitor = threading.Thread(target=_monitor, args=(soak, stop))
         workers = [threading.Thread(target=_worker, args=(soak, n)) for n in range(WORKERS)]
         workers.append(threading.Thread(target=_agent, args=(soak,)))
+        workers.append(threading.Thread(target=_dev_to, args=(soak,)))
         if old_release is not None:
             workers.append(threading.Thread(target=_first_release_beside, args=(soak, old_release)))
         for thread in [monitor, *workers]:

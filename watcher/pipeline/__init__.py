@@ -118,7 +118,7 @@ def _carry_out(batch: Batch, plan: Plan, base: SeenFile, index: SeenFile) -> Par
 
     batch.result.planned = len(plan.items)
     if batch.run.dry_run:
-        _dry_run(batch, plan.items, index)
+        _dry_run(batch, plan, index)
         return Partial(batch.result, None)
     if batch.run.hooks.on_planned is not None:
         # The calls planned: none for provider agent, whose comments wait for the agent's claim.
@@ -135,8 +135,13 @@ def _carry_out(batch: Batch, plan: Plan, base: SeenFile, index: SeenFile) -> Par
     return Partial(batch.result, batch.error)
 
 
-def _dry_run(batch: Batch, plan: Sequence[Planned], index: SeenFile) -> None:
-    """Say what a real run would do now, touching nothing: no lock, no writes, no calls."""
+def _dry_run(batch: Batch, whole: Plan, index: SeenFile) -> None:
+    """Say what a real run would do now, touching nothing: no lock, no writes, no calls. What
+    dev.to changed (edits, deletions) is applied to the records in memory, as the real run would
+    before deciding (SPEC §15.2)."""
+    from watcher import records as rec
+
+    plan = whole.items
     from watcher.pipeline.provider_state import pending_cooldown
 
     result = batch.result
@@ -152,6 +157,10 @@ def _dry_run(batch: Batch, plan: Sequence[Planned], index: SeenFile) -> None:
             result.remaining = len(plan) - position
             break
         record = None if item.comment is not None else batch.store.load_record(item.id)
+        if record is not None and (edit := whole.edits.get(item.id)) is not None:
+            record = rec.apply_edit(record, edit.text, edit.prompt, judged=True)
+        if record is not None and item.id in whole.gone:
+            record = rec.mark_gone(record, *whole.gone[item.id])
         if record is None:
             action: Decision = "call"
         else:

@@ -35,9 +35,10 @@ from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch, SignalDuringCall
 from watcher.pipeline.calls import Calls, Flight
 from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, after_answer
-from watcher.pipeline.plan import Plan, Planned
+from watcher.pipeline.plan import Plan, Planned, answered_or_marked
 from watcher.records import Decision, decide
 from watcher.results import ItemOutcome, ItemResult, ItemVerdict
+from watcher.source import SourceArticle
 
 
 def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
@@ -46,9 +47,12 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     per comment to decide and reserve, once per answer to write its outcome, once to save the index."""
     store = batch.store
     _create_discovered(batch, plan.discovered)
-    if plan.answered or plan.requeued or gate.close_breaker or gate.pending is not None:
+    held: set[int] = set()
+    judged: set[str] = set()
+    if plan.answered or plan.requeued or plan.changes_known or gate.close_breaker or gate.pending is not None:
         with store.pipeline_lock():  # a hold only when there is a write to make
             _update_uncalled(batch, plan)
+            held, judged = _apply_known_changes(batch, plan)
             if gate.pending is not None:
                 # A 429's cooldown the run that met it could not write (SPEC §15.5): written before any
                 # call; a failure here is exit 5, and the gate is closed anyway.
@@ -59,30 +63,36 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     # Without the lock: reading every changed record would make the hold grow with the account
     # (bench/run.py figure 8). Each comment is re-read under the lock before anything is decided,
     # and the index's attempt counts only ever grow, so an index a moment old is safe for decide.
-    mine = _record_articles(reconcile_index(batch, base), plan)
+    ours = {*batch.result.edited, *batch.result.gone, *plan.restored, *plan.reply_nodes, *plan.answered,
+            *plan.requeued}
+    mine = _record_articles(reconcile_index(batch, base, ours), [a for a in plan.articles if a.id not in held])
+    mine = _relisted(mine, judged)
     counted = {cid: entry.attempts for cid, entry in mine.comments.items()}
     try:
         _process(batch, plan.items, gate, counted)
     finally:
         try:
             with store.pipeline_lock():
-                save_index(batch, base, mine, plan.replies)
+                save_index(batch, base, mine, plan.replies, [*plan.edits, *plan.gone, *plan.restored],
+                           latest=plan.latest_replies)
         except LockBusy as exc:
             # The inbox files hold the truth; the next command repairs the index from them (§4.2).
             batch.fail(exc)
 
 
-def reconcile_index(batch: Batch, base: SeenFile) -> SeenFile:
-    """The index brought up to the inbox files; repairs are reported (§4.2)."""
+def reconcile_index(batch: Batch, base: SeenFile, ours: Iterable[str] = ()) -> SeenFile:
+    """The index brought up to the inbox files; repairs are reported (§4.2) — not the records this
+    run itself just changed (``ours``): the index following them is no repair."""
     mine, changed = batch.store.reconcile_index(base)
-    batch.result.repaired = sorted(cid for cid in changed if cid in base.comments)
+    skip = set(ours)
+    batch.result.repaired = sorted(cid for cid in changed if cid in base.comments and cid not in skip)
     for cid in batch.result.repaired:
         batch.emit("state.repaired", comment=cid)
     return mine
 
 
 def save_index(batch: Batch, base: SeenFile, mine: SeenFile, replies: Mapping[str, str],
-               touched: Iterable[str] = ()) -> None:
+               touched: Iterable[str] = (), *, latest: Mapping[str, str] | None = None) -> None:
     """Save seen.json last, reconciled for every comment the run reached (and ``touched``)."""
     # The index is saved last: if we die before this, the inbox files already hold the truth and
     # the next command repairs the index from them (SPEC §4.2). A failed save fails the run
@@ -93,13 +103,13 @@ def save_index(batch: Batch, base: SeenFile, mine: SeenFile, replies: Mapping[st
         mine, _ = store.reconcile_index(mine, list(ids))
         store.save_index(base, mine)
         # The author's replies on dev.to close the loop: those comments leave the inbox (§13.3).
-        batch.result.replied = store.note_author_replies(replies)
+        batch.result.replied = store.note_author_replies(replies, latest)
     except StateError as exc:
         batch.fail(exc)
 
 
-def _record_articles(index: SeenFile, plan: Plan) -> SeenFile:
-    for article in plan.articles:
+def _record_articles(index: SeenFile, articles: Sequence[SourceArticle]) -> SeenFile:
+    for article in articles:
         known = index.articles.get(str(article.id))
         # Both halves of the change signal (SPEC §13.3): comments_count alone misses a new comment
         # that a deletion cancelled out; last_comment_at moves on every comment create and delete.
@@ -129,8 +139,9 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
         if item.comment is None or store.has_record(item.id):
             continue
         record = records.new_record(item.comment, prompts.render(item.comment, parent_text=item.parent_text))
-        if item.baseline or item.replied_at:
-            record = record.model_copy(update={"baseline": item.baseline, "replied_at": item.replied_at})
+        if item.baseline or item.replied_at or item.replies:
+            record = record.model_copy(update={"baseline": item.baseline, "replied_at": item.replied_at,
+                                               "author_replies": list(item.replies)})
         fresh.append(record)
     known: dict[str, SeenComment] | None = None
     for start in range(0, len(fresh), CREATE_PER_HOLD):
@@ -162,6 +173,58 @@ def _update_uncalled(batch: Batch, plan: Plan) -> None:
         if record is None or record.attempts or record.verdict is not None:
             continue
         store.save_record(record.model_copy(update=update))
+
+
+def _relisted(index: SeenFile, ids: Iterable[str]) -> SeenFile:
+    """An edit the model judges again is news for `inbox --new` once more (a thanks edited into a
+    question must reach the cron mail): its listed_at is cleared."""
+    comments = dict(index.comments)
+    for cid in ids:
+        entry = comments.get(cid)
+        if entry is not None and entry.listed_at is not None:
+            comments[cid] = entry.model_copy(update={"listed_at": None})
+    return index if comments == index.comments else index.model_copy(update={"comments": comments})
+
+
+def _apply_known_changes(batch: Batch, plan: Plan) -> tuple[set[int], set[str]]:
+    """Under the lock: what dev.to changed about known comments (SPEC §15.2), each record re-read
+    first. Returns the articles whose change signal must not be recorded: an edit that met an
+    attempt in flight for the old text waits (that outcome is saved for the old text), and the next
+    scan must fetch the thread again to see it; and the comments whose edit goes to the model."""
+    store, result = batch.store, batch.result
+    held: set[int] = set()
+    judged_ids: set[str] = set()
+    index = store.load_index() if plan.edits else None  # the marks as they are now, not as planned
+    for cid in sorted({*plan.edits, *plan.gone, *plan.restored, *plan.reply_nodes}):
+        record = store.load_record(cid)
+        if record is None:
+            continue
+        changed = record
+        if cid in plan.restored and cid not in plan.gone:
+            changed = changed.model_copy(update={"gone": None})
+        if cid in plan.reply_nodes:
+            changed = changed.model_copy(update={"author_replies": plan.reply_nodes[cid]})
+        edit = plan.edits.get(cid)
+        if edit is not None and edit.text != changed.comment.text:
+            if changed.attempts and changed.attempts[-1].outcome is None:
+                held.add(edit.article_id)
+            else:
+                entry = index.comments.get(cid) if index is not None else None
+                judged = changed.gone is None and not answered_or_marked(entry, plan.latest_replies.get(cid))
+                changed = records.apply_edit(changed, edit.text, edit.prompt, judged=judged)
+                result.edited.append(cid)
+                batch.emit("comment.edited", comment=cid)
+                if judged:
+                    judged_ids.add(cid)
+        if cid in plan.gone:
+            kind, why = plan.gone[cid]
+            changed = records.mark_gone(changed, kind, why)
+            if changed.gone is not record.gone:
+                result.gone.append(cid)
+                batch.emit(f"comment.{kind}", comment=cid)
+        if changed is not record:
+            store.save_record(changed)
+    return held, judged_ids
 
 
 def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[str, int]) -> None:
@@ -420,7 +483,13 @@ def reread(batch: Batch, cid: str) -> InboxRecord | None:
 def no_call(batch: Batch, record: InboxRecord, action: Decision, *, live: bool = False) -> None:
     """Record what a comment got instead of a call (steps 4.2–4.5): its outcome, signal and item."""
     cid, n = record.comment.id, len(record.attempts)
-    if action == "skipped" and record.verdict is not None:
+    if action == "skipped" and record.gone is not None:
+        batch.add(ItemResult(cid, "skipped", message=f"{record.gone.kind} on dev.to ({record.gone.why}): "
+                             "never called again", attempts=n))
+    elif action == "skipped" and records.edit_on_hold(record):
+        batch.add(ItemResult(cid, "skipped", message="edited after you replied or marked it: recorded, "
+                             "not judged again", attempts=n))
+    elif action == "skipped" and record.verdict is not None:
         outcome: ItemOutcome = "repaired" if cid in batch.result.repaired else "skipped"
         batch.add(ItemResult(cid, outcome, message="verdict already saved", attempts=n))
     elif action == "skipped" and record.replied_at is not None:

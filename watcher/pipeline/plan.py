@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from watcher import records
+from watcher import records, seen
 from watcher.errors import UsageError, WatcherError
-from watcher.models import Comment, SeenFile
+from watcher.models import Comment, GoneKind, InboxRecord, Prompt, Reply, SeenComment, SeenFile
 from watcher.pipeline.batch import Batch
 from watcher.records import Fingerprint
 from watcher.results import Rejected
@@ -28,6 +28,16 @@ class Planned:
     parent_text: str | None = None
     baseline: bool = False  # a discovered comment older than the first scan's backlog window
     replied_at: str | None = None  # a discovered comment the author had already answered
+    replies: tuple[Reply, ...] = ()  # the author's direct replies to a discovered comment (for show)
+
+
+@dataclass(frozen=True)
+class PlannedEdit:
+    """A known comment's new text, its prompt rendered before the lock (SPEC §15.2)."""
+
+    article_id: int
+    text: str
+    prompt: Prompt
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,17 @@ class Plan:
     requeued: frozenset[str] = frozenset()
     # A source failure midway (dev.to 429, outage): what was fetched is processed, then exit 3.
     interrupted: WatcherError | None = None
+    # What dev.to changed about known comments (SPEC §15.2), applied under the lock: new texts,
+    # deleted or hidden ones (kind, why), ones back from hiding, the author's replies to show.
+    edits: Mapping[str, PlannedEdit] = field(default_factory=dict)
+    gone: Mapping[str, tuple[GoneKind, str]] = field(default_factory=dict)
+    restored: frozenset[str] = frozenset()
+    reply_nodes: Mapping[str, list[Reply]] = field(default_factory=dict)
+    latest_replies: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def changes_known(self) -> bool:
+        return bool(self.edits or self.gone or self.restored or self.reply_nodes)
 
 
 def check_id(comment_id: str) -> None:
@@ -82,12 +103,15 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
         cutoff = utcnow() - timedelta(days=batch.settings.backlog_days)
     discovered: list[Planned] = []
     planned: dict[str, tuple[str, Planned]] = {}
+    known: dict[str, Comment] = {}
     for comment in fetched.comments:
         if store.has_record(comment.id):
+            known[comment.id] = comment
             continue
         parent = fetched.parent_texts.get(comment.parent_id) if comment.parent_id else None
         old = cutoff is not None and _created(comment.created_at) < cutoff
-        item = Planned(comment.id, records.EMPTY, comment, parent, baseline=old, replied_at=replies.get(comment.id))
+        item = Planned(comment.id, records.EMPTY, comment, parent, baseline=old, replied_at=replies.get(comment.id),
+                       replies=tuple(fetched.reply_nodes.get(comment.id, ())))
         discovered.append(item)
         if not item.baseline and item.replied_at is None:
             planned[comment.id] = (comment.created_at, item)
@@ -115,9 +139,82 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
         elif state not in ("pending", "reserved"):
             continue
         planned[cid] = (record.comment.created_at, Planned(cid, records.fingerprint(record)))
+    changes = _known_changes(batch, index, fetched, known, planned)
     items = [p for _, p in sorted(planned.values(), key=lambda pair: (pair[0], pair[1].id))]
     articles = [a for a in fetched.articles if a.id in fetched.fetched_article_ids]
-    return Plan(items, articles, discovered, answered, replies, frozenset(requeued), fetched.interrupted)
+    return Plan(items, articles, discovered, answered, replies, frozenset(requeued), fetched.interrupted,
+                edits=changes.edits, gone=changes.gone, restored=frozenset(changes.restored),
+                reply_nodes=changes.reply_nodes, latest_replies=dict(fetched.latest_replies))
+
+
+@dataclass
+class _Changes:
+    edits: dict[str, PlannedEdit] = field(default_factory=dict)
+    gone: dict[str, tuple[GoneKind, str]] = field(default_factory=dict)
+    restored: set[str] = field(default_factory=set)
+    reply_nodes: dict[str, list[Reply]] = field(default_factory=dict)
+
+
+MISSING = "missing from its thread on dev.to (deleted there)"
+
+
+def _known_changes(batch: Batch, index: SeenFile, fetched: FetchResult, known: Mapping[str, Comment],
+                   planned: dict[str, tuple[str, Planned]]) -> _Changes:
+    """What the fetched threads changed about comments already on disk (SPEC §15.2): edits (a new
+    first attempt is planned for each that goes to the model), deletions and hiding, the author's
+    replies. Only a thread fetched whole can delete by absence (a partial fetch deletes nothing)."""
+    from watcher import prompts  # the template is read only by commands that may write records
+
+    changes = _Changes()
+    store = batch.store
+    for cid, comment in known.items():
+        record = store.load_record(cid)
+        if record is None:
+            continue
+        if record.gone is not None:
+            changes.restored.add(cid)  # shown again (un-hidden): it is on dev.to after all
+        nodes = fetched.reply_nodes.get(cid, [])
+        if nodes != record.author_replies and (nodes or record.author_replies):
+            changes.reply_nodes[cid] = nodes
+        if comment.text == record.comment.text:
+            continue
+        parent = fetched.parent_texts.get(comment.parent_id) if comment.parent_id else None
+        prompt = prompts.render(record.comment.model_copy(update={"text": comment.text}), parent_text=parent)
+        changes.edits[cid] = PlannedEdit(comment.article_id, comment.text, prompt)
+        entry = index.comments.get(cid)
+        if (_open_reservation(record) or record.gone is not None
+                or answered_or_marked(entry, fetched.latest_replies.get(cid))):
+            continue  # applied (or deferred) under the lock, never called this run
+        after = records.apply_edit(record, comment.text, prompt, judged=True)
+        if records.state_of(after) == "pending" and not after.baseline and after.replied_at is None:
+            planned[cid] = (record.comment.created_at, Planned(cid, records.fingerprint(after)))
+    for cid, why in fetched.gone.items():
+        entry = index.comments.get(cid)
+        if entry is not None and entry.status != why[0]:
+            changes.gone[cid] = why
+    # An idle scan fetches no thread: no walk over a 50k-comment index (bench/run.py figure 3).
+    for cid, entry in index.comments.items() if fetched.whole else ():
+        aid = entry.article_id
+        if aid in fetched.whole and cid not in fetched.thread_ids.get(aid, ()) and entry.status != "deleted":
+            changes.gone[cid] = ("deleted", MISSING)
+    return changes
+
+
+def answered_or_marked(entry: SeenComment | None, latest_reply: str | None) -> bool:
+    """Whether the author has dealt with the comment, so an edit of it is recorded, never called
+    (SPEC §15.2): marked replied or ignored, or answered on dev.to — in this fetch too — after any
+    `mark open` of the person's (the latest of the author's actions wins)."""
+    if entry is not None and entry.triage != "open":
+        return True
+    if latest_reply is None:
+        return False
+    if entry is None or entry.triage_by != "person" or entry.triage_at is None:
+        return True
+    return seen.later(latest_reply, entry.triage_at)
+
+
+def _open_reservation(record: InboxRecord) -> bool:
+    return bool(record.attempts) and record.attempts[-1].outcome is None
 
 
 def _created(text: str) -> datetime:

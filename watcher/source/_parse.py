@@ -16,14 +16,29 @@ from urllib.parse import quote, urlsplit
 from pydantic import ValidationError
 
 from watcher.errors import SourceUnavailable
-from watcher.models import COMMENT_ID_RE, COMMENT_ID_SHAPE, Comment
+from watcher.models import COMMENT_ID_RE, COMMENT_ID_SHAPE, Comment, GoneKind, Reply
 from watcher.source._html import html_to_text
 from watcher.source._types import FetchResult, Rejection, SourceArticle
 from watcher.timeutil import parse_iso
 from watcher.urls import split_credentials
 
-# What Forem leaves in body_html when a comment is deleted or hidden by the article's author.
-SKIPPED_BODIES = frozenset({"[deleted]", "[hidden by post author]"})
+# What Forem's v1 comment view (app/views/api/v1/comments/_comment.json.jbuilder) sends for a
+# comment deleted with replies under it (a childless one is destroyed: it is simply gone) and one
+# hidden by the article's author: this body and ``user: {}``, the replies still beneath.
+DELETED_BODY, HIDDEN_BODY = "[deleted]", "[hidden by post author]"
+SKIPPED_BODIES = frozenset({DELETED_BODY, HIDDEN_BODY})
+GONE_BY_BODY: dict[str, tuple[GoneKind, str]] = {
+    DELETED_BODY: ("deleted", "shown as [deleted] in its thread on dev.to"),
+    HIDDEN_BODY: ("hidden", "hidden by the article's author on dev.to"),
+}
+EXCERPT_LINES, EXCERPT_CHARS = 3, 240  # the first lines of a parent or reply kept for `show`
+
+
+def excerpt(text: str) -> str:
+    """The first lines of ``text``, at most :data:`EXCERPT_CHARS` characters."""
+    lines = [line for line in text.splitlines() if line.strip()][:EXCERPT_LINES]
+    short = "\n".join(lines)
+    return short if len(short) <= EXCERPT_CHARS else short[: EXCERPT_CHARS - 1] + "…"
 _SHOW = 40  # characters of a bad value quoted in a message
 
 
@@ -82,8 +97,14 @@ class Collector:
     parent_texts: dict[str, str] = field(default_factory=dict)
     rejected: list[Rejection] = field(default_factory=list)
     author_replies: dict[str, str] = field(default_factory=dict)
+    latest_replies: dict[str, str] = field(default_factory=dict)
+    reply_nodes: dict[str, list[Reply]] = field(default_factory=dict)
+    thread_ids: dict[int, set[str]] = field(default_factory=dict)
+    node_counts: dict[int, int] = field(default_factory=dict)
+    gone: dict[str, tuple[GoneKind, str]] = field(default_factory=dict)
     interrupted: SourceUnavailable | None = None
     _ids: set[str] = field(default_factory=set)
+    _authors: dict[str, str] = field(default_factory=dict)
 
     def result(self) -> FetchResult:
         return FetchResult(
@@ -93,6 +114,12 @@ class Collector:
             parent_texts=dict(self.parent_texts),
             rejected=list(self.rejected),
             author_replies=dict(self.author_replies),
+            latest_replies=dict(self.latest_replies),
+            reply_nodes={cid: list(nodes) for cid, nodes in self.reply_nodes.items()},
+            thread_ids={aid: set(ids) for aid, ids in self.thread_ids.items()},
+            whole={a.id for a in self.articles
+                   if a.id in self.fetched and self.node_counts.get(a.id, 0) >= a.comments_count},
+            gone=dict(self.gone),
             interrupted=self.interrupted,
         )
 
@@ -104,6 +131,8 @@ class Collector:
                 Rejection(f"{where}: comments must be a JSON list, got {type(nodes).__name__}; skipped", where)
             )
             return False
+        self.thread_ids.setdefault(article.id, set())
+        self.node_counts.setdefault(article.id, 0)
         # Iterative pre-order walk: a hostile, deeply nested payload must not hit the recursion limit.
         stack: list[tuple[Any, str | None, str]] = [
             (node, None, str(i + 1)) for i, node in reversed(list(enumerate(nodes)))
@@ -128,6 +157,7 @@ class Collector:
     ) -> str | None:
         """Check and keep one comment; return its id when replies may point at it."""
         where = f"article {article.id}, comment #{position}"
+        self.node_counts[article.id] = self.node_counts.get(article.id, 0) + 1
         if not isinstance(node, dict):
             return self._reject(f"{where} is not a JSON object ({type(node).__name__}); skipped", where)
         id_code = node.get("id_code")
@@ -139,6 +169,8 @@ class Collector:
             )
         if id_code in self._ids:
             return self._reject(f"comment {id_code} ({where}) appears twice; the later copy was skipped", id_code)
+        # Present in the thread, whatever its content: a known comment with a bad body is not deleted.
+        self.thread_ids.setdefault(article.id, set()).add(id_code)
         body = node.get("body_html")
         if not isinstance(body, str):
             return self._reject(f"comment {id_code}: body_html must be a string, got {_show(body)}; skipped", id_code)
@@ -146,22 +178,28 @@ class Collector:
         text = html_to_text(body)
         self.parent_texts[id_code] = text
         if text in SKIPPED_BODIES:
+            self.gone[id_code] = GONE_BY_BODY[text]
             return id_code
         username = _username(node)
         if username is None:
-            return id_code  # deleted account: nobody to reply to
+            # Deleted account: nobody to reply to.
+            self.gone[id_code] = ("deleted", "its author's dev.to account is gone")
+            return id_code
+        if isinstance(username, str):
+            self._authors[id_code] = username
         if isinstance(username, Rejection):
             return self._reject(f"comment {id_code}: {username.message}; skipped", id_code, keep_id=True)
         if author and username.lower() == author.lower() and not self.include_own:
             return id_code
-        comment = self._build(node, id_code=id_code, article=article, parent_id=parent_id, username=username, text=text)
+        comment = self._build(node, id_code=id_code, article=article, parent_id=parent_id, username=username, text=text,
+                              article_author=author)
         if comment is not None:
             self.comments.append(comment)
         return id_code
 
     def _build(
         self, node: dict[str, Any], *, id_code: str, article: SourceArticle, parent_id: str | None,
-        username: str, text: str,
+        username: str, text: str, article_author: str | None,
     ) -> Comment | None:
         created_at = node.get("created_at")
         problem = _created_at_problem(created_at)
@@ -171,11 +209,17 @@ class Collector:
         if problem is not None:
             self._reject(f"comment {id_code}: {problem}; skipped", id_code, keep_id=True)
             return None
+        parent_author = self._authors.get(parent_id) if parent_id else None
+        parent_text = self.parent_texts.get(parent_id) if parent_id else None
         try:
             return Comment(
                 id=id_code, article_id=article.id, article_title=article.title, article_url=article.url,
                 parent_id=parent_id, author=username, created_at=node["created_at"], text=text,
                 url=url or comment_url(self.site or site_of(article.url), username, id_code),
+                parent_author=parent_author,
+                parent_excerpt=excerpt(parent_text) if parent_text and parent_text not in SKIPPED_BODIES else None,
+                answers_author=bool(parent_author and article_author
+                                    and parent_author.lower() == article_author.lower()),
             )
         except ValidationError as exc:  # defensive: every field was checked above
             self._reject(f"comment {id_code}: {exc.errors()[0]['msg']}; skipped", id_code, keep_id=True)
@@ -185,6 +229,8 @@ class Collector:
         """Record when the author first answered ``comment_id`` directly (a child, not a deeper
         descendant: a reply further down answers someone else in the thread)."""
         earliest: tuple[datetime, str] | None = None
+        latest: tuple[datetime, str] | None = None
+        nodes: list[Reply] = []
         for child in children:
             if not isinstance(child, dict):
                 continue
@@ -197,8 +243,15 @@ class Collector:
             moment = parse_iso(created_at)
             if earliest is None or moment < earliest[0]:
                 earliest = (moment, created_at)
-        if earliest is not None:
+            if latest is None or moment > latest[0]:
+                latest = (moment, created_at)
+            id_code, body = child.get("id_code"), child.get("body_html")
+            if isinstance(id_code, str) and COMMENT_ID_RE.fullmatch(id_code) and isinstance(body, str):
+                nodes.append(Reply(id=id_code, created_at=created_at, excerpt=excerpt(html_to_text(body))))
+        if earliest is not None and latest is not None:
             self.author_replies[comment_id] = earliest[1]
+            self.latest_replies[comment_id] = latest[1]
+            self.reply_nodes[comment_id] = nodes
 
     def _reject(self, message: str, item: str, *, keep_id: bool = False) -> str | None:
         self.rejected.append(Rejection(message, item))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from watcher.errors import SourceUnavailable
-from watcher.models import Comment
+from watcher.models import Comment, GoneKind, Reply
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,18 @@ class FetchResult:
     # fetched threads (the author answered it on dev.to). Own comments are skipped as comments,
     # but recorded here as replies.
     author_replies: dict[str, str] = field(default_factory=dict)
+    # comment id -> created_at of the author's *latest* direct reply: a reply after the person's
+    # `mark open` closes the comment again (SPEC §15.2).
+    latest_replies: dict[str, str] = field(default_factory=dict)
+    # comment id -> the author's direct replies (for `show`).
+    reply_nodes: dict[str, list[Reply]] = field(default_factory=dict)
+    # Deletions (SPEC §15.2). ``thread_ids``: every comment id each fetched thread held, markers
+    # included. ``whole``: the fetched threads that held as many comments as the listing counts —
+    # only in those is a known comment that is missing deleted (a partial or paged answer deletes
+    # nothing). ``gone``: comments the threads showed as deleted or hidden (kind, why).
+    thread_ids: dict[int, set[str]] = field(default_factory=dict)
+    whole: set[int] = field(default_factory=set)
+    gone: dict[str, tuple[GoneKind, str]] = field(default_factory=dict)
     # The error that stopped the fetch midway (a 429 past the wait budget, an outage, an edge
     # 403), or None. What was fetched before it is in the fields above as usual.
     interrupted: SourceUnavailable | None = None

@@ -126,10 +126,15 @@ class Store(Protocol):
     def patch_triage(self, comment_id: str, triage: Triage) -> SeenComment | None:
         """A person's mark, applied as given (``None``: no such comment)."""
 
+    def patch_triages(self, comment_ids: Iterable[str], triage: Triage, *, at: str | None = None,
+                      ) -> dict[str, SeenComment] | None:
+        """The same mark for several comments in one save, made at ``at`` (now); ``None`` (nothing
+        written) if any is unknown."""
+
     def claim_listed(self, ids: Iterable[str]) -> list[str]:
         """Mark ``ids`` listed by ``inbox --new``; return those no earlier listing had."""
 
-    def note_author_replies(self, replies: Mapping[str, str]) -> list[str]:
+    def note_author_replies(self, replies: Mapping[str, str], latest: Mapping[str, str] | None = None) -> list[str]:
         """Mark the comments the author answered on dev.to replied; return those newly marked."""
 
     # ---- the provider state (SPEC §7.2, §13.1) -----------------------------------------------------

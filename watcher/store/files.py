@@ -184,11 +184,19 @@ class FileStore:
             return changed
 
     def patch_triage(self, comment_id: str, triage: Triage) -> SeenComment | None:
+        entries = self.patch_triages([comment_id], triage)
+        return entries[comment_id] if entries is not None else None
+
+    def patch_triages(self, comment_ids: Iterable[str], triage: Triage, *, at: str | None = None,
+                      ) -> dict[str, SeenComment] | None:
+        ids = list(dict.fromkeys(comment_ids))
         base = self.load_index()
-        mine, _ = self.reconcile_index(base, [comment_id])
-        if comment_id not in mine.comments:
-            return None
-        return self.save_index(base, mine, {comment_id: triage}).comments[comment_id]
+        mine, _ = self.reconcile_index(base, ids)
+        if any(cid not in mine.comments for cid in ids):
+            return None  # one unknown id: nothing is written (SPEC §15.2)
+        patches: dict[str, Triage] = dict.fromkeys(ids, triage)
+        saved = self._update_index(lambda theirs: seen.merge(base, mine, theirs, patches, marked_at=at))
+        return {cid: saved.comments[cid] for cid in ids}
 
     def claim_listed(self, ids: Iterable[str]) -> list[str]:
         wanted = list(ids)
@@ -202,13 +210,13 @@ class FileStore:
         self._update_index(change)
         return claimed
 
-    def note_author_replies(self, replies: Mapping[str, str]) -> list[str]:
+    def note_author_replies(self, replies: Mapping[str, str], latest: Mapping[str, str] | None = None) -> list[str]:
         if not replies:
             return []
         marked: list[str] = []
 
         def change(theirs: SeenFile) -> SeenFile:
-            index, found = seen.with_author_replies(theirs, replies)
+            index, found = seen.with_author_replies(theirs, replies, latest)
             marked[:] = found
             return index
 

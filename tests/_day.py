@@ -1,0 +1,247 @@
+"""A seeded day of a dev.to account, played round by round against the fakes (SPEC §15.2).
+
+Each round is half an hour of the account's day: first the person's marks (a few of the comments
+the inbox listed, or one it did not), then what happens on dev.to (new comments and replies to them,
+edits, deletions with and without replies, hiding, the author's own replies), then one cron round —
+``scan`` then ``recheck`` — and the check: ``inbox --json`` must list exactly what the script knows
+needs a reply, and no comment may have more than 3 + grants attempts (on disk and in the call log).
+
+One provider outage (every call answered 500, the model missing from the models list) lasts one
+round. The truth the script keeps, per comment: on dev.to or not, its current text (a question
+needs a reply, a thanks does not), the author's latest action (a reply on dev.to, or a mark), and
+whether its current text could have been judged yet (not when it arrived during the outage).
+
+Time is the day's own: every command runs with a clock half an hour further each round (marks,
+leases, cooldowns and the breaker read it), and dev.to stamps what happens in a round a minute
+apart after the round's marks — so "the latest of the author's actions" is well defined.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from _mirror import World
+
+from watcher.timeutil import utcnow
+
+ROUND = timedelta(minutes=30)
+CRON = (("scan", "--limit", "20"), ("recheck", "--limit", "20"))
+
+
+@dataclass
+class Truth:
+    """What the script knows of one comment."""
+
+    n: int
+    cid: str
+    kind: str  # "q": a question (needs a reply), "t": thanks (does not)
+    version: int = 1
+    alive: bool = True
+    last_action: str | None = None  # "reply" (the author on dev.to), "replied", "ignored", "open" (marks)
+    judged: bool = False  # its current text was seen by a round the provider answered
+    edits: int = 0
+    has_children: bool = False
+
+    @property
+    def open(self) -> bool:
+        return self.last_action in (None, "open")
+
+    @property
+    def needs_reply(self) -> bool:
+        """What `watcher inbox` must list: on dev.to, open, its text judged, and either reopened by
+        the person (`mark open` wins over the verdict) or a question."""
+        return self.alive and self.open and self.judged and (self.last_action == "open" or self.kind == "q")
+
+
+@dataclass
+class DayFigures:
+    rounds: int = 0
+    comments: int = 0
+    edits: int = 0
+    deletions: int = 0
+    hidden: int = 0
+    author_replies: int = 0
+    marks: int = 0
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    max_attempts: int = 0
+    calls: int = 0
+    seconds: float = 0.0
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+    def line(self) -> str:
+        return (f"day: {self.rounds} rounds, {self.comments} comments, {self.edits} edits, {self.deletions} "
+                f"deletions, {self.hidden} hidden, {self.author_replies} author replies, {self.marks} marks, "
+                f"{self.calls} calls; precision {self.precision:.3f}, recall {self.recall:.3f}, max attempts "
+                f"{self.max_attempts}; {self.seconds:.1f} s")
+
+
+class DayClock:
+    """The day's "now": half an hour further each round, real time within it."""
+
+    def __init__(self, start: datetime) -> None:
+        self.start = start
+        self.round = 0
+        self._began = time.monotonic()
+
+    def next_round(self) -> datetime:
+        self.round += 1
+        self._began = time.monotonic()
+        return self.at()
+
+    def at(self) -> datetime:
+        return self.start + self.round * ROUND + timedelta(seconds=time.monotonic() - self._began)
+
+    def __call__(self) -> datetime:
+        return self.at()
+
+
+def play_day(w: World, *, rounds: int, seed: int, outage_round: int) -> DayFigures:
+    """Play ``rounds`` rounds of a seeded day on ``w``; the figures, with every mismatch named."""
+    rng = random.Random(seed)
+    figures = DayFigures()
+    began = time.monotonic()
+    clock = DayClock(utcnow() - rounds * ROUND)
+    w.forem.step = timedelta(minutes=1)
+    w.provider.label_last = True
+    comments: dict[str, Truth] = {}  # label prefix -> truth
+    by_cid: dict[str, Truth] = {}
+    outage_calls: list[str] = []
+    handle = w.provider.handle
+    outage = False
+
+    def provider(body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+        if outage:
+            outage_calls.append(w.provider.label_of(body))
+            return 500, {}, b'{"error": {"message": "The server had an error", "type": "server_error"}}'
+        return handle(body, headers)
+
+    w.provider.handle = provider  # type: ignore[method-assign]
+    listed: set[str] = set()
+    for r in range(1, rounds + 1):
+        now = clock.next_round()
+        outage = r == outage_round
+        w.provider.models = [] if outage else ["fake-model"]
+        _marks(w, rng, by_cid, listed, figures, clock)
+        w.forem.now = now + timedelta(minutes=1)  # dev.to's changes this round come after the marks
+        _dev_to(w, rng, comments, by_cid, figures)
+        for args in CRON:
+            done = w.watcher(*args, "--json", clock=clock)
+            assert done.envelope is not None, done.stderr
+        if not outage:
+            for truth in by_cid.values():
+                truth.judged = True
+        inbox = w.watcher("inbox", "--json", clock=clock).envelope
+        assert inbox is not None
+        listed = {c["id"] for c in inbox["result"]["comments"]}
+        want = {cid for cid, t in by_cid.items() if t.needs_reply}
+        figures.tp += len(listed & want)
+        figures.fp += len(listed - want)
+        figures.fn += len(want - listed)
+        for cid in sorted(listed ^ want):
+            t = by_cid[cid]
+            figures.mismatches.append(f"round {r}: {cid} (#{t.n}) {'listed' if cid in listed else 'missing'}: {t}")
+        figures.max_attempts = max(figures.max_attempts, _max_attempts(w.data_dir, figures))
+        figures.rounds = r
+    calls: dict[str, int] = {}
+    for label in [*w.provider.calls, *outage_calls]:
+        cid = comments[label.split("v")[0]].cid
+        calls[cid] = calls.get(cid, 0) + 1
+    figures.calls = sum(calls.values())
+    over = {cid: n for cid, n in calls.items() if n > 3}
+    if over:
+        figures.mismatches.append(f"calls above the budget: {over}")
+    figures.seconds = time.monotonic() - began
+    return figures
+
+
+def _max_attempts(data_dir: Path, figures: DayFigures) -> int:
+    import json
+
+    most = 0
+    for path in (data_dir / "inbox").glob("*.json"):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        cap = 3 + sum(g["n"] for g in record.get("grants", []))
+        n = len(record["attempts"])
+        if n > cap:
+            figures.mismatches.append(f"{path.stem}: {n} attempts, cap {cap}")
+        most = max(most, n)
+    return most
+
+
+def _marks(w: World, rng: random.Random, by_cid: dict[str, Truth], listed: set[str], figures: DayFigures,
+           clock: DayClock) -> None:
+    """The person deals with what the inbox showed: marks a few replied or ignored (several ids at
+    once), and now and then reopens one the author had answered."""
+    shown = sorted(listed)
+    if shown and rng.random() < 0.5:
+        chosen = rng.sample(shown, min(len(shown), rng.randint(1, 3)))
+        triage = rng.choice(["replied", "ignored"])
+        assert w.watcher("mark", *chosen, triage, clock=clock).returncode == 0
+        for cid in chosen:
+            by_cid[cid].last_action = triage
+        figures.marks += len(chosen)
+    closed = sorted(cid for cid, t in by_cid.items() if t.alive and t.last_action == "reply")
+    if closed and rng.random() < 0.25:
+        cid = rng.choice(closed)
+        assert w.watcher("mark", cid, "open", clock=clock).returncode == 0
+        by_cid[cid].last_action = "open"
+        figures.marks += 1
+
+
+def _dev_to(w: World, rng: random.Random, comments: dict[str, Truth], by_cid: dict[str, Truth],
+            figures: DayFigures) -> None:
+    """What readers and the author do on dev.to this round."""
+    alive = [t for t in by_cid.values() if t.alive]
+    for _ in range(rng.choice([0, 1, 1, 2, 3])):
+        n = len(comments) + 1
+        kind = rng.choice(["q", "q", "t"])
+        parent = rng.choice(alive) if alive and rng.random() < 0.3 else None
+        text = "How do I configure this?" if kind == "q" else "Thanks, great post!"
+        if kind == "t":
+            w.provider.script(f"k{n}v1", "no-reply")  # the model reads a thanks as one
+        cid = w.say(f"k{n}v1", text, parent=parent.cid if parent else None, user=f"reader{n % 7}")
+        if parent is not None:
+            parent.has_children = True
+        truth = Truth(n, cid, kind)
+        comments[f"k{n}"], by_cid[cid] = truth, truth
+        figures.comments += 1
+    for t in alive:
+        roll = rng.random()
+        if roll < 0.06 and t.edits == 0:  # one edit a comment at most: its budget holds it (3 attempts)
+            t.kind = "t" if t.kind == "q" else "q"
+            t.version += 1
+            t.edits += 1
+            text = "EDIT: never mind, solved it" if t.kind == "t" else "Thanks! But how do I run it on Windows?"
+            if t.kind == "t":
+                w.provider.script(f"k{t.n}v{t.version}", "no-reply")
+            w.forem.edit(t.cid, f"TAG:k{t.n}v{t.version} {text}")
+            if t.open:
+                t.judged = False
+            figures.edits += 1
+        elif roll < 0.09:
+            w.forem.delete(t.cid)
+            t.alive = False
+            figures.deletions += 1
+        elif roll < 0.11:
+            w.forem.hide(t.cid)
+            t.alive = False
+            figures.hidden += 1
+        elif roll < 0.20 and t.kind == "q":
+            w.reply(t.cid, "Good question: see the docs")
+            t.last_action = "reply"
+            figures.author_replies += 1
