@@ -205,7 +205,8 @@ def _promised_by_exit(out: Promised, answer: Answer, args: list[str]) -> None:
             if item["outcome"] == "verdict":
                 out.verdicts[item["id"]] = f"{command} exit 0"
     elif command == "mark":
-        out.marks[args[1]] = args[2]
+        *ids, triage = args[1:]
+        out.marks.update(dict.fromkeys(ids, triage))
     elif command == "grant":
         out.caps[result["id"]] = result["cap"]
     elif command == "claim":
