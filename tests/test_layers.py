@@ -20,6 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("watcher.store", "watcher.providers", "watcher.source"),
     ("watcher.pipeline",),
     ("watcher.checks", "watcher.commands", "watcher.envelope"),
+    ("watcher.cron",),
     ("watcher.render", "watcher.cli", "watcher.__main__"),
     ("bridge",),
 ]

@@ -255,14 +255,31 @@ def test_a_probe_echoing_the_key_escaped_is_redacted(tmp_path: Path) -> None:
 
 def test_whitespace_folded_in_a_message_cannot_spell_the_key(tmp_path: Path) -> None:
     """The server's words are folded to one line before redaction: "ab \\n cd" becomes the key "ab cd"."""
-    settings_ = _settings(tmp_path, "openai", "http://llm.invalid/v1", key="ab cd")
-    body = json.dumps({"error": {"message": "key ab \n  cd rejected", "type": "invalid_request_error"}})
+    settings_ = _settings(tmp_path, "openai", "http://llm.invalid/v1", key="abcd efgh")
+    body = json.dumps({"error": {"message": "key abcd \n  efgh rejected", "type": "invalid_request_error"}})
     provider = make_provider(settings_, transport=httpx.MockTransport(lambda r: httpx.Response(401, text=body)))
     try:
         result = provider.complete(_prompt())
     finally:
         provider.close()
-    assert result.error is not None and "ab cd" not in result.error.message
+    assert result.error is not None and "abcd efgh" not in result.error.message
+
+
+def test_a_placeholder_key_shorter_than_8_characters_is_not_redacted(tmp_path: Path) -> None:
+    """WATCHER_API_KEY=ollama (the README's Ollama example; Ollama ignores the key) is no secret:
+    "ollama" in the server's words stays readable. A key of 8 characters or more is redacted."""
+    for key, shown in (("ollama", True), ("ollama-k", False)):
+        body = json.dumps({"error": {"message": f"model 'llama3.1' not found (key {key}): ollama pull llama3.1",
+                                     "type": "api_error"}})
+        settings_ = _settings(tmp_path, "openai", "http://localhost:11434/v1", key=key)
+        provider = make_provider(settings_, transport=httpx.MockTransport(lambda r, b=body: httpx.Response(404, text=b)))
+        try:
+            result = provider.complete(_prompt())
+        finally:
+            provider.close()
+        assert result.error is not None
+        assert (f"(key {key})" in result.error.message) is shown, result.error.message
+        assert "ollama pull" in result.error.message
 
 
 def _strings(value: Any) -> Iterator[str]:

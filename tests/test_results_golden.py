@@ -41,6 +41,7 @@ VERDICT = json.dumps({"needs_reply": True, "category": "question", "priority": "
                       "summary": "Asks whether the cache works on Windows.", "reply_hint": "Say yes, since 3.2."})
 
 _TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
+_LOCAL = re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d(?: [A-Z][A-Za-z0-9+-]*)?")  # human output's local time
 _DATE = re.compile(r"\b\d{4}-\d\d-\d\d\b")
 _NUMBERS = re.compile(r'("(?:pid|duration_ms|applied)": )\d+')
 _PORT = re.compile(r"127\.0\.0\.1:\d+")
@@ -50,6 +51,7 @@ def normalised(text: str, root: Path) -> str:
     for path in sorted({str(root), os.path.realpath(root)}, key=len, reverse=True):
         text = text.replace(path, "<TMP>")
     text = _TIME.sub("<TIME>", text)
+    text = _LOCAL.sub("<LOCAL TIME>", text)
     text = _DATE.sub("<DATE>", text)
     text = _NUMBERS.sub(r"\g<1>0", text)
     return _PORT.sub("127.0.0.1:<PORT>", text)
@@ -102,9 +104,10 @@ ACCOUNT = "account-golden"
 
 @pytest.fixture
 def account(tmp_path: Path) -> Hooks:
-    """The hooks' source factory: ``--source account-golden`` is the account of ``tmp_path/export.json``."""
+    """The hooks' source factory: ``--source account-golden`` is the account of ``tmp_path/export.json``,
+    and so is dev.to itself (``watcher cron`` scans the configured account)."""
     def source(name: str) -> Source:
-        return Account(tmp_path / "export.json") if name == ACCOUNT else resolve_source(name)
+        return Account(tmp_path / "export.json") if name in (ACCOUNT, "devto") else resolve_source(name)
 
     return Hooks(make_source=source)
 
@@ -185,6 +188,9 @@ def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Pa
                         ("bridge", ("scan", "--limit", "0")), ("bridge", ("grant", "q1")),
                         ("bridge", ("scan", "--limit", "many"))]:
         t.run(entry, *args)
+    cron = {"DEVTO_USERNAME": "maya_writes"}
+    t.run("cli", "cron", "--json", env=cron)
+    t.run("cli", "cron", env=cron)
     t.check()
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from watcher.config import Paths, Settings, load_settings
+from watcher.config import NO_PROVIDER, Paths, Settings, load_settings
 from watcher.errors import (
     ConfigError,
     ProviderSetup,
@@ -56,8 +56,13 @@ def _each_check(data_dir: Path | None, overrides: dict[str, Any],
         settings = load_settings(data_dir=data_dir, overrides=overrides)
     except ConfigError as exc:
         return [Check("config", False, str(exc), "fix the setting it names", exc)]
-    checks = [Check("config", True, f"provider {settings.provider}, model {settings.model}; "
-                                    f"data dir {settings.data_dir.resolve()}")]
+    if settings.provider_defaulted:
+        # scan and recheck refuse this setup (exit 2): check must not pass it.
+        checks = [Check("config", False, NO_PROVIDER, "export WATCHER_PROVIDER where watcher runs (cron: the env "
+                        "file)", ConfigError(NO_PROVIDER))]
+    else:
+        checks = [Check("config", True, f"provider {settings.provider}, model {settings.model}; "
+                                        f"data dir {settings.data_dir.resolve()}")]
     checks.append(_key(settings))
     checks.append(_provider(settings, factory) if checks[-1].ok else
                   Check("provider", False, "not probed: it needs the key first", "set the key, then check again",
@@ -111,7 +116,7 @@ def _devto(settings: Settings) -> Check:
     try:
         check_user(settings)
     except (ConfigError, SourceUnavailable) as exc:
-        return Check("devto_user", False, str(exc), "check DEVTO_USERNAME and DEVTO_BASE_URL", exc)
+        return Check("devto_user", False, str(exc), "fix the setting it names", exc)
     return Check("devto_user", True, f"{settings.devto_username} exists on {shown_url(settings.devto_base_url)}")
 
 

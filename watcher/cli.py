@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 import typer.main
+from typer.core import TyperArgument
 
 from watcher import __version__, commands
 from watcher.commands import Context, Envelope
@@ -48,6 +49,7 @@ First steps:
   export DEVTO_USERNAME=you WATCHER_PROVIDER=openai OPENAI_API_KEY=sk-...
   watcher check                     test that setup for free (no attempt, no tokens)
   watcher scan && watcher inbox     fetch new comments, then list what needs a reply
+  watcher cron                      the same for cron: quiet unless there is news or trouble
 
 {_settings_help()}
 
@@ -64,6 +66,7 @@ BATCH_CODES = ("0 ran (per-comment errors are in the table) · 2 fix the setup (
                "model, request) · 3 wait (provider or dev.to unreachable, 429, quota, cooldown, breaker) · "
                "4 another run holds the lock · 5 state error · 130/143 stopped by Ctrl-C/SIGTERM")
 READ_CODES = "0 ok · 2 bad argument or unknown id · 5 corrupt state file (moved to quarantine/)"
+VIEW_CODES = "0 ok · 2 bad option · 5 corrupt state file (moved to quarantine/)"  # commands that take no id
 CLAIM_CODES = ("0 claimed (or nothing to claim) · 2 bad --limit, or WATCHER_PROVIDER is not agent · "
                "4 another run holds the lock · 5 state error")
 SUBMIT_CODES = ("0 stored: a verdict, or an invalid one counted as the attempt · 2 bad argument, unknown id, or "
@@ -96,6 +99,9 @@ class Frontend:
             from watcher.render import BatchProgress  # rich: only for a batch shown to a person
 
             progress = BatchProgress(verbose=self.verbose)
+            if command in ("scan", "demo"):
+                progress.fetching("fetching new comments from dev.to…" if command == "scan" else
+                                  "reading the sample comments…")
             ctx.hooks = _with_progress(self.hooks, progress)
         try:
             envelope = commands.execute(command, ctx, fn)
@@ -126,12 +132,27 @@ class Frontend:
 
         if envelope.result is not None:
             render.human(envelope.command, envelope.result, envelope.error)
-        if envelope.error:
+        if envelope.error and not render.says_its_own_errors(envelope.result):
             self._notice(f"error: {envelope.error['message']}")
 
     def _notice(self, message: str) -> None:
         # Errors and notices quote what servers and payloads said: shown, never obeyed (SPEC §15.5).
-        sys.stderr.write(visible(message) + "\n")
+        # A person reads local times to the minute (SPEC §15.3); an agent's stderr keeps UTC.
+        if not self.always_envelope:
+            from watcher.timeutil import local_minutes
+
+            message = local_minutes(message)
+        message = visible(message)
+        if not self.always_envelope and sys.stderr.isatty():
+            # A terminal wraps mid-word ("the pro/vider"): wrap at word boundaries to its width.
+            # A pipe or a mail gets the whole line.
+            try:
+                width = os.get_terminal_size(sys.stderr.fileno()).columns
+            except OSError:
+                width = 80
+            message = "\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
+                                for line in message.splitlines())
+        sys.stderr.write(message + "\n")
         sys.stderr.flush()
 
 
@@ -277,6 +298,24 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
                                                                      parallel=parallel),
                            as_json=as_json, batch=True)
 
+    @app.command(epilog=_epilog("watcher cron", "*/30 * * * * . $HOME/.config/devto-watcher.env && /path/to/devto-watcher/.venv/bin/watcher cron",
+                                codes=BATCH_CODES.replace("0 ran (per-comment errors are in the table)",
+                                                          "0 every step ran")))
+    def cron(ctx: typer.Context, limit: Annotated[int, typer.Option(
+                 "--limit", help="Most model calls for scan, and again for recheck (1–20 each).", show_default=True,
+                 parser=_whole_number, metavar="N")] = commands.DEFAULT_LIMIT,
+             as_json: JsonOpt = False) -> None:
+        """For cron: scan, recheck, then the new comments that need a reply — quiet otherwise.
+
+        Stdout: each new comment needing a reply, once; a comment whose attempts are all spent,
+        named once with the command that helps. Stderr: a problem as one line with its fix, when it
+        starts or changes, and at most once a day while it lasts. Nothing at all when nothing is
+        new and nothing is wrong. Each step runs even when the one before it stopped; the exit code
+        is non-zero whenever one did."""
+        from watcher.cron import cron as cron_round
+
+        _frontend(ctx).respond("cron", lambda c: cron_round(c, limit=limit), as_json=as_json)
+
     @app.command(epilog=_epilog("watcher claim --json", "watcher claim --limit 1", codes=CLAIM_CODES))
     def claim(ctx: typer.Context, limit: Annotated[int, typer.Option(
                   "--limit", help="Most comments to claim (1–20).", show_default=True, parser=_whole_number,
@@ -305,13 +344,13 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         text = sys.stdin.read() if verdict == "-" else verdict
         _frontend(ctx).respond("submit", lambda c: commands.submit(c, comment_id, n, text), as_json=as_json)
 
-    @app.command(epilog=_epilog("watcher status", "watcher --data-dir ~/devto status --json", codes=READ_CODES))
+    @app.command(epilog=_epilog("watcher status", "watcher --data-dir ~/devto status --json", codes=VIEW_CODES))
     def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         """Counts by state, the provider (cooldown, breaker), signal counts and paths. Free: no key needed."""
         _frontend(ctx).respond("status", commands.status, as_json=as_json)
 
     @app.command("inbox", epilog=_epilog("watcher inbox", "watcher inbox --all", "watcher inbox --new   "
-                                         "(in cron: mails each new comment once)", codes=READ_CODES))
+                                         "(each new comment once; `watcher cron` runs it for cron)", codes=VIEW_CODES))
     def inbox_cmd(ctx: typer.Context, show_all: Annotated[bool, typer.Option("--all", help="Every known comment, "
                                                                             "not only those needing a reply.")] = False,
                   new: Annotated[bool, typer.Option("--new", help="Only those no earlier --new listed, and remember "
@@ -382,7 +421,12 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
     def signals(ctx: typer.Context, reset: Annotated[bool, typer.Option("--reset", help="Recount the whole "
                                                                         "observation log from zero on purpose.")] = False,
                 as_json: JsonOpt = False) -> None:
-        """Count new observation signals and print the totals per key."""
+        """Count the observation signals and print the totals per key.
+
+        Every run appends one line per event to observations.jsonl in the data dir (a verdict, an
+        error of each kind, a stopped batch, a busy lock, rejected input); this counts each line
+        exactly once, across crashes. A record of what the runs did, for diagnosis: nothing to act on
+        by itself. `watcher status` shows the same counts."""
         _frontend(ctx).respond("signals", lambda c: commands.signals_cmd(c, reset=reset), as_json=as_json)
 
     return app
@@ -452,12 +496,49 @@ def command_named(args: Sequence[str]) -> str:
     return "" if at is None else args[at]
 
 
+# What `watcher --help` lists beside each command: click cuts a longer line with "…".
+SHORT_HELP = {
+    "demo": "See what it does, on bundled sample comments (offline).",
+    "scan": "Fetch new comments; the first model attempt for each.",
+    "recheck": "Retry failed verdicts (3 attempts per comment in all).",
+    "cron": "For cron: scan, recheck, list what is new; else quiet.",
+    "claim": "Provider agent: reserve comments for the agent to judge.",
+    "submit": "Provider agent: store the agent's verdict.",
+    "status": "Counts, provider, breaker, signals and paths.",
+    "inbox": "The comments that need a reply.",
+    "show": "One comment: its text, thread, verdict and every attempt.",
+    "mark": "Mark comments replied, ignored or open.",
+    "articles": "Per article: comments, how many wait, the oldest, activity.",
+    "check": "Test the setup for free (no attempt, no tokens).",
+    "grant": "Give a spent comment more attempts (your decision).",
+    "signals": "Count what the runs recorded (observation signals).",
+}
+
+
+class _PlainArgument(TyperArgument):
+    """An argument shown as click shows one: ``ID`` / ``[ID]...`` in the usage line, not typer's
+    ``{ID}``, and no ``<list[str]>`` type after its name in the list of arguments."""
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 and "..." not in name else "")
+
+    def display_type_rich(self, ctx: Any) -> str | None:  # typer's vendored click.Context
+        return None
+
+
 @functools.cache
 def _command(entrypoint: str) -> Callable[..., Any]:
     """The click command typer makes of :func:`build_app` (what ``app()`` runs), made once per
     entry point: typer introspects every command's signature for it (~15 ms of CPU), and
     :func:`main` may run many times in one process."""
-    return typer.main.get_command(build_app(entrypoint))
+    group = typer.main.get_command(build_app(entrypoint))
+    for name, sub in getattr(group, "commands", {}).items():
+        sub.short_help = SHORT_HELP.get(name, sub.short_help)
+        for param in sub.params:
+            if type(param) is TyperArgument:
+                param.__class__ = _PlainArgument
+    return group
 
 
 def hoist_global_options(args: list[str]) -> list[str]:

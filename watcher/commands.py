@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from watcher import pipeline, records
-from watcher.config import Settings, load_settings
+from watcher.config import NO_PROVIDER, Settings, load_settings
 from watcher.envelope import Envelope
 from watcher.errors import (
     EXIT_OK,
@@ -132,7 +132,7 @@ def execute(command: str, ctx: Context, fn: Callable[[Context], BaseModel | Part
         result, error = (out.result, out.error) if isinstance(out, Partial) else (out, None)
     except WatcherError as exc:
         error = exc
-        _signal_failure(ctx, exc)
+        signal_failure(ctx, exc)
     except KeyboardInterrupt:  # Ctrl-C outside a batch's calls (fetching, waiting for the lock)
         import signal
 
@@ -145,7 +145,8 @@ def execute(command: str, ctx: Context, fn: Callable[[Context], BaseModel | Part
     return Envelope(False, command, exit_code_for(error), result, {"kind": error_kind(error), "message": message})
 
 
-def _signal_failure(ctx: Context, exc: WatcherError) -> None:
+def signal_failure(ctx: Context, exc: WatcherError) -> None:
+    """The observation a failed command leaves (``lock.busy``, ``state.quarantined``, SPEC §8)."""
     key = "lock.busy" if isinstance(exc, LockBusy) else "state.quarantined" if isinstance(exc, CorruptState) else None
     if key is None or ctx._settings is None:
         return
@@ -223,6 +224,11 @@ def submit(ctx: Context, comment_id: str, n: int, verdict: Any) -> Partial[Submi
 def demo(ctx: Context) -> Partial[DemoResult]:
     """The bundled sample through the real pipeline (reservations, lock, verdicts), offline, in its
     own data dir (SPEC §13.4), then what needs a reply. Runs scan until nothing is left."""
+    ready, account_dir = False, None
+    with contextlib.suppress(WatcherError):  # a broken real setup does not stop the demo
+        real = load_settings(overrides=ctx.overrides)  # the account's, not the demo's --data-dir
+        ready = bool(real.devto_username or real.devto_api_key) and not real.provider_defaulted
+        account_dir = None if real.data_dir_defaulted else str(real.data_dir)
     ctx = _demo(ctx)
     runs: list[BatchResult] = []
     error: WatcherError | None = None
@@ -233,7 +239,8 @@ def demo(ctx: Context) -> Partial[DemoResult]:
         error = out.error
         if error is not None or not out.result.remaining:
             break
-    return Partial(DemoResult(data_dir=str(ctx.settings.data_dir), scans=runs, inbox=inbox_view(ctx)), error)
+    return Partial(DemoResult(data_dir=str(ctx.settings.data_dir), scans=runs, inbox=inbox_view(ctx),
+                              account_ready=ready, account_data_dir=account_dir), error)
 
 
 def _demo(ctx: Context) -> Context:
@@ -250,11 +257,7 @@ def _batch_run(ctx: Context, command: pipeline.Command, *, limit: int, dry_run: 
     command checked its limit before reading any setting)."""
     settings = ctx.settings
     if settings.provider_defaulted:
-        # Offline verdicts for real comments count as done and would never reach the real model
-        # once the environment is fixed: choosing the heuristic must be explicit.
-        raise ConfigError("no model provider chosen: set WATCHER_PROVIDER=openai or anthropic (and its API key), "
-                          "WATCHER_PROVIDER=agent for the agent you work with to give the verdicts over MCP, "
-                          "or WATCHER_PROVIDER=offline for the built-in heuristic; `watcher check` tests the setup")
+        raise ConfigError(f"{NO_PROVIDER}; `watcher check` tests the setup")
     if not dry_run:
         settings.require_key()  # before any work; read-only commands never need a key
     return _run_of(ctx, command, limit=limit, dry_run=dry_run, parallel=parallel or settings.parallel)

@@ -102,6 +102,10 @@ class Paths:
         return self.root / "observations.jsonl"
 
     @cached_property
+    def cron_state(self) -> Path:
+        return self.root / "cron.json"
+
+    @cached_property
     def signals_dir(self) -> Path:
         return self.root / "signals"
 
@@ -244,6 +248,28 @@ def demo_settings(data_dir: Path | str | None = None) -> Settings:
                     data_dir_chosen=chosen)
 
 
+# Offline verdicts for real comments count as done and would never reach the real model once the
+# environment is fixed: choosing the heuristic must be explicit (SPEC §13.4). scan, recheck and
+# check all refuse with these words.
+NO_PROVIDER = ("no model provider chosen: set WATCHER_PROVIDER=openai or anthropic (and its API key), "
+               "WATCHER_PROVIDER=agent for the agent you work with to give the verdicts over MCP, "
+               "or WATCHER_PROVIDER=offline for the built-in heuristic")
+
+
+def data_paths(*, data_dir: Path | str | None = None, env: Mapping[str, str] | None = None) -> Paths:
+    """The data dir alone, as :func:`load_settings` resolves it: what a command that must still
+    write there when another setting is wrong (``watcher cron``'s memory) can open."""
+    env = os.environ if env is None else env
+    # Absolute from here on: every message and `status` names the one directory meant, whatever
+    # directory a later reader of the output is in (SPEC §13.4).
+    given = data_dir or env.get("WATCHER_DATA_DIR")
+    if not data_dir:
+        _refuse_unexpanded("WATCHER_DATA_DIR", env.get("WATCHER_DATA_DIR"))
+    root = Path(given).expanduser().absolute() if given else default_data_dir()
+    # A data dir the user named is theirs, links and all; in the default, devto-watcher/ is watcher's.
+    return Paths(root, root if given else root.parent)
+
+
 def load_settings(
     *,
     data_dir: Path | str | None = None,
@@ -256,15 +282,9 @@ def load_settings(
     """
     env = os.environ if env is None else env
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-    # Absolute from here on: every message and `status` names the one directory meant, whatever
-    # directory a later reader of the output is in (SPEC §13.4).
-    given = data_dir or env.get("WATCHER_DATA_DIR")
-    if not data_dir:
-        _refuse_unexpanded("WATCHER_DATA_DIR", env.get("WATCHER_DATA_DIR"))
-    root = Path(given).expanduser().absolute() if given else default_data_dir()
-    # A data dir the user named is theirs, links and all; in the default, devto-watcher/ is watcher's.
-    chosen = root if given else root.parent
-    config_file = Paths(root).config_file
+    paths = data_paths(data_dir=data_dir, env=env)
+    root, chosen, given = paths.root, paths.user_part, bool(data_dir or env.get("WATCHER_DATA_DIR"))
+    config_file = paths.config_file
     file_values = _read_config_file(config_file)
 
     values: dict[str, Any] = {}
@@ -348,7 +368,7 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], origin: M
         api_key=SecretStr(api_key) if api_key and spec.is_remote else None,
         timeout=_positive_float(values.get("timeout", 60.0)),
         parallel=_parallel(values["parallel"]) if "parallel" in values else _default_parallel(spec, base_url),
-        devto_username=(str(values["devto_username"]).strip() or None) if "devto_username" in values else None,
+        devto_username=(str(values["devto_username"]).strip().lstrip("@") or None) if "devto_username" in values else None,
         devto_api_key=SecretStr(devto_key) if devto_key else None,
         known_keys=tuple(SecretStr(key) for key in dict.fromkeys(k for k in known if isinstance(k, str) and k)),
         devto_base_url=check_http_url(str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"),

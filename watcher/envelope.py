@@ -20,6 +20,7 @@ from watcher.results import (
     CheckResult,
     ClaimResult,
     CommentRecord,
+    CronResult,
     DemoResult,
     GrantResult,
     InboxResult,
@@ -76,6 +77,7 @@ RESULTS: dict[str, type[BaseModel]] = {
     "submit": SubmitResult,
     "grant": GrantResult,
     "demo": DemoResult,
+    "cron": CronResult,
 }
 
 

@@ -112,6 +112,12 @@ class ProviderSetup(WatcherError):
     exit_code = EXIT_USAGE
     kind = "provider_setup"
 
+    def __init__(self, message: str, *, cause: str = "") -> None:
+        super().__init__(message)
+        # What the provider refused (auth, model_not_found, bad_request): a different cause is a
+        # different problem to report, however the message is worded (SPEC §15.3, watcher.cron).
+        self.cause = cause
+
 
 class ProviderStop(WatcherError):
     """The provider cannot answer now (SPEC §6 table, §7.2): the batch stops, and waiting fixes it."""

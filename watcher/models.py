@@ -356,6 +356,29 @@ class SignalState(_StateFile):
     log: LogIdentity | None = None
 
 
+class CronProblem(_Strict):
+    """One problem ``watcher cron`` reported (SPEC §15.3): said again only when it changes, or a
+    day after it was last said while it lasts."""
+
+    line: str
+    since: str
+    said_at: str
+
+    _times = field_validator("since", "said_at")(_iso_time)
+
+
+class CronState(_StateFile):
+    """cron.json: what ``watcher cron`` has already told the person, so that a night-long outage is
+    one mail, not one per round (SPEC §15.3). A file of this release only: version 1."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+    schema_version: Literal[1] = 1
+    # Problem key (what went wrong, not the wording of one round) -> when it was said.
+    problems: dict[str, CronProblem] = Field(default_factory=dict)
+    # Comments named as needing the author (no verdict, attempts spent): named once.
+    named: list[str] = Field(default_factory=list)
+
+
 class SignalCursor(_StateFile):
     # Still the first release's format: it reads and writes this file as it always did.
     SCHEMA_VERSION: ClassVar[int] = 1

@@ -22,6 +22,7 @@ from watcher.results import (
     CheckResult,
     ClaimResult,
     CommentRecord,
+    CronResult,
     DemoResult,
     GrantResult,
     InboxResult,
@@ -32,6 +33,7 @@ from watcher.results import (
     StatusResult,
     SubmitResult,
 )
+from watcher.timeutil import local_minutes
 from watcher.visible import visible
 
 
@@ -45,14 +47,26 @@ class _Console(Console):
         # the render boundary of SPEC §15.5. Control and bidi characters from a comment, a name,
         # a title or a model's answer are shown as escapes (watcher.visible), so none reaches
         # the terminal raw. Fields shown on one line are also passed through _line first.
-        return super().render_str(visible(text), **kwargs)
+        # Stored times are shown local, to the minute (JSON keeps UTC). A comment's own text is
+        # printed as a Text (_as_written), so a date inside it is never rewritten.
+        return super().render_str(visible(local_minutes(text)), **kwargs)
 
 
-# markup=False: comment text and model output are untrusted and may contain "[...]". Output that
-# is not a terminal (a pipe, cron's mail) is not hard-wrapped at 80 columns: lines stay whole.
-_out = _Console(highlight=False, markup=False, soft_wrap=True,
-                width=None if sys.stdout.isatty() else 100_000)
+# How wide output that is not a terminal (a pipe, cron's mail) may be: a table fits in it, its
+# detail column cut (a wrong-model table was ~450 columns); prose lines stay whole (soft_wrap) for
+# grep and for the mail reader, which wraps them itself.
+PIPED_WIDTH = 120
+_TTY = sys.stdout.isatty()
+# markup=False: comment text and model output are untrusted and may contain "[...]". On a terminal
+# rich wraps at word boundaries; colour follows rich's rules (a terminal, NO_COLOR honoured).
+_out = _Console(highlight=False, markup=False, soft_wrap=not _TTY, width=None if _TTY else PIPED_WIDTH)
 _err = _Console(stderr=True, highlight=False, markup=False)
+HIGH = "bold red"  # how a high-priority comment stands out on a terminal
+
+
+def _as_written(text: str) -> Text:
+    """An outside text printed as it is (its escapes made visible, nothing else changed)."""
+    return Text(visible(text))
 
 
 def _line(text: str | None) -> str:
@@ -71,8 +85,21 @@ class BatchProgress:
         self._progress: Any = None
         self._task: Any = None
         self._out: list[str] = []  # the comments whose call is out, oldest first
+        self._fetching: Any = None
+
+    def fetching(self, what: str) -> None:
+        """A line while dev.to is fetched (tens of seconds on a big account: requests are paced)."""
+        if _err.is_terminal:
+            self._fetching = _err.status(what)
+            self._fetching.start()
+
+    def _fetched(self) -> None:
+        if self._fetching is not None:
+            self._fetching.stop()
+            self._fetching = None
 
     def start(self, total: int) -> None:
+        self._fetched()
         if not _err.is_terminal:
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -110,6 +137,7 @@ class BatchProgress:
         self._progress.update(self._task, description=text)
 
     def stop(self) -> None:
+        self._fetched()
         if self._progress is not None:
             self._progress.stop()
 
@@ -123,6 +151,11 @@ def human(command: str, result: BaseModel, error: EnvelopeError | None = None) -
     if show is None:
         raise TypeError(f"{command}: no human rendering for {type(result).__name__}")
     show(result)
+
+
+def says_its_own_errors(result: BaseModel | None) -> bool:
+    """Whether a result's view prints its errors itself: cron says each problem once, its own way."""
+    return isinstance(result, CronResult)
 
 
 def _said(verdict: ItemVerdict | Verdict) -> str:
@@ -158,10 +191,14 @@ def _batch(doc: BatchResult, error: EnvelopeError | None = None) -> None:
         for item, row in zip(doc.items, rows, strict=True):
             # One line per comment: the summary is cut to the terminal's width, not wrapped.
             detail = _detail(item)
+            if item.outcome == "not_started" and error is not None and item.message == error["message"]:
+                detail = "not reached: the run stopped (the reason is below)"  # said once, on stderr
             detail = detail if len(detail) <= room else detail[: room - 1] + "…"
             table.add_row(*row, detail)
         _out.print(table, soft_wrap=False)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(doc.counts.items())) or "nothing to do"
+    if doc.articles == 0:
+        counts += " (the account has no published articles: check DEVTO_USERNAME if it should)"
     verb = "would call" if doc.dry_run else "model calls"
     calls = len(doc.would_call) if doc.dry_run else doc.calls
     line = f"{verb}: {calls} (limit {doc.limit}) · {counts}"
@@ -170,7 +207,7 @@ def _batch(doc: BatchResult, error: EnvelopeError | None = None) -> None:
     if doc.remaining:
         line += f" · remaining: {doc.remaining} (run again)"
     if doc.repaired:
-        line += f" · index repaired: {len(doc.repaired)}"
+        line += f" · seen.json brought up to date from inbox/: {len(doc.repaired)}"
     if doc.baseline:
         line += f" · baseline (older than the backlog window, not checked): {doc.baseline}"
     if doc.answered:
@@ -184,43 +221,66 @@ def _batch(doc: BatchResult, error: EnvelopeError | None = None) -> None:
         _out.print(f"next: {_next_step(doc, error)}")
 
 
+# What to do after a run stopped, by the error's kind: each says what is true of that stop.
+_AFTER_STOP: dict[str, str] = {
+    "provider_setup": "fix the setup named below, then `watcher check` (free) before the next run",
+    "config": "fix the setting named below, then `watcher check` (free) before the next run",
+    "usage": "fix the command line (`watcher COMMAND -h` has examples)",
+    "provider_unavailable": "wait: the next run checks the provider for free before it spends an attempt",
+    "rate_limited": "wait: no model call until the cooldown named below ends; the run after it calls again",
+    "cooldown": "wait: no model call until the cooldown named below ends; the run after it calls again",
+    "quota_exhausted": "raise the plan's spend limit or wait until the quota renews; no call until then",
+    "source_unavailable": "wait: dev.to did not answer; the next scan fetches what this one missed",
+    "interrupted": "run it again when you like; the interrupted attempt stays counted",
+    "cancelled": "run it again when you like",
+    "lock_busy": "another run is working; try again in a minute",
+}
+
+
 def _next_step(doc: BatchResult, error: EnvelopeError | None) -> str:
     """The one next step that fits what happened (the error itself is printed on stderr)."""
     needs = sum(1 for i in doc.items if i.verdict and i.verdict.needs_reply)
     if error is not None:
-        kind = error["kind"]
-        if kind in ("provider_setup", "config", "usage"):
-            return "fix the setup named below, then `watcher check` (free) before the next run"
-        if kind in ("provider_unavailable", "cooldown", "rate_limited", "quota_exhausted", "source_unavailable"):
-            return "wait: the next run checks the provider for free before it spends an attempt"
-        if kind == "interrupted":
-            return "run it again when you like; the interrupted attempt stays counted"
-        if kind == "lock_busy":
-            return "another run is working; try again in a minute"
-        return "see the error below; `watcher status` shows the state"
+        return _AFTER_STOP.get(error["kind"], "see the error below; `watcher status` shows the state")
     if doc.for_agent:
         return (f"{doc.for_agent} comment(s) wait for the agent: claim them over MCP (tool claim) or "
                 "`watcher claim`")
+    if doc.spent:
+        ids = " ".join(doc.spent[:3]) + (" …" if len(doc.spent) > 3 else "")
+        return (f"{len(doc.spent)} comment(s) spent their last attempt without a verdict ({ids}): only "
+                f"`watcher grant {doc.spent[0]}` tries one again — `watcher show {doc.spent[0]}` first")
     if needs:
         return f"`watcher inbox` shows the {needs} new comment(s) that need a reply"
     if any(i.outcome == "error" for i in doc.items):
         return "`watcher recheck` later retries the failed ones (3 attempts per comment in all)"
-    return "nothing needs you now; `watcher inbox` lists what still waits for a reply"
+    if doc.unmarked:
+        return (f"nothing new needs you; `watcher inbox` lists what still waits for a reply (from {doc.unmarked} "
+                "checked comment(s) you have not marked)")
+    return "nothing needs you now"
 
 
 def _demo(doc: DemoResult) -> None:
     calls = sum(run.calls for run in doc.scans)
     answered = sum(run.answered for run in doc.scans)
-    _out.print(f"demo: {calls} bundled sample comments checked with the offline classifier, through the real "
-               f"pipeline, in {doc.data_dir}")
+    if calls:
+        _out.print(f"demo: {calls} bundled sample comments checked with the offline classifier, through the real "
+                   f"pipeline, in {doc.data_dir}")
+    else:
+        _out.print(f"demo: the bundled sample comments were checked by an earlier `watcher demo` in {doc.data_dir} "
+                   "(nothing new to check; remove that directory to see it afresh)")
+    if doc.account_data_dir:
+        _out.print(f"      your data dir {doc.account_data_dir} (WATCHER_DATA_DIR) was not touched")
     if answered:
         _out.print(f"      {answered} more the author had already answered on dev.to: never sent to the model")
     _out.print("")
     _inbox(doc.inbox)
     _out.print("")
     _out.print(f"This was the sample, offline; remove it with: rm -rf {doc.data_dir}")
-    _out.print("Your own comments: set DEVTO_USERNAME and WATCHER_PROVIDER (and its key), run `watcher check`, "
-               "then `watcher scan` — `watcher --help` lists every setting.")
+    if doc.account_ready:
+        _out.print("Your own comments: `watcher check` tests your setup for free, then `watcher scan`.")
+    else:
+        _out.print("Your own comments: set DEVTO_USERNAME and WATCHER_PROVIDER (and its key), run `watcher check`, "
+                   "then `watcher scan` — `watcher --help` lists every setting.")
 
 
 def _status(doc: StatusResult) -> None:
@@ -246,7 +306,8 @@ def _status(doc: StatusResult) -> None:
                    f"{claimed.earliest_lease_until or '-'}), {claimed.lease_ended} lease(s) ended without a "
                    "submit (the next run closes them as interrupted)")
     counts = doc.signals.counts
-    _out.print("signals:   " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet"))
+    _out.print("signals:   " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet")
+               + " (what the runs recorded; `watcher signals -h`)")
     if doc.signals.warning:
         _out.print(f"warning:   {doc.signals.warning}")
 
@@ -257,7 +318,7 @@ def _inbox(doc: InboxResult) -> None:
         return  # cron mails only what is new: nothing new, no output, no mail
     if not doc.comments:
         _out.print("Nothing needs a reply." if not doc.all else "No comments yet: run `watcher scan`.")
-    if waiting and not doc.all:
+    if waiting and not doc.all and not doc.new:
         # "Nothing needs a reply" must never hide comments that have no verdict (SPEC §13).
         states = ", ".join(f"{n} {state}" for state, n in waiting.items())
         _out.print(f"Not yet checked: {states} — `watcher inbox --all` lists them with the reason.")
@@ -265,14 +326,15 @@ def _inbox(doc: InboxResult) -> None:
         return
     for row in doc.comments:
         v = row.verdict
-        head = f"{row.id}  {v.priority if v else '-':<6}  {v.category if v else '-':<10}  @{_line(row.author)}"
+        rest = f"  {v.category if v else '-':<10}  @{_line(row.author)}"
         if row.answers_you:
-            head += "  answers your comment"
+            rest += "  answers your comment"
         if doc.all:
-            head += f"  [{row.state}, {row.triage}]"
+            rest += f"  [{row.state}, {row.triage}]"
             if row.verdict_by:
-                head += f"  verdict by {row.verdict_by}"
-        _out.print(head)
+                rest += f"  verdict by {row.verdict_by}"
+        priority = v.priority if v else "-"
+        _out.print(Text.assemble(f"{row.id}  ", (f"{priority:<6}", HIGH if priority == "high" else ""), rest))
         _out.print(f"    {_line(v.summary) if v else '(no verdict yet)'}")
         if v and v.reply_hint:
             _out.print(f"    hint: {_line(v.reply_hint)}")
@@ -298,12 +360,13 @@ def _show(doc: CommentRecord) -> None:
         for line in (p.excerpt or "(its text is not known here)").splitlines():
             _out.print(f"  > {_line(line)}")
     _out.print("")
-    _out.print(c.text)
+    _out.print(_as_written(c.text))
     if doc.verdict:
         v = doc.verdict
         _out.print("")
         by = f" — verdict by {doc.verdict_by}" if doc.verdict_by else ""
-        _out.print(f"verdict: needs_reply={v.needs_reply} {v.category} {v.priority}: {_line(v.summary)}{by}")
+        _out.print(Text.assemble(f"verdict: needs_reply={v.needs_reply} {v.category} ",
+                                 (v.priority, HIGH if v.priority == "high" else ""), f": {_line(v.summary)}{by}"))
         if v.reply_hint:
             _out.print(f"reply hint: {_line(v.reply_hint)}")
     if doc.replied_at:
@@ -328,10 +391,23 @@ def _show(doc: CommentRecord) -> None:
 
 
 def _check(doc: CheckResult) -> None:
-    for c in doc.checks:
-        _out.print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<10}  {_line(c.detail)}")
-        if c.fix and not c.ok:
-            _out.print(f"{'':16}fix: {c.fix}")
+    if not _TTY:  # whole lines in a pipe (grep, mail), as every other view prints them there
+        for c in doc.checks:
+            _out.print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<10}  {_line(c.detail)}")
+            if c.fix and not c.ok:
+                _out.print(f"{'':16}fix: {c.fix}")
+    else:
+        # A borderless table: on a narrow terminal a long detail wraps under itself, not under "ok".
+        table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
+        for _ in range(3):
+            table.add_column()
+        for c in doc.checks:
+            table.add_row("ok" if c.ok else "FAIL", c.name,
+                          _line(c.detail) + (f"\nfix: {c.fix}" if c.fix and not c.ok else ""))
+        with _out.capture() as drawn:
+            _out.print(table)
+        for line in drawn.get().splitlines():  # without the padding rich puts after the last column
+            _out.print(line.rstrip(), soft_wrap=True)
     _out.print("all checks passed" if doc.ok else "some checks failed")
 
 
@@ -390,8 +466,22 @@ def _mark(result: MarkResult) -> None:
     _out.print(f"{', '.join(result.ids)} marked {result.triage}")
 
 
+def _cron(doc: CronResult) -> None:
+    # soft_wrap in a pipe: each problem stays one line in a mail, whatever width rich guesses for
+    # it; a terminal wraps it at word boundaries.
+    for problem in doc.problems:
+        if problem.said:
+            _err.print(problem.line, soft_wrap=not _err.is_terminal)
+    if doc.inbox is not None:
+        _inbox(doc.inbox)
+    for named in doc.named:
+        if named.said:
+            _out.print(named.line)
+
+
 # Each result model's human view (STYLE rule 11: one table, no if-chain).
 _VIEWS: dict[type[BaseModel], Callable[[Any], None]] = {
     DemoResult: _demo, StatusResult: _status, InboxResult: _inbox, CommentRecord: _show, MarkResult: _mark,
-    SignalsResult: _signals, CheckResult: _check, ArticlesResult: _articles, GrantResult: _grant, ClaimResult: _claim, SubmitResult: _submit,
+    SignalsResult: _signals, CheckResult: _check, CronResult: _cron, ArticlesResult: _articles, GrantResult: _grant,
+    ClaimResult: _claim, SubmitResult: _submit,
 }

@@ -162,6 +162,7 @@ class BatchResult(_Result):
     calls: int = Field(0, description="Model calls made (each spent one attempt).")
     remaining: int = Field(0, description="Planned comments left for the next run because the limit was reached.")
     discovered: int = Field(0, description="New comments found by this scan.")
+    articles: int | None = _absent_if_none("Scan only: articles the source listed for the account.")
     baseline: int = Field(0, description="Discovered comments older than the first scan's backlog window: never "
                                          "called.")
     answered: int = Field(0, description="Comments the author had already answered on dev.to: never called.")
@@ -174,6 +175,10 @@ class BatchResult(_Result):
                                                                 "you had replied or marked them (SPEC §15.2).")
     gone: list[str] = Field(default_factory=list, description="Known comments this scan found deleted or hidden on "
                                                               "dev.to: never called again.")
+    spent: list[str] = Field(default_factory=list, description="Comments whose last attempt failed this run: "
+                                                               "exhausted, only `watcher grant` tries them again.")
+    unmarked: int = Field(0, description="Comments with a verdict you have not marked after this run (the ones "
+                                         "`watcher inbox` lists are those among them that need a reply).")
     items: list[ItemResult] = Field(default_factory=list)
     rejected: list[Rejected] = Field(default_factory=list)
     repaired: list[str] = Field(default_factory=list)
@@ -443,3 +448,38 @@ class DemoResult(_Result):
     data_dir: str
     scans: list[BatchResult]
     inbox: InboxResult
+    account_ready: bool = Field(False, description="DEVTO_USERNAME and WATCHER_PROVIDER are set for real runs.")
+    account_data_dir: str | None = Field(None, description="The data dir real runs use (untouched by the demo), "
+                                                         "when WATCHER_DATA_DIR names it.")
+
+
+# ---- cron (SPEC §15.3) -------------------------------------------------------------------------------
+
+
+class CronProblemResult(_Result):
+    key: str = Field(description="What went wrong, the same for every round while it lasts.")
+    step: str = Field(description="scan, recheck, inbox, or cron (its own memory, or a warning).")
+    kind: str = Field(description="The error kind, or warning.")
+    line: str = Field(description="The line with its fix, as printed on stderr.")
+    said: bool = Field(description="Printed this round: it started or changed, or was last said a day ago.")
+    since: str = Field(description="When cron first met it (ISO time, UTC).")
+
+
+class CronNamed(_Result):
+    """A comment that needs the author and has no verdict (attempts spent): named once."""
+
+    id: str
+    state: State
+    said: bool = Field(description="Named this round (no earlier round named it).")
+    line: str = Field(description="The line printed, with the command that helps; empty when not said.")
+
+
+class CronResult(_Result):
+    """``watcher cron``: scan, recheck and the new comments in one round, and what it said."""
+
+    scan: BatchResult | None = Field(description="The scan's summary (null: it failed before it had one).")
+    recheck: BatchResult | None
+    inbox: InboxResult | None = Field(description="The inbox --new listing: new comments that need a reply.")
+    problems: list[CronProblemResult]
+    named: list[CronNamed]
+    notices: list[str] = Field(description="Every notice the steps gave (the problems among them are in problems).")

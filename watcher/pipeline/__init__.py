@@ -92,7 +92,8 @@ def scan(run: Run, *, source: str | None = None, notice: Callable[[str], None] =
     if plan.interrupted is not None:
         # dev.to stopped answering midway: what was fetched goes through; the rest keeps its old
         # change signal, so the next scan fetches it. The run still ends loudly (exit 3).
-        batch.notice(f"warning: {plan.interrupted} — the articles fetched so far are processed")
+        # The error says so itself (the fetched articles are processed, the rest come next scan):
+        # no warning repeating it before the same line as the run's error.
         batch.fail(plan.interrupted)
     return _carry_out(batch, plan, base, index)
 
@@ -138,10 +139,10 @@ def _carry_out(batch: Batch, plan: Plan, base: SeenFile, index: SeenFile) -> Par
 def _dry_run(batch: Batch, whole: Plan, index: SeenFile) -> None:
     """Say what a real run would do now, touching nothing: no lock, no writes, no calls. What
     dev.to changed (edits, deletions) is applied to the records in memory, as the real run would
-    before deciding (SPEC §15.2)."""
+    before deciding (SPEC §15.2); so is the baseline mark `scan --since` clears (``requeued``)."""
     from watcher import records as rec
 
-    plan = whole.items
+    plan, requeued = whole.items, whole.requeued
     from watcher.pipeline.provider_state import pending_cooldown
 
     result = batch.result
@@ -166,6 +167,8 @@ def _dry_run(batch: Batch, whole: Plan, index: SeenFile) -> None:
         else:
             from watcher.pipeline.locked import live_call
 
+            if item.id in requeued and not record.attempts:
+                record = record.model_copy(update={"baseline": False})
             action = decide(batch.run.command, record, item.fingerprint, now=batch.now(),
                             call_in_flight=live_call(batch, record))
         if action == "call" and not batch.calls_model:

@@ -32,7 +32,7 @@ from watcher.pipeline.plan import check_id
 from watcher.providers.agent import NAME
 from watcher.providers.base import CallResult
 from watcher.providers.parse import verdict_json_schema
-from watcher.providers.redact import Redaction, credential_secrets
+from watcher.providers.redact import Redaction, as_key, credential_secrets
 from watcher.results import Claimed, ClaimResult, ItemResult, SubmitResult
 from watcher.timeutil import iso, parse_iso
 
@@ -186,7 +186,7 @@ def _redacted(settings: Settings, text: str, answer: Verdict | AttemptError) -> 
     base URL's credentials. An agent reads the shell's environment, and what it pastes into a
     verdict would otherwise be stored verbatim and shown by every `show`."""
     auth = settings.base_url_auth.get_secret_value() if settings.base_url_auth is not None else None
-    redaction = Redaction(*(key.get_secret_value() for key in settings.known_keys), *credential_secrets(auth))
+    redaction = Redaction(*(as_key(key.get_secret_value()) for key in settings.known_keys), *credential_secrets(auth))
     verdict, error = (answer, None) if isinstance(answer, Verdict) else (None, answer)
     return redaction.call(CallResult(verdict=verdict, error=error, raw=text))
 

@@ -111,7 +111,7 @@ def _closed(since: str, kind: str, reason: str) -> Gate:
 
 def setup_error(kind: str, message: str) -> WatcherError:
     """A failed setup as the run's error: exit 2 for what the user must fix, else exit 3 (wait)."""
-    return ProviderSetup(message) if kind in FIX_KINDS else ProviderUnavailable(message)
+    return ProviderSetup(message, cause=kind) if kind in FIX_KINDS else ProviderUnavailable(message)
 
 
 def stops(error: AttemptError, streak: int) -> bool:
@@ -155,14 +155,14 @@ def _setup_stop(batch: Batch, kind: str, said: str) -> WatcherError:
     settings = batch.settings
     setup = f"{settings.provider} model {settings.model} at {settings.shown_base_url}"
     if kind == "auth":
-        return ProviderSetup(f"the provider rejected the API key ({said}) — check WATCHER_API_KEY; "
-                             "no further attempts until it is fixed")
+        # ``said`` is the provider's hint, which names the variable the key came from.
+        return ProviderSetup(f"{said} — no further attempts until it is fixed", cause=kind)
     if kind == "model_not_found":
         return ProviderSetup(f"{setup}: the model does not exist ({said}) — check WATCHER_MODEL "
-                             "(`watcher check` lists what the server has); one real attempt an hour until then")
+                             "(`watcher check` asks the server for it, free); one real attempt an hour until then", cause=kind)
     if kind == "bad_request":
         return ProviderSetup(f"{setup}: the provider refused the request ({said}) — check WATCHER_MODEL "
-                             "and WATCHER_BASE_URL")
+                             "and WATCHER_BASE_URL", cause=kind)
     if kind == "unreachable":
         return ProviderUnavailable(f"provider unreachable: {said} — the next run checks it for free "
                                    "before spending an attempt")

@@ -103,7 +103,13 @@ def save_index(batch: Batch, base: SeenFile, mine: SeenFile, replies: Mapping[st
         mine, _ = store.reconcile_index(mine, list(ids))
         store.save_index(base, mine)
         # The author's replies on dev.to close the loop: those comments leave the inbox (§13.3).
-        batch.result.replied = store.note_author_replies(replies, latest)
+        marked = store.note_author_replies(replies, latest)
+        # Comments answered before any attempt are counted as answered already: "replied" is the
+        # ones the inbox held until the author's reply was seen (one count each, not both).
+        batch.result.replied = [cid for cid in marked if (entry := mine.comments.get(cid)) is None
+                                or entry.status != "answered"]
+        batch.result.unmarked = sum(1 for cid, entry in mine.comments.items()
+                                    if entry.status == "done" and entry.triage == "open" and cid not in marked)
     except StateError as exc:
         batch.fail(exc)
 
@@ -246,6 +252,7 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
         # seconds on a starved machine), and a reservation names the provider (bench/run.py figure 8).
         batch.provider()
     begun = 0  # the items met so far; a signal leaves the rest not_started
+    unreached = 0  # items a stop left not_started, which count toward the limit like calls
     try:
         for position, item in enumerate(plan):
             while calls.in_flight and (len(calls.in_flight) >= calls.capacity or run.gate.mode == "half_open"):
@@ -255,6 +262,12 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
             if batch.interrupted is not None and not batch.stopped:
                 batch.stop("interrupted", Interrupted(batch.interrupted))
             if batch.stopped:
+                if result.calls + unreached >= batch.run.limit:
+                    # Beyond the limit the run would not have called them anyway: counted, not
+                    # listed (SPEC §7.1) — a stop at the first of 27 planned is 5 rows, not 27.
+                    result.remaining = len(plan) - position
+                    break
+                unreached += 1
                 batch.add(ItemResult(item.id, "not_started"))
                 continue
             if result.calls >= batch.run.limit:
@@ -430,6 +443,8 @@ def _finish(batch: Batch, flight: Flight, run: _Progress) -> AttemptError | None
     assert error is not None
     batch.emit(f"verdict.error.{error.kind}", comment=cid)
     batch.add(ItemResult(cid, "error", kind=error.kind, message=error.message, attempts=n))
+    if records.state_of(finished) == "exhausted":
+        batch.result.spent.append(cid)  # only `watcher grant` tries it again
     if stop is not None:
         batch.stop(*stop)
     return error

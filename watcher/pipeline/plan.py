@@ -89,6 +89,7 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
     make_source = batch.run.hooks.make_source
     chosen = make_source(name) if make_source is not None else resolve_source(name)
     fetched = _fetch(batch, chosen, index, full=full)
+    batch.result.articles = len(fetched.articles)
     for rejection in fetched.rejected:
         batch.result.rejected.append(Rejected(item=rejection.item, message=rejection.message))
         batch.notice(f"rejected {rejection.item or 'item'}: {rejection.message}")

@@ -32,7 +32,7 @@ from watcher.providers._wire import DeadlinePassed, Received, ResponseTooLarge, 
 from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
 from watcher.providers.parse import parse_verdict_text
-from watcher.providers.redact import Redaction, credential_secrets
+from watcher.providers.redact import Redaction, as_key, credential_secrets
 from watcher.providers.registry import provider_spec
 from watcher.urls import marked, split_credentials
 
@@ -75,6 +75,7 @@ class HttpProvider:
     def __init__(self, settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None) -> None:
         self.model = settings.model
         self._secret = settings.api_key.get_secret_value() if settings.api_key is not None else ""
+        self._key_from = settings.api_key_from or "WATCHER_API_KEY"
         # Credentials in WATCHER_BASE_URL (a proxy's login) go in the Authorization header, as
         # httpx sends a URL's userinfo, and never into a URL that a message or a file could
         # show (SPEC §15.5). Config took them out of base_url already; a Settings built by
@@ -82,7 +83,7 @@ class HttpProvider:
         bare, userinfo = split_credentials(settings.base_url.rstrip("/"))
         if settings.base_url_auth is not None:
             userinfo = settings.base_url_auth.get_secret_value()
-        self._redaction = Redaction(self._secret, *credential_secrets(userinfo))
+        self._redaction = Redaction(as_key(self._secret), *credential_secrets(userinfo))
         self._timeout_s = settings.timeout
         # As messages name it: "http://[redacted]@host/v1" when credentials go with it.
         self._base_url = marked(bare) if userinfo else bare
@@ -346,7 +347,7 @@ class HttpProvider:
             "rate_limited": "rate limited by the provider"
             + (f"; retry after {retry:g} s" if retry is not None else "; wait before the next run"),
             "quota_exhausted": "quota or spend limit exhausted; check the plan and billing of this API key",
-            "auth": "the provider rejected the API key; check WATCHER_API_KEY and its permissions",
+            "auth": f"the provider rejected the API key; check {self._key_from} and its permissions",
             "unreachable": f"is the server running? check WATCHER_BASE_URL ({self._base_url})",
             "model_not_found": f"the provider does not know model {self.model}; {self._list_models_hint()}",
             "overloaded": "the provider is overloaded; `watcher recheck` later",
@@ -360,13 +361,8 @@ class HttpProvider:
         return hints.get(kind, kind)
 
     def _list_models_hint(self) -> str:
-        endpoint = provider_spec(self.name).models_endpoint
-        listing = (endpoint.list_path or endpoint.model_path.removesuffix("/{model}")) if endpoint else "/models"
-        # A 404 for every model usually means the base URL lacks its API prefix (Ollama: /v1).
-        return (
-            f"check WATCHER_MODEL; list the provider's models with GET {self._base_url}{listing} "
-            "(Ollama: `ollama list`), and check that WATCHER_BASE_URL includes the API path (e.g. /v1)"
-        )
+        # A 404 for every model usually means the base URL's path is wrong, each provider its own way.
+        return f"check WATCHER_MODEL; {provider_spec(self.name).models_hint(self._base_url)}"
 
     def _no_response(self, kind: Transport, message: str, started: float) -> CallResult:
         error = AttemptError(kind=kind, message=message)

@@ -19,9 +19,10 @@ from watcher.models import Prompt
 from watcher.providers._http import MAX_OUTPUT_TOKENS, Answer, HttpProvider
 from watcher.providers.parse import verdict_json_schema
 
-# Still accepted (checked 2026-10 against Anthropic's versioning page): 2026-10-21 is the newest
-# and "recommended", not required. Its breaking changes (temperature/top_p/top_k removed, document
-# and citation blocks refused in some places) touch nothing this request sends.
+# Still accepted (checked 2026-12-01 against Anthropic's versioning page): 2026-10-21 is the newest
+# and "recommended", not required, and no end of 2023-06-01 is announced. Its breaking changes
+# (temperature/top_p/top_k removed, document and citation blocks refused in some places) touch
+# nothing this request sends; CHANGELOG.md (0.2.0) says why the header stays until a date is set.
 ANTHROPIC_VERSION = "2023-06-01"
 TOOL_NAME = "record_verdict"
 # Stop reasons that mean the answer was cut short rather than finished.

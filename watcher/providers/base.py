@@ -95,5 +95,10 @@ class ProviderSettings(Protocol):
     @property
     def api_key(self) -> SecretStr | None: ...
 
+    # The variable (or config file entry) the key came from, for messages: a refused key is
+    # fixed where it was set, OPENAI_API_KEY as often as WATCHER_API_KEY.
+    @property
+    def api_key_from(self) -> str | None: ...
+
     @property
     def timeout(self) -> float: ...

@@ -46,7 +46,19 @@ RAW_LIMIT_BYTES = 16 * 1024
 # Markers tried in turn: one that shares a bracket with the key could, next to the text around
 # it, spell the key again (a key "d]x" in "d]x]x"); see Redaction.text.
 _MARKERS = (REDACTED, "<redacted>", "(redacted)", "{redacted}")
+# A key shorter than this is a placeholder, not a secret: the README's own Ollama example sets
+# WATCHER_API_KEY=ollama (Ollama ignores the key), and redacting it turned every "ollama" in every
+# message and in provider.json into [redacted]. Real keys are far longer (OpenAI's and Anthropic's
+# run past 40 characters); 8 also keeps words like "test" or "none" readable. docs/design.md
+# states the rule.
+MIN_SECRET_CHARS = 8
 _SHORT_ESCAPES = {"\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
+
+
+def as_key(value: str) -> str:
+    """A configured key as a secret to redact: ``""`` (nothing) for a placeholder under
+    :data:`MIN_SECRET_CHARS` characters."""
+    return value if len(value) >= MIN_SECRET_CHARS else ""
 
 
 class Redaction:

@@ -10,7 +10,7 @@ settings as :class:`~watcher.providers.base.ProviderSettings` and never imports 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
@@ -36,6 +36,19 @@ class ModelsEndpoint:
     list_path: str | None = None
 
 
+def _openai_models_hint(base_url: str) -> str:
+    return (f"list the server's models with GET {base_url}/models (Ollama: `ollama list`), and check that "
+            "WATCHER_BASE_URL includes the API path (OpenAI, Ollama, vLLM, llama.cpp: …/v1)")
+
+
+def _anthropic_models_hint(base_url: str) -> str:
+    bare = base_url.rstrip("/")
+    if bare.endswith("/v1"):
+        # watcher adds /v1 itself (POST {base}/v1/messages): a base ending in /v1 asks for /v1/v1/….
+        return f"WATCHER_BASE_URL ends in /v1, which watcher adds itself: set it to {bare.removesuffix('/v1')}"
+    return f"list the models with GET {bare}/v1/models (x-api-key and anthropic-version headers)"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProviderSpec:
     """One provider: its defaults, where its key may come from, how to build and probe it."""
@@ -56,6 +69,9 @@ class ProviderSpec:
     # and submits the verdicts itself, so scan and recheck only record comments and close orphans,
     # and no cooldown or breaker applies.
     calls_model: bool = True
+    # What to check when the server does not know the model, given the base URL (a provider's own
+    # quirks: Ollama's list, Anthropic's /v1 that watcher adds itself).
+    models_hint: Callable[[str], str] = _openai_models_hint
 
     @property
     def is_remote(self) -> bool:
@@ -109,6 +125,7 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
                 needs_key=True,
                 factory="watcher.providers.anthropic:AnthropicProvider",
                 models_endpoint=ModelsEndpoint(model_path="/v1/models/{model}"),
+                models_hint=_anthropic_models_hint,
             ),
             ProviderSpec(
                 name="offline",
@@ -141,4 +158,6 @@ def provider_spec(name: str) -> ProviderSpec:
         return PROVIDERS[name]
     except KeyError:
         choices = ", ".join(PROVIDERS)
-        raise ConfigError(f"unknown provider {name!r}: choose one of {choices} (WATCHER_PROVIDER)") from None
+        raise ConfigError(f"unknown provider {name!r}: choose one of {choices} (WATCHER_PROVIDER); for Ollama, vLLM, "
+                          "llama.cpp or another OpenAI-compatible server use openai with WATCHER_BASE_URL (Ollama: "
+                          "http://localhost:11434/v1)") from None

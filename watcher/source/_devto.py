@@ -103,7 +103,12 @@ def check_user(
 
 def _check_user(client: ForemClient, settings: Settings, name: str) -> None:
     if client.get("/users/by_username", {"url": name}).status_code == 404:
-        raise ConfigError(f"no dev.to user {name} at {shown_url(settings.devto_base_url)} — check DEVTO_USERNAME")
+        base = shown_url(settings.devto_base_url)
+        if not settings.devto_base_url.rstrip("/").endswith("/api"):
+            # https://dev.to answers 404 for every /users/… path: the base, not the name, is wrong.
+            raise ConfigError(f"{base} has no /users/by_username (HTTP 404) — check DEVTO_BASE_URL: a Forem API "
+                              "base ends in /api (https://dev.to/api)")
+        raise ConfigError(f"no dev.to user {name} at {base} — check DEVTO_USERNAME")
 
 
 def _changed(article: SourceArticle, seen: SeenFile) -> bool:

@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from watcher.models import InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
+from watcher.models import CronState, InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -144,6 +144,14 @@ class Store(Protocol):
 
     def save_provider_state(self, state: ProviderState) -> None:
         """Durably replace the provider state (callers hold the pipeline lock, or take it)."""
+
+    # ---- what cron has said (SPEC §15.3) -----------------------------------------------------------
+
+    def load_cron_state(self) -> CronState:
+        """What ``watcher cron`` last reported; an empty state before its first round."""
+
+    def save_cron_state(self, state: CronState) -> None:
+        """Durably replace it (one cron round at a time: a lost race repeats a line, never hides one)."""
 
     # ---- observation signals (SPEC §8) -------------------------------------------------------------
 

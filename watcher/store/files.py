@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from watcher import records, seen
 from watcher.config import Paths
 from watcher.errors import SaveConflict
-from watcher.models import InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
+from watcher.models import CronState, InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
 from watcher.store import CallLock, Reservation, _index, durable, locks, signals
 from watcher.timeutil import iso
 
@@ -44,8 +44,8 @@ class FileStore:
 
     def state_entries(self) -> list[Path]:
         paths = self._paths
-        names = (paths.inbox, paths.seen, paths.provider_state, paths.observations, paths.signals_dir,
-                 paths.quarantine, paths.config_file)
+        names = (paths.inbox, paths.seen, paths.provider_state, paths.cron_state, paths.observations,
+                 paths.signals_dir, paths.quarantine, paths.config_file)
         return [path for path in names if os.path.lexists(path)]
 
     def holds_state(self) -> bool:
@@ -232,6 +232,16 @@ class FileStore:
 
     def save_provider_state(self, state: ProviderState) -> None:
         self._write(self._paths.provider_state, state)
+
+    # ---- what cron has said -----------------------------------------------------------------------
+
+    def load_cron_state(self) -> CronState:
+        paths = self._paths
+        return durable.read_model(paths.cron_state, CronState, quarantine_dir=paths.quarantine,
+                                  within=paths.user_part) or CronState()
+
+    def save_cron_state(self, state: CronState) -> None:
+        self._write(self._paths.cron_state, state)
 
     # ---- observation signals -----------------------------------------------------------------------
 
