@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-COUNTS = ("crash_points", "failed_writes", "soak_ops", "bad_inputs")
+COUNTS = ("crash_points", "failed_writes", "soak_ops", "bad_inputs", "power_loss_states")
 
 
 @dataclass
@@ -19,6 +19,7 @@ class Tally:
     failed_writes: int = 0
     soak_ops: int = 0
     bad_inputs: int = 0
+    power_loss_states: int = 0
     violations: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -38,6 +39,7 @@ class Tally:
     def line(self) -> str:
         return (f"reliability: {self.crash_points:,} crash points, {self.failed_writes:,} failed-write cases, "
                 f"{self.soak_ops:,} soak operations, {self.bad_inputs:,} bad-input cases, "
+                f"{self.power_loss_states:,} power-loss states, "
                 f"{len(self.violations)} violations")
 
     def touched(self) -> bool:

@@ -87,10 +87,10 @@ def write_bytes(path: Path, payload: bytes, *, within: Path | None = None, sync:
     tmp: str | None = None
     try:
         if not path.parent.is_dir():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # A new directory's own entry is not durable until its parent is fsynced.
             if sync:
-                fsync_dir(path.parent.parent)
+                make_dirs(path.parent)
+            else:  # a scratch data dir: nothing in it has to survive a power cut
+                path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
@@ -140,6 +140,28 @@ def sweep_stale_temps(directory: Path, *, older_than_s: float = STALE_TEMP_S, wi
             # the write that follows reports the read-only dir as "cannot write" (exit 5).
             continue
     return removed
+
+
+def make_dirs(directory: Path) -> None:
+    """Create ``directory`` and its missing parents, each synced in its parent before the next.
+
+    A new directory's entry is not on disk until its parent is fsynced, and a file in a directory
+    a power cut undoes is lost with it: so every level made is synced in its parent, the data
+    dir's own parent included, or a power cut after a first scan could take the data dir with
+    every reservation in it (tests/reliability/test_rel_power_loss.py). Raises ``OSError``.
+    """
+    missing: list[Path] = []
+    while not os.path.isdir(directory) and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    for level in reversed(missing):
+        try:
+            os.mkdir(level)
+        except FileExistsError:
+            if not os.path.isdir(level):
+                raise
+        # Also when another process made it first: it may not have synced it yet.
+        fsync_dir(level.parent)
 
 
 def fsync_dir(directory: Path) -> None:
@@ -326,7 +348,8 @@ def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | N
     """
     if within is not None:
         real_directories(quarantine_dir, below=within)
-    quarantine_dir.mkdir(parents=True, exist_ok=True)
+    # Synced in its parent: a file renamed into a quarantine/ that a power cut undoes is lost.
+    make_dirs(quarantine_dir)
     if not stat.S_ISDIR(os.lstat(quarantine_dir).st_mode):
         # A planted link here would move state files out of the data dir.
         raise UnsafePath(quarantine_dir, "not a real directory (a symbolic link or a file)")

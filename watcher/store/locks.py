@@ -28,6 +28,7 @@ from pathlib import Path
 from watcher.config import Paths
 from watcher.errors import LockBusy, SaveFailed, StateError, UnsafePath
 from watcher.store.dirs import real_directories
+from watcher.store.durable import make_dirs
 
 PIPELINE_WAIT_S = 5.0
 # seen.json and the signal counter hold their locks for one read-merge-write: milliseconds.
@@ -117,7 +118,9 @@ def _open(path: Path) -> int:
     # No locks/ yet (a new data dir): made here rather than checked before every hold. A
     # failure names the directory that could not be made.
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Synced: the first lock of a new data dir creates the data dir itself, and every state
+        # file written into it later is only as durable as its entry.
+        make_dirs(path.parent)
         return os.open(path, _OPEN_FLAGS, _MODE)
     except OSError as exc:
         raise _cannot_lock(path, exc) from exc

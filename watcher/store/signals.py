@@ -108,7 +108,7 @@ def append_bytes(path: Path, payload: bytes) -> None:
         try:
             fd = os.open(path, _APPEND_FLAGS, 0o644)
         except FileNotFoundError:  # no data dir yet; made here, not tried before every append
-            path.parent.mkdir(parents=True, exist_ok=True)
+            durable.make_dirs(path.parent)
             fd = os.open(path, _APPEND_FLAGS, 0o644)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
