@@ -59,7 +59,7 @@ def write_json(path: Path, data: Any, *, within: Path | None = None, sync: bool 
         # not SaveFailed — so a scan died with exit 1 and a received answer was never saved.
         # Such a code point carries no text; U+FFFD stands in for it, everything else is kept.
         payload = _LONE_SURROGATE.sub("\ufffd", text).encode("utf-8")
-    write_bytes(path, payload, within=within, sync=sync)
+    _write_bytes_as(path, payload, within=within, sync=sync)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -73,13 +73,25 @@ def write_model(path: Path, model: BaseModel, *, within: Path | None = None, syn
     except PydanticSerializationError:
         write_json(path, model.model_dump(mode="json"), within=within, sync=sync)  # lone surrogates: see write_json
         return
-    write_bytes(path, payload, within=within, sync=sync)
+    _write_bytes_as(path, payload, within=within, sync=sync)
 
 
-def write_bytes(path: Path, payload: bytes, *, within: Path | None = None, sync: bool = True) -> None:
-    """``within``: the data dir's chosen part; every directory under it must be real (:func:`real_directories`).
+def _write_bytes_as(path: Path, payload: bytes, *, within: Path | None, sync: bool) -> None:
+    # A durable write goes through the module's write_bytes, looked up at call time: the fault and
+    # power-loss rigs replace it there (tests/reliability/test_rel_power_loss.py plants a broken one).
+    if sync:
+        write_bytes(path, payload, within=within)
+    else:
+        _write(path, payload, within=within, sync=False)
 
-    ``sync=False`` (a scratch data dir, :mod:`watcher.store.scratch`, removed when its command ends):
+
+def write_bytes(path: Path, payload: bytes, *, within: Path | None = None) -> None:
+    """``within``: the data dir's chosen part; every directory under it must be real (:func:`real_directories`)."""
+    _write(path, payload, within=within, sync=True)
+
+
+def _write(path: Path, payload: bytes, *, within: Path | None, sync: bool) -> None:
+    """``sync=False`` (a scratch data dir, :mod:`watcher.store.scratch`, removed when its command ends):
     the same temp file and rename, so readers still see the old file or the new one, without the
     fsyncs that only a power loss needs."""
     if within is not None:
