@@ -15,6 +15,8 @@ from _mirror import AUTHOR, World, world
 from _proc import start
 
 from watcher import records
+from watcher.config import Paths
+from watcher.store.files import FileStore
 
 
 @pytest.fixture
@@ -177,6 +179,30 @@ def test_deleted_and_hidden_comments_leave_the_inbox_are_never_called_and_show_s
     w.forem.hide(hidden, False)  # the author shows it again
     scan(w)
     assert hidden in w.inbox()
+
+
+def test_a_comment_deleted_while_its_attempt_was_reserved_has_that_attempt_closed_never_called(w: World) -> None:
+    """A run died with f1's second attempt reserved, then f1 was deleted on dev.to: the scan that sees
+    the deletion records that attempt interrupted (SPEC §13.6) with no call, and then the comment is
+    plainly deleted — not reserved for good, as when "deleted" hid the open attempt from every run."""
+    failed = w.say("f1")
+    w.provider.script("f1", "malformed")
+    scan(w)
+    store = FileStore(Paths(w.data_dir))
+    record = store.load_record(failed)
+    assert record is not None
+    store.save_record(records.reserve(record, command="recheck", entrypoint="cli", provider="openai",
+                                      model="fake-model", pid=5_999_999))
+    w.forem.delete(failed)
+    calls = list(w.provider.calls)
+    result = scan(w)
+    assert failed in result["gone"] and w.provider.calls == calls
+    assert [(i["id"], i["outcome"]) for i in result["items"]] == [(failed, "interrupted")]
+    rec = w.record(failed)
+    assert [a["outcome"] for a in rec["attempts"]] == ["error", "error"] and rec["gone"]["kind"] == "deleted"
+    assert rec["attempts"][-1]["error"]["kind"] == "interrupted"
+    assert w.json("status")["result"]["states"]["deleted"] == 1
+    assert w.json("recheck")["result"]["items"] == [] and w.provider.calls == calls
 
 
 def test_a_partial_fetch_deletes_nothing(w: World) -> None:

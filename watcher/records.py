@@ -113,8 +113,14 @@ def grant(record: InboxRecord, n: int, *, at: str | None = None) -> InboxRecord:
 
 
 def state_of(record: InboxRecord) -> State:
+    if record.attempts and record.attempts[-1].outcome is None:
+        # Before gone: a comment deleted while its attempt was reserved still has that attempt to
+        # close (its outcome lands, or the next recheck records it interrupted, SPEC §13.6); as
+        # "deleted" no recheck would plan it and it stayed reserved for good (the soak of
+        # tests/reliability/test_rel_soak.py, which deletes comments while batches run).
+        return "reserved"
     if record.gone is not None:
-        return record.gone.kind  # gone from dev.to wins over everything: never called again
+        return record.gone.kind  # gone from dev.to wins over everything else: never called again
     if record.verdict is not None:
         return "done"
     edited = awaits_first_attempt(record) and bool(record.attempts)
@@ -311,14 +317,15 @@ def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, now: 
     attempts that count are never lower than it, so a record restored from an older copy cannot
     reopen a spent budget (SPEC §4.1, §13.5). ``call_in_flight``: another run holds the comment's
     call lock (SPEC §15.1). ``claim`` picks like scan and recheck together."""
-    if record.verdict is not None or record.gone is not None or edit_on_hold(record):
-        return "skipped"
     if record.attempts and record.attempts[-1].outcome is None:
+        # First, even for a comment gone from dev.to: an open reservation is closed, never left.
         if lease_active(record.attempts[-1], now) or call_in_flight:
             # An agent's lease runs, or a run's call is out (its call lock is held): in flight.
             return "deferred"
         # No lease runs and nobody holds its call lock (the kernel dropped it): its process died.
         return "interrupted"
+    if record.verdict is not None or record.gone is not None or edit_on_hold(record):
+        return "skipped"
     if fingerprint(record) != planned:
         return "deferred"
     if max(len(record.attempts), seen_attempts) >= cap_of(record):
