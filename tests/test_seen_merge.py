@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from watcher import records
 from watcher.config import Paths
 from watcher.models import InboxRecord, SeenArticle, SeenComment, SeenFile
+from watcher.seen import _FROM_ONE_READ as ONE_READ
 from watcher.seen import merge
 from watcher.store import _index
 from watcher.store.files import FileStore
@@ -65,13 +66,28 @@ def test_comments_never_disappear(base: SeenFile, mine: SeenFile, theirs: SeenFi
 @given(base=files, mine=files, theirs=files)
 def test_unchanged_fields_keep_theirs_changed_fields_take_mine(base: SeenFile, mine: SeenFile,
                                                                theirs: SeenFile) -> None:
-    """Per field: what mine did not change from base keeps theirs; what it changed is mine's."""
+    """Per field: what mine did not change from base keeps theirs; what it changed is mine's — and
+    the fields of one read of the inbox file (status, stamp, article, time) go together."""
     merged = merge(base, mine, theirs)
     for cid in set(base.comments) & set(mine.comments) & set(theirs.comments):
         b, m, t, r = base.comments[cid], mine.comments[cid], theirs.comments[cid], merged.comments[cid]
+        read_changed = any(getattr(m, name) != getattr(b, name) for name in ONE_READ)
         for name in FIELDS:
-            expected = getattr(t, name) if getattr(m, name) == getattr(b, name) else getattr(m, name)
+            changed = getattr(m, name) != getattr(b, name) or (name in ONE_READ and read_changed)
+            expected = getattr(m, name) if changed else getattr(t, name)
             assert getattr(r, name) == expected, name
+
+
+def test_a_status_never_lands_beside_another_reads_stamp() -> None:
+    """Mine moved the status on (a reservation seen) but kept base's stamp, while theirs saved the
+    finished file's stamp: the merged entry takes mine's stamp with mine's status. Field by field
+    it said "reserved" with the stamp of the file that says "done", and since that stamp matched
+    the file, no later reconcile corrected it (tests/reliability/test_rel_soak.py saw it)."""
+    base = SeenFile(comments={"c1": entry(status="pending", attempts=1, stamp="1:1:100")})
+    mine = SeenFile(comments={"c1": entry(status="reserved", attempts=2, stamp="1:1:100")})
+    theirs = SeenFile(comments={"c1": entry(status="done", attempts=2, stamp="9:9:900")})
+    got = merge(base, mine, theirs).comments["c1"]
+    assert (got.status, got.inbox_stamp) == ("reserved", "1:1:100")
 
 
 @given(base=files, mine=files, theirs=files)
