@@ -21,8 +21,8 @@ import typing
 from pathlib import Path
 
 import pytest
-from _proc import run_main, write_export
 from _fakes.records import entry, record
+from _proc import run_main, write_export
 from pydantic import BaseModel
 
 from watcher.config import Paths
