@@ -30,7 +30,8 @@ def _fast_temp_root() -> str | None:
     try:
         with open("/proc/mounts", encoding="utf-8") as mounts:
             tmpfs = any(line.split()[1:3] == ["/dev/shm", "tmpfs"] for line in mounts)
-        roomy = os.statvfs("/dev/shm").f_bavail * os.statvfs("/dev/shm").f_frsize > 2 << 30
+        room = os.statvfs("/dev/shm")
+        roomy = room.f_bavail * room.f_frsize > 2 << 30
     except OSError:
         return None
     return "/dev/shm" if tmpfs and roomy and os.access("/dev/shm", os.W_OK) else None

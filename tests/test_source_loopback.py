@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from _fakes.clock import FakeClock
-from _fakes.forem import FakeForem
+from _fakes.forem import FakeForem, serving_forem
 from pydantic import SecretStr
 
 from watcher.config import Settings
@@ -24,29 +21,6 @@ from watcher.source import FetchResult, fetch_devto
 KEY = "devto-loopback-KEY-987"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def do_GET(self) -> None:
-        parts = urlsplit(self.path)
-        query = dict(parse_qsl(parts.query))
-        status, headers, body = self.server.forem.answer(parts.path, query,
-                                                         {k.lower(): v for k, v in self.headers.items()})
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _Server(ThreadingHTTPServer):
-    forem: FakeForem
-
-
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(100.0)
@@ -55,16 +29,10 @@ def clock() -> FakeClock:
 @pytest.fixture
 def forem(clock: FakeClock) -> Iterator[FakeForem]:
     """A Forem on 127.0.0.1 whose request log and rate limit read the test's fake clock."""
-    server = _Server(("127.0.0.1", 0), _Handler)
-    server.forem = FakeForem(clock=clock, site=f"http://127.0.0.1:{server.server_address[1]}")
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield server.forem
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    fake = FakeForem(clock=clock)
+    with serving_forem(fake) as base_url:
+        fake.site = base_url.removesuffix("/api")
+        yield fake
 
 
 def _article(i: int, count: int = 1) -> dict[str, Any]:
