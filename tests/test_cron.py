@@ -17,7 +17,6 @@ import json
 import os
 import shlex
 import subprocess
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -238,32 +237,26 @@ def test_under_env_i_the_cron_line_lists_news_once_then_is_silent(tmp_path: Path
     """Two rounds as real processes with nothing but the env file (cron's bare environment), against
     dev.to and a model on loopback: the new comment on stdout once, then nothing at all. (A broken
     setting, an outage and a recovery over many rounds are the in-process tests above.)"""
-    from _fakes.forem import FakeForem
-    from test_source_loopback import _Handler, _Server
+    from _fakes.forem import FakeForem, serving_forem
 
-    server = _Server(("127.0.0.1", 0), _Handler)
-    server.forem = forem = FakeForem(site=f"http://127.0.0.1:{server.server_address[1]}")
+    forem = FakeForem()
     forem.now = datetime.now(UTC) - timedelta(hours=1)
     forem.comment(forem.publish("maya_writes"), "priyan", "TAG:c1 Does the cache work on Windows?")
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    env_file = tmp_path / "devto-watcher.env"
-    settings = {**provider.env(), "WATCHER_DATA_DIR": str(tmp_path / "data"), "DEVTO_USERNAME": "maya_writes",
-                "DEVTO_BASE_URL": f"{forem.site}/api"}
-    env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in settings.items()))
+    with serving_forem(forem) as base_url:
+        forem.site = base_url.removesuffix("/api")
+        env_file = tmp_path / "devto-watcher.env"
+        settings = {**provider.env(), "WATCHER_DATA_DIR": str(tmp_path / "data"), "DEVTO_USERNAME": "maya_writes",
+                    "DEVTO_BASE_URL": base_url}
+        env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in settings.items()))
 
-    def run_round() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(_cron_line(env_file), capture_output=True, text=True, timeout=60, check=False)
+        def run_round() -> subprocess.CompletedProcess[str]:
+            return subprocess.run(_cron_line(env_file), capture_output=True, text=True, timeout=60, check=False)
 
-    try:
         news = run_round()
         assert (news.returncode, news.stderr) == (0, ""), news.stderr
         assert "priyan" in news.stdout and provider.calls == ["c1"]
         quiet = run_round()
         assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_cron_is_in_the_readme_as_the_cron_line() -> None:
