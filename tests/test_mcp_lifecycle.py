@@ -65,6 +65,10 @@ def test_a_cancelled_scan_starts_no_further_call_and_saves_the_one_out(
     async def scenario(session: ClientSession) -> None:
         with pytest.raises(Exception):  # noqa: B017 - the SDK's timeout error; its class is not the point
             await session.call_tool("scan", {"source": str(export)}, read_timeout_seconds=1.0)
+        # The server reads its stdin in order: once a ping sent after the cancel is answered, the
+        # cancel has been read and applied. Released before that, a1's answer can race the cancel
+        # and the batch rightly starts b1 (seen once in CI under load).
+        await session.send_ping()
         fake.release()
         await anyio.to_thread.run_sync(lambda: _wait_for(
             lambda: log.exists() and "batch.stopped.cancelled" in log.read_text()))
