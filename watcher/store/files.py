@@ -31,13 +31,18 @@ class FileStore:
 
     def __init__(self, paths: Paths) -> None:
         self._paths = paths
-        # Records this store read or wrote, each with its file's stamp (the read's own fstat, or
-        # an lstat right after the write). Every durable write makes a new inode, so a file that
-        # still has that stamp holds that record: a run reads each record when it plans, again
-        # under the lock before deciding, and the gate and the index save look at them too, and
-        # one lstat stands for each re-read (bench/run.py figure 1). The same trust the index
-        # puts in its stamps (SPEC §4.2), for the length of one command.
-        self._known: dict[str, tuple[str, InboxRecord]] = {}
+        # Records this store wrote, with their file's stamp right after the write: a file that
+        # still has that stamp holds that record, so the index save does not read it back.
+        self._written: dict[str, tuple[str, InboxRecord]] = {}
+        # Records this store read, each with the stamp of the very file read (its fstat). Every
+        # durable write makes a new inode, so a file that still has that stamp holds that record:
+        # a run reads each record when it plans, again under the lock before deciding, and the
+        # gate looks at them too, and one lstat stands for each re-read (bench/run.py figure 1).
+        # The same trust the index puts in its stamps (SPEC §4.2), for one command. Only reads:
+        # a record as written can differ from the one in memory (a lone surrogate is stored as
+        # U+FFFD), and what a later step reads must be what the file holds
+        # (tests/reliability/test_rel_regressions.py).
+        self._read: dict[str, tuple[str, InboxRecord]] = {}
         self._swept = False
 
     @property
@@ -110,7 +115,7 @@ class FileStore:
             return f"it holds comment {record.comment.id!r}, not {comment_id!r} (restored under the wrong name?)"
 
         path, within = self._paths.inbox_file(comment_id), self._paths.user_part
-        known = self._known.get(comment_id)
+        known = self._read.get(comment_id)
         if known is not None:
             real_directories(path.parent, below=within)  # as the read would: no link planted since
             if _index.stamp(path) == known[0]:
@@ -120,7 +125,7 @@ class FileStore:
         record = durable.read_model(path, InboxRecord, quarantine_dir=self._paths.quarantine, check=named_right,
                                     within=within, on_read=read.append)
         if record is not None and read:
-            self._known[comment_id] = (_index.stamp_of(read[0]), record)
+            self._read[comment_id] = (_index.stamp_of(read[0]), record)
         return record
 
     def has_record(self, comment_id: str) -> bool:
@@ -134,11 +139,11 @@ class FileStore:
         self._write(path, record)
         token = _index.stamp(path)
         if token is not None:
-            self._known[record.comment.id] = (token, record)
+            self._written[record.comment.id] = (token, record)
 
     def write_reservation(self, record: InboxRecord) -> Reservation:
         self.save_record(record)
-        own = self._known.get(record.comment.id)
+        own = self._written.get(record.comment.id)
         return Reservation(record, own[0] if own is not None and own[1] is record else None)
 
     def write_outcome(self, reservation: Reservation, finish: Callable[[InboxRecord], InboxRecord]) -> InboxRecord:
@@ -178,7 +183,7 @@ class FileStore:
         return _index.load(self._paths)
 
     def reconcile_index(self, index: SeenFile, ids: Iterable[str] | None = None) -> tuple[SeenFile, list[str]]:
-        return _index.reconcile(self._paths, index, ids, load_record=self.load_record, written=self._known)
+        return _index.reconcile(self._paths, index, ids, load_record=self.load_record, written=self._written)
 
     def save_index(self, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None) -> SeenFile:
         if not patches and seen.untouched(base, mine) and self._paths.seen.exists():
