@@ -143,6 +143,10 @@ def test_two_transient_failures_in_a_row_count_in_the_order_they_complete(
     export = write_export(tmp_path / "e.json", ["t1", "t2", "t3", "t4"])
     fake.script("t1", "500")
     fake.script("t2", "500")
+    # t3 answers after a while: sent after t2, an instant verdict could still complete before t2's
+    # 500 on a loaded machine, and then the two failures are rightly not in a row.
+    fake.slow_s = 0.5
+    fake.script("t3", "slow")
     proc = run("cli", "scan", "--source", str(export), "--parallel", "2", "--json", data_dir=data_dir,
                env=fake.env())
     doc = envelope(proc)
