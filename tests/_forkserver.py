@@ -18,6 +18,20 @@ and exit status 120 when flushing stdout fails at exit. What differs, seen from 
 ``/proc/<pid>/cmdline`` and ``/proc/<pid>/environ`` show the server's, as the kernel keeps
 those from the last ``exec``; nothing in watcher or the suite reads them.
 
+``watcher-bridge mcp`` processes ask for the MCP SDK too (``preload="mcp"``): importing
+``mcp.server.mcpserver`` costs ~1.3 s of CPU (anyio, starlette, uvicorn, sse_starlette,
+opentelemetry, cryptography, httpx2 come with it), and the suite starts about twenty such
+servers. The server imports :data:`MCP_PRELOAD` on the first such request only, so a worker
+that never starts one does not pay it. Measured on mcp 2.3.0: that import starts no thread and
+opens no file, no logging handler is installed, and the only function defaults bound to
+``sys.stderr`` are the stdio *client*'s (which a server never calls). It reads the environment
+only for opentelemetry's ``OTEL_PYTHON_CONTEXT``, ``OTEL_PROPAGATORS`` and
+``OTEL_PYTHON_TRACER_PROVIDER`` (:data:`IMPORT_TIME_ENV`: the server imports with them unset,
+and a process whose environment sets one is exec'd instead, :func:`forkable`), and gettext's
+``LANGUAGE``/``LC_*``/``LANG`` for uvicorn's command-line help texts, for which no message
+catalog is installed (the same text in every locale). ``start_new_session`` makes the child a
+session and process-group leader, as the SDK's stdio client starts its server.
+
 ``WATCHER_TESTS_EXEC=1`` in the environment of the pytest run makes every process a real
 ``exec`` of the console script again (:mod:`_proc` reads it), to check the two agree.
 
@@ -47,21 +61,40 @@ from typing import Any
 # out as watcher/__init__.py keeps it out.
 PRELOAD = ("pydantic", "pydantic.types", "pydantic_core", "httpx", "httpcore", "h11", "typer", "typer.core",
            "typer.main", "rich.console", "rich.table", "filelock", "email.utils", "tomllib", "json", "ssl")
+# What ``watcher-bridge mcp`` imports of the SDK (bridge/mcp_server.py), preloaded on a request for it.
+MCP_PRELOAD = ("anyio", "anyio.from_thread", "anyio.to_thread", "mcp.server.mcpserver",
+               "mcp.server.mcpserver.exceptions", "mcp.server.mcpserver.utilities.context_injection",
+               "mcp.server.stdio", "mcp.shared._context_streams", "mcp.shared.message", "mcp.types")
+# Variables MCP_PRELOAD reads at import (opentelemetry, through mcp.shared._otel).
+IMPORT_TIME_ENV = ("OTEL_PYTHON_CONTEXT", "OTEL_PROPAGATORS", "OTEL_PYTHON_TRACER_PROVIDER")
 _LEN = struct.Struct("!I")
+
+
+def forkable(env: dict[str, str]) -> bool:
+    """Whether a forked child sees what an exec'd process with ``env`` would: none of the variables
+    the preloaded libraries read at import is set (the server imported them unset)."""
+    return not any(name in env for name in IMPORT_TIME_ENV)
 
 
 # ---- the server (its own process) -------------------------------------------------------------------
 
 
-def serve(path: str) -> None:
+def _preload(names: tuple[str, ...]) -> None:
     import gc
     import importlib
 
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-    for name in PRELOAD:
+    for name in IMPORT_TIME_ENV:
+        os.environ.pop(name, None)
+    for name in names:
         importlib.import_module(name)
     gc.collect()
     gc.freeze()  # the children share these pages instead of copying them on the first collection
+
+
+def serve(path: str) -> None:
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    _preload(PRELOAD)
+    preloaded = {"": True, "mcp": False}
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
@@ -78,6 +111,9 @@ def serve(path: str) -> None:
         if listener.fileno() in readable:
             conn, _ = listener.accept()
             request, fds = _receive(conn)
+            if not preloaded[request.get("preload", "")]:
+                _preload(MCP_PRELOAD)
+                preloaded[request["preload"]] = True
             pid = os.fork()
             if pid == 0:
                 listener.close()
@@ -125,6 +161,8 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
 
     code: int = 1
     try:
+        if request.get("session"):
+            os.setsid()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -211,29 +249,55 @@ SERVER = _Server()
 
 
 class ForkedProcess:
-    """What :class:`subprocess.Popen` offers the suite (text mode, stdout and stderr piped), for a
-    process the fork server started. Its exit status comes from the server, which reaps it."""
+    """What :class:`subprocess.Popen` offers the suite, in text mode, for a process the fork server
+    started. Its exit status comes from the server, which reaps it.
 
-    def __init__(self, args: list[str], module: str, env: dict[str, str], cwd: str | None = None) -> None:
+    ``stdin``, ``stdout``, ``stderr``: ``subprocess.PIPE`` (a text file object, as Popen's),
+    ``subprocess.DEVNULL``, or a file descriptor or file object the child gets (the caller keeps
+    it). ``preload="mcp"``: the server has the MCP SDK imported first (see the module's docstring).
+    """
+
+    def __init__(self, args: list[str], module: str, env: dict[str, str], cwd: str | None = None, *,
+                 stdin: Any = subprocess.DEVNULL, stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
+                 start_new_session: bool = False, preload: str = "") -> None:
         self.args = args
         self.returncode: int | None = None
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        null = os.open(os.devnull, os.O_RDONLY)
-        payload = json.dumps({"argv": args, "module": module, "env": env, "cwd": cwd or os.getcwd()}).encode()
+        child: list[int] = []
+        to_close: list[int] = []  # the child's ends this process made: closed once the server has them
+        ours: dict[str, int] = {}
+        for name, spec in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr)):
+            reading = name == "stdin"
+            if spec == subprocess.PIPE:
+                r, w = os.pipe()
+                child.append(r if reading else w)
+                to_close.append(child[-1])
+                ours[name] = w if reading else r
+            elif spec == subprocess.DEVNULL:
+                child.append(os.open(os.devnull, os.O_RDONLY if reading else os.O_WRONLY))
+                to_close.append(child[-1])
+            else:
+                child.append(spec if isinstance(spec, int) else spec.fileno())
+        payload = json.dumps({"argv": args, "module": module, "env": env, "cwd": cwd or os.getcwd(),
+                              "session": start_new_session, "preload": preload}).encode()
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._conn.connect(SERVER.socket_path())
-            socket.send_fds(self._conn, [_LEN.pack(len(payload)) + payload], [null, out_w, err_w])
+            socket.send_fds(self._conn, [_LEN.pack(len(payload)) + payload], child)
         finally:
-            for fd in (null, out_w, err_w):
+            for fd in to_close:
                 os.close(fd)
         self._status = b""
         self.pid = int(self._line("pid"))
-        self._fds = {"stdout": out_r, "stderr": err_r}
+        # As Popen(text=True) makes them: UTF-8 here (the locale's), stdin written through.
+        self.stdin: Any = (io.TextIOWrapper(io.BufferedWriter(io.FileIO(ours["stdin"], "w")), encoding="utf-8",
+                                            write_through=True) if "stdin" in ours else None)
+        self.stdout: Any = self._reader(ours.get("stdout"))
+        self.stderr: Any = self._reader(ours.get("stderr"))
         self._chunks: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
-        self.stdout: Any = None  # read through communicate(), as the suite does
-        self.stderr: Any = None
+
+    @staticmethod
+    def _reader(fd: int | None) -> io.TextIOWrapper | None:
+        return None if fd is None else io.TextIOWrapper(io.BufferedReader(io.FileIO(fd, "r")), encoding="utf-8")
 
     def _line(self, word: str, timeout: float | None = None) -> str:
         self._conn.settimeout(timeout)
@@ -266,11 +330,20 @@ class ForkedProcess:
         return self.returncode
 
     def communicate(self, input: str | None = None, timeout: float | None = None) -> tuple[str, str]:
-        assert input is None, "the suite's processes read no stdin"
+        """As Popen's: stdin closed, stdout and stderr read to their end (from their descriptors, so
+        what an earlier ``readline`` buffered is not returned), then the exit status."""
+        assert input is None, "the suite's processes get their input through stdin itself"
+        if self.stdin is not None and not self.stdin.closed:
+            try:
+                self.stdin.close()
+            except BrokenPipeError:
+                pass  # the child is gone: as Popen.communicate
         deadline = None if timeout is None else time.monotonic() + timeout
         with selectors.DefaultSelector() as sel:
-            for name, fd in self._fds.items():
-                sel.register(fd, selectors.EVENT_READ, name)
+            for name in ("stdout", "stderr"):
+                stream = getattr(self, name)
+                if stream is not None and not stream.closed:
+                    sel.register(stream.fileno(), selectors.EVENT_READ, name)
             while sel.get_map():
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
@@ -281,8 +354,7 @@ class ForkedProcess:
                         self._chunks[key.data].append(chunk)
                     else:
                         sel.unregister(key.fd)
-                        os.close(key.fd)
-                        del self._fds[key.data]
+                        getattr(self, key.data).close()
         self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return self._text("stdout"), self._text("stderr")
 
@@ -301,11 +373,13 @@ class ForkedProcess:
         self.send_signal(signal.SIGTERM)
 
     def __del__(self) -> None:
-        for fd in getattr(self, "_fds", {}).values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        for name in ("stdin", "stdout", "stderr"):
+            stream = getattr(self, name, None)
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
         if hasattr(self, "_conn"):
             self._conn.close()
 

@@ -28,7 +28,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _forkserver import ForkedProcess
+from _forkserver import ForkedProcess, forkable
 
 if TYPE_CHECKING:
     from watcher.pipeline import Hooks
@@ -156,6 +156,21 @@ def start(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = N
         return subprocess.Popen(command(entry, *args), env=child_env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     return ForkedProcess(command(entry, *args), MODULES[entry], child_env)
+
+
+def popen(entry: str, *args: str, env: dict[str, str], stdin: Any = subprocess.PIPE, stdout: Any = subprocess.PIPE,
+          stderr: Any = subprocess.PIPE, start_new_session: bool = False,
+          sdk: bool = False) -> subprocess.Popen[str] | ForkedProcess:
+    """``entry`` as a process of its own with exactly ``env`` and the standard streams asked for, as
+    ``subprocess.Popen(..., text=True)`` takes them: for a test that talks to the process over its
+    stdin (``watcher-bridge mcp``). Forked from the worker's fork server, with the MCP SDK preloaded
+    when ``sdk``; a real ``exec`` under ``WATCHER_TESTS_EXEC=1`` (or when ``env`` sets a variable
+    the preloaded SDK read at import: :func:`_forkserver.forkable`)."""
+    if EXEC or (sdk and not forkable(env)):
+        return subprocess.Popen(command(entry, *args), env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                                text=True, start_new_session=start_new_session)
+    return ForkedProcess(command(entry, *args), MODULES[entry], env, stdin=stdin, stdout=stdout, stderr=stderr,
+                         start_new_session=start_new_session, preload="mcp" if sdk else "")
 
 
 # ---- in this process ------------------------------------------------------------------------------
