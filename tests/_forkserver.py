@@ -127,14 +127,14 @@ def serve(path: str) -> None:
             waiting[pid] = conn
         while waiting:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
                 break
             conn = waiting.pop(pid)
-            try:
-                conn.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+            try:  # the exit status, and the CPU the child used (tests/conftest.py: WATCHER_TESTS_CPU)
+                conn.sendall(f"exit {os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime:.4f}\n".encode())
             except OSError:
                 pass  # the test stopped listening
             conn.close()
@@ -181,12 +181,21 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
         sys.path[:] = [str(Path(script).parent), *extra, *[p for p in sys.path[1:] if p not in extra]]
         if extra and importlib.util.find_spec("sitecustomize") is not None:
             importlib.import_module("sitecustomize")  # as site.py would have, at start-up
-        main = importlib.import_module(request["module"]).main
-        sys.argv[0] = re.sub(r"(-script\.pyw|\.exe)?$", "", sys.argv[0])  # as the console script does
-        try:
-            code = _exit_code(main())
-        except SystemExit as exc:
-            code = _exit_code(exc.code)
+        if request["module"] is None:  # ``python SCRIPT ARGS``: the script runs as __main__
+            import runpy
+
+            try:
+                runpy.run_path(script, run_name="__main__")
+                code = 0
+            except SystemExit as exc:
+                code = _exit_code(exc.code)
+        else:
+            main = importlib.import_module(request["module"]).main
+            sys.argv[0] = re.sub(r"(-script\.pyw|\.exe)?$", "", sys.argv[0])  # as the console script does
+            try:
+                code = _exit_code(main())
+            except SystemExit as exc:
+                code = _exit_code(exc.code)
     except SystemExit as exc:
         code = _exit_code(exc.code)
     except BaseException:  # noqa: BLE001 - as the interpreter reports an uncaught exception
@@ -246,18 +255,22 @@ class _Server:
 
 
 SERVER = _Server()
+# CPU seconds of the forked children this process has seen end, as the server measured them.
+CHILD_CPU = [0.0]
 
 
 class ForkedProcess:
     """What :class:`subprocess.Popen` offers the suite, in text mode, for a process the fork server
     started. Its exit status comes from the server, which reaps it.
 
+    ``module``: whose ``main`` the console script ``args[0]`` runs; ``None``: ``args[0]`` is a Python
+    script, run as ``python SCRIPT ARGS`` runs it (as ``__main__``, its directory first on ``sys.path``).
     ``stdin``, ``stdout``, ``stderr``: ``subprocess.PIPE`` (a text file object, as Popen's),
-    ``subprocess.DEVNULL``, or a file descriptor or file object the child gets (the caller keeps
-    it). ``preload="mcp"``: the server has the MCP SDK imported first (see the module's docstring).
+    ``subprocess.DEVNULL``, ``None`` (this process's own), or a file descriptor or file object the
+    child gets (the caller keeps it). ``preload="mcp"``: the server has the MCP SDK imported first (see the module's docstring).
     """
 
-    def __init__(self, args: list[str], module: str, env: dict[str, str], cwd: str | None = None, *,
+    def __init__(self, args: list[str], module: str | None, env: dict[str, str], cwd: str | None = None, *,
                  stdin: Any = subprocess.DEVNULL, stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
                  start_new_session: bool = False, preload: str = "") -> None:
         self.args = args
@@ -275,6 +288,8 @@ class ForkedProcess:
             elif spec == subprocess.DEVNULL:
                 child.append(os.open(os.devnull, os.O_RDONLY if reading else os.O_WRONLY))
                 to_close.append(child[-1])
+            elif spec is None:  # inherited, as Popen's None: this process's own
+                child.append(("stdin", "stdout", "stderr").index(name))
             else:
                 child.append(spec if isinstance(spec, int) else spec.fileno())
         payload = json.dumps({"argv": args, "module": module, "env": env, "cwd": cwd or os.getcwd(),
@@ -314,20 +329,25 @@ class ForkedProcess:
     def poll(self) -> int | None:
         if self.returncode is None:
             try:
-                self.returncode = int(self._line("exit", timeout=0))
+                self._ended(self._line("exit", timeout=0))
             except (BlockingIOError, TimeoutError):
                 return None
-            self._conn.close()
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
             try:
-                self.returncode = int(self._line("exit", timeout=timeout))
+                self._ended(self._line("exit", timeout=timeout))
             except TimeoutError:
                 raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
-            self._conn.close()
+        assert self.returncode is not None
         return self.returncode
+
+    def _ended(self, said: str) -> None:
+        code, cpu = said.split()
+        self.returncode = int(code)
+        CHILD_CPU[0] += float(cpu)
+        self._conn.close()
 
     def communicate(self, input: str | None = None, timeout: float | None = None) -> tuple[str, str]:
         """As Popen's: stdin closed, stdout and stderr read to their end (from their descriptors, so
@@ -375,7 +395,7 @@ class ForkedProcess:
     def __del__(self) -> None:
         for name in ("stdin", "stdout", "stderr"):
             stream = getattr(self, name, None)
-            if stream is not None:
+            if isinstance(stream, io.IOBase):  # a test may have put what communicate() read in its place
                 try:
                     stream.close()
                 except OSError:

@@ -173,6 +173,20 @@ def popen(entry: str, *args: str, env: dict[str, str], stdin: Any = subprocess.P
                          start_new_session=start_new_session, preload="mcp" if sdk else "")
 
 
+def script(path: Path, *args: str, stdin: Any = subprocess.DEVNULL, stdout: Any = subprocess.PIPE,
+           stderr: Any = subprocess.PIPE) -> subprocess.Popen[str] | ForkedProcess:
+    """``python PATH ARGS`` (a worker script of the suite's: tests/_seen_worker.py, …) as a process
+    of its own with this process's environment, text mode: forked from the worker's fork server,
+    or a real ``exec`` of the interpreter under ``WATCHER_TESTS_EXEC=1``. For workers whose being
+    separate processes is the point (locks and appends across processes, kills)."""
+    if EXEC:
+        return subprocess.Popen([sys.executable, str(path), *args], stdin=stdin, stdout=stdout, stderr=stderr,
+                                text=True)
+    with _THIS_PROCESS:  # not while run_main has this process's environment changed for its command
+        env = dict(os.environ)
+    return ForkedProcess([str(path), *args], None, env, stdin=stdin, stdout=stdout, stderr=stderr)
+
+
 # ---- in this process ------------------------------------------------------------------------------
 
 
