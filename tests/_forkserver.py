@@ -8,7 +8,14 @@ kills it as it kills any), and everything of watcher is imported fresh in it: th
 (tests/_faults/sitecustomize.py), the entry point's ``main`` and every watcher module, after
 the child has the environment, working directory, arguments and standard streams it was given,
 exactly as in a process started by ``exec``. Only the third-party libraries above come
-already imported; none of them reads the environment at import.
+already imported (with what a command imports of them on first use); none of them reads the
+environment at import. pydantic's plugins (entry points of the group ``pydantic``) are looked up
+once in the server, from its ``sys.path`` and without ``PYDANTIC_DISABLE_PLUGINS`` (a process
+whose environment sets it is exec'd instead, :func:`forkable`); a child whose ``PYTHONPATH``
+holds a distribution looks them up again.
+
+The suite's worker scripts (``python tests/_seen_worker.py …``) come from the server too:
+``module=None``, the script run as ``__main__`` with its directory first on ``sys.path``.
 
 What a child sets up as the interpreter would have: ``sys.argv`` (the console script's path
 first), ``sys.path`` (the script's directory, then ``PYTHONPATH``'s entries), ``sitecustomize``
@@ -26,8 +33,8 @@ that never starts one does not pay it. Measured on mcp 2.3.0: that import starts
 opens no file, no logging handler is installed, and the only function defaults bound to
 ``sys.stderr`` are the stdio *client*'s (which a server never calls). It reads the environment
 only for opentelemetry's ``OTEL_PYTHON_CONTEXT``, ``OTEL_PROPAGATORS`` and
-``OTEL_PYTHON_TRACER_PROVIDER`` (:data:`IMPORT_TIME_ENV`: the server imports with them unset,
-and a process whose environment sets one is exec'd instead, :func:`forkable`), and gettext's
+``OTEL_PYTHON_TRACER_PROVIDER`` (in :data:`IMPORT_TIME_ENV`: the server imports with them
+unset, and a process whose environment sets one is exec'd instead), and gettext's
 ``LANGUAGE``/``LC_*``/``LANG`` for uvicorn's command-line help texts, for which no message
 catalog is installed (the same text in every locale). ``start_new_session`` makes the child a
 session and process-group leader, as the SDK's stdio client starts its server.
@@ -60,13 +67,19 @@ from typing import Any
 # The libraries every watcher process imports, preloaded by the server. httpx's own CLI stays
 # out as watcher/__init__.py keeps it out.
 PRELOAD = ("pydantic", "pydantic.types", "pydantic_core", "httpx", "httpcore", "h11", "typer", "typer.core",
-           "typer.main", "rich.console", "rich.table", "filelock", "email.utils", "tomllib", "json", "ssl")
+           "typer.main", "rich.console", "rich.table", "filelock", "email.utils", "tomllib", "json", "ssl",
+           # and what a command imports of them on first use (a TypeAdapter, typer's decorators,
+           # the package metadata and resources: 50 ms of a forked `watcher status` otherwise)
+           "pydantic.type_adapter", "pydantic.plugin._loader", "typer._adapters", "typer._click.decorators",
+           "importlib.metadata", "importlib.resources.readers", "queue", "csv", "zipfile")
 # What ``watcher-bridge mcp`` imports of the SDK (bridge/mcp_server.py), preloaded on a request for it.
 MCP_PRELOAD = ("anyio", "anyio.from_thread", "anyio.to_thread", "mcp.server.mcpserver",
                "mcp.server.mcpserver.exceptions", "mcp.server.mcpserver.utilities.context_injection",
                "mcp.server.stdio", "mcp.shared._context_streams", "mcp.shared.message", "mcp.types")
 # Variables MCP_PRELOAD reads at import (opentelemetry, through mcp.shared._otel).
-IMPORT_TIME_ENV = ("OTEL_PYTHON_CONTEXT", "OTEL_PROPAGATORS", "OTEL_PYTHON_TRACER_PROVIDER")
+IMPORT_TIME_ENV = ("OTEL_PYTHON_CONTEXT", "OTEL_PROPAGATORS", "OTEL_PYTHON_TRACER_PROVIDER",
+                   # names pydantic leaves out when it looks its plugins up (once, in the server)
+                   "PYDANTIC_DISABLE_PLUGINS")
 _LEN = struct.Struct("!I")
 
 
@@ -92,8 +105,11 @@ def _preload(names: tuple[str, ...]) -> None:
 
 
 def serve(path: str) -> None:
+    from pydantic.plugin import _loader
+
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     _preload(PRELOAD)
+    _loader.get_plugins()  # the entry-point scan every child's first model would make (none installed)
     preloaded = {"": True, "mcp": False}
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -179,6 +195,10 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
         sys.argv = list(request["argv"])
         extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
         sys.path[:] = [str(Path(script).parent), *extra, *[p for p in sys.path[1:] if p not in extra]]
+        if any(Path(p).glob("*.dist-info") for p in extra):
+            from pydantic.plugin import _loader
+
+            _loader._plugins = None  # distributions the server did not see: pydantic looks its plugins up again
         if extra and importlib.util.find_spec("sitecustomize") is not None:
             importlib.import_module("sitecustomize")  # as site.py would have, at start-up
         if request["module"] is None:  # ``python SCRIPT ARGS``: the script runs as __main__
