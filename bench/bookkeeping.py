@@ -176,7 +176,7 @@ def _notes(counter: WriteCounter, n: int, *, floor_fsyncs: int) -> list[str]:
             (f"durable writes in that batch: inbox {w['inbox/*.json']} ({w['inbox/*.json'] / n:.0f} per call), "
             f"seen.json {w['seen.json']}, signals state {w['signals/state.json']} + cursor {w['signals/cursor.json']}"),
             (f"fsyncs per call: {counter.fsyncs / n:.2f} (floor: {floor_fsyncs}, file + directory per durable write;"
-            " +1 per call is the observation-log append of the outcome line)")]
+            " the observation log is appended without one and fsynced once per count)")]
 
 
 def bench_instant(base: Path | None, n: int, reps: int) -> Row:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from watcher.cli import hoist_global_options
-from watcher.cli import main as watcher_main
-from watcher.pipeline import Hooks
+from watcher.argv import hoist_global_options
+
+if TYPE_CHECKING:
+    from watcher.pipeline import Hooks
 
 
 def main(argv: Sequence[str] | None = None, *, hooks: Hooks | None = None) -> None:
@@ -26,4 +28,7 @@ def main(argv: Sequence[str] | None = None, *, hooks: Hooks | None = None) -> No
 
         serve(args[:command] + args[command + 1:])
         return
+    # Imported here: `mcp` never needs typer or the CLI (bench/run.py figure 5c).
+    from watcher.cli import main as watcher_main
+
     watcher_main(args, entrypoint="bridge", hooks=hooks)

@@ -70,7 +70,9 @@ def test_a_retired_model_stops_at_the_first_call_and_costs_one_attempt_an_hour_u
     fake.default = "404-model"
     first = _run(data_dir, fake, "scan", export)
     assert (first["exit_code"], first["error"] and first["error"]["kind"]) == (2, "provider_setup")
-    assert "WATCHER_MODEL" in first["error"]["message"]
+    message = first["error"]["message"]
+    # Each fix said once: the provider's hint names the variable and how to list the models.
+    assert message.count("WATCHER_MODEL") == 1 and "/models" in message and "`watcher check`" in message, message
     assert fake.calls == ["c1"] and first["result"]["stopped"] == "model_not_found"
     assert [i["outcome"] for i in first["result"]["items"]] == ["error", "not_started", "not_started"]
     assert _breaker(data_dir) is not None

@@ -197,6 +197,25 @@ def test_a_comment_whose_attempts_are_spent_is_named_once_with_the_command_that_
     assert all(r.returncode == 0 and r.stderr == "" for r in rounds)
 
 
+def test_a_comment_the_model_cannot_judge_is_named_once_while_rounds_retry_it(world: World) -> None:
+    """Answers that are not JSON (a round's scan and recheck each try once): the first round names
+    both comments (id, author, `watcher show`); the next names q1, now spent, with `watcher grant`
+    instead and lists q2, whose third answer is a verdict, as any comment needing a reply; then
+    silence. A comment failing in an outage is the outage's one line instead
+    (test_a_night_long_outage_is_one_line_and_the_recovery_lists_what_came_meanwhile)."""
+    world.fake.script("q1", "malformed")
+    world.fake.script("q2", "malformed", "malformed", "verdict")
+    first, second, third = (world.round() for _ in range(3))
+    for cid in ("q1", "q2"):
+        assert f"{cid}: no verdict yet, attempt 2 failed (malformed_json) — @reader_{cid}" in first.stdout, first.stdout
+        assert f"watcher show {cid}" in first.stdout
+    assert "watcher grant" not in first.stdout
+    assert "watcher grant q1" in second.stdout and "no verdict yet" not in second.stdout, second.stdout
+    assert "q2  normal" in second.stdout
+    assert (third.returncode, third.stdout, third.stderr) == (0, "", "")
+    assert "named_failing" not in json.loads((world.data_dir / "cron.json").read_text())
+
+
 def test_a_broken_setting_is_said_once_and_exits_2_every_round(world: World) -> None:
     """A misspelt WATCHER_PROVIDER (no settings at all can be loaded): one line, then silence, and
     exit 2 on every round — cron.json is still kept in the data dir the environment names."""

@@ -163,3 +163,36 @@ def test_files_that_do_not_use_this_releases_fields_keep_the_first_releases_shap
     assert set(json.loads(ProviderState().model_dump_json())) == first_release["provider"]
     used = record().model_copy(update={"baseline": True})
     assert json.loads(used.model_dump_json())["baseline"] is True  # and written once it is used
+
+
+def test_a_record_read_again_is_the_file_as_it_is_now(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store reads a record once and trusts its stamp after (one lstat per re-read): any change
+    to the file since — another process's save, a copy written over it in place, a corrupt
+    file, its removal — is read and judged as the first read would."""
+    from watcher import records
+    from watcher.store import durable
+
+    mine, theirs = FileStore(paths), FileStore(paths)
+    theirs.save_record(record("abc1"))
+    assert mine.load_record("abc1") == record("abc1")
+    reads: list[Path] = []
+    real = durable.read_model
+    monkeypatch.setattr(durable, "read_model", lambda path, *a, **k: reads.append(path) or real(path, *a, **k))
+    assert mine.load_record("abc1") == record("abc1") and reads == []  # unchanged: not read again
+
+    reserved = records.reserve(record("abc1"), command="scan", entrypoint="cli", provider="p", model="m")
+    theirs.save_record(reserved)  # another process's save: a new inode
+    assert mine.load_record("abc1") == reserved and len(reads) == 1
+
+    path = paths.inbox_file("abc1")
+    before = path.stat()
+    with open(path, "r+b") as fh:  # rewritten in place (a restore with `cp`), same inode
+        fh.write(record("abc1").model_dump_json().encode())
+        fh.truncate()
+    assert path.stat().st_ino == before.st_ino
+    assert mine.load_record("abc1") == record("abc1") and len(reads) == 2
+
+    path.write_bytes(b"{ not json")
+    with pytest.raises(CorruptState):
+        mine.load_record("abc1")
+    assert mine.load_record("abc1") is None  # quarantined: gone, not the record read before

@@ -22,6 +22,7 @@ import typer.main
 from typer.core import TyperArgument
 
 from watcher import __version__, commands
+from watcher.argv import hoist_global_options
 from watcher.commands import Context, Envelope
 from watcher.config import SETTINGS_HELP
 from watcher.errors import Interrupted, UsageError, WatcherError, error_kind, exit_code_for, exit_code_legend
@@ -577,28 +578,6 @@ def _command(entrypoint: str) -> Callable[..., Any]:
             if type(param) is TyperArgument:
                 param.__class__ = _PlainArgument
     return group
-
-
-def hoist_global_options(args: list[str]) -> list[str]:
-    """Let ``--data-dir``/``--verbose`` stand anywhere (``watcher status --data-dir D``), as users
-    and agents type them, by moving them before the command name where typer expects them."""
-    front: list[str] = []
-    rest: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            rest.extend(args[i:])
-            break
-        if arg in ("--verbose", "-v") or arg.startswith("--data-dir="):
-            front.append(arg)
-        elif arg == "--data-dir" and i + 1 < len(args):
-            front.extend(args[i : i + 2])
-            i += 1
-        else:
-            rest.append(arg)
-        i += 1
-    return front + rest
 
 
 # click's base error class, wherever this typer version keeps click (vendored in newer typer).

@@ -3,7 +3,8 @@ which mails whatever a command prints.
 
 - stdout carries only news: the comments that need a reply and no earlier round listed (the
   ``inbox --new`` listing), and, once each, a comment that needs the author but has no verdict
-  (its attempts spent) with the command that helps;
+  — its attempts spent, or failing because the model could not judge it — with the command that
+  helps;
 - stderr carries one line per problem (a step stopped, a warning), with its fix, when the problem
   starts or changes, and again at most once a day while it lasts — ``cron.json`` in the data dir
   remembers what was said, so a night-long outage is one mail, not sixteen;
@@ -171,8 +172,10 @@ def _remember(ctx: Context, found: list[tuple[str, str, str, WatcherError | None
                                 said_at=iso(now) if say or old is None else old.said_at)
         problems.append(CronProblemResult(key=key, step=step, kind=error.kind if error else "warning", line=line,
                                           said=say, since=kept[key].since))
-    named = _needing_you(store, set(before.named)) if store is not None else []
-    after = CronState(problems=kept, named=sorted(n.id for n in named if n.said or n.id in before.named))
+    named = _needing_you(store, set(before.named), set(before.named_failing)) if store is not None else []
+    after = CronState(problems=kept,
+                      named=sorted(n.id for n in named if n.state == "exhausted"),
+                      named_failing=sorted(n.id for n in named if n.state == "failed"))
     if store is None:
         for p in problems:
             p.said = True  # no data dir to remember in: better a repeated line than a lost one
@@ -202,27 +205,50 @@ def _memory(ctx: Context) -> Store | None:
         return None
 
 
-def _needing_you(store: Store, named_before: set[str]) -> list[CronNamed]:
-    """Comments without a verdict that only the author can move on (all attempts spent), each
-    with the command that helps; ``said`` for those no earlier round named."""
+def _needing_you(store: Store, named_before: set[str], failing_before: set[str]) -> list[CronNamed]:
+    """Comments without a verdict the author should know of, each with the command that helps:
+    those only the author can move on (all attempts spent), and those the model could not judge
+    (an answer it failed to give, ``ANSWER_KINDS``) while rounds retry them. A failure of the
+    setup or the network is not named: it is the round's problem line, and the comments it
+    left are judged once it is over. ``said`` for those no earlier round named in that state."""
+    from watcher.pipeline.gate import ANSWER_KINDS
+
     try:
         index = store.load_index()
     except StateError:
         return []  # the inbox step said why the index cannot be read
     found: list[CronNamed] = []
     for cid, entry in sorted(index.comments.items()):
-        if entry.status != "exhausted" or entry.triage != "open":
+        if entry.status not in ("exhausted", "failed") or entry.triage != "open":
             continue
-        said = cid not in named_before
-        line = ""
+        said = cid not in (named_before if entry.status == "exhausted" else failing_before)
+        record = None
         if said:
             try:
                 record = store.load_record(cid)
             except StateError:
                 record = None
-            line = _named_line(cid, record)
-        found.append(CronNamed(id=cid, state=entry.status, said=said, line=line))
+        if entry.status == "failed":
+            if not said:
+                found.append(CronNamed(id=cid, state="failed", said=False, line=""))
+                continue
+            last = record.attempts[-1].error if record is not None and record.attempts else None
+            if last is None or last.kind not in ANSWER_KINDS:
+                continue
+            found.append(CronNamed(id=cid, state="failed", said=True, line=_failing_line(cid, record)))
+            continue
+        found.append(CronNamed(id=cid, state=entry.status, said=said, line=_named_line(cid, record) if said else ""))
     return found
+
+
+def _who(record: Any) -> str:
+    return f"@{visible(record.comment.author, one_line=True)} on “{visible(record.comment.article_title, one_line=True)}”"
+
+
+def _failing_line(cid: str, record: Any) -> str:
+    last = record.attempts[-1]
+    return (f"{cid}: no verdict yet, attempt {len(record.attempts)} failed ({last.error.kind}) — {_who(record)}; "
+            f"the next round tries again, or read it now with `watcher show {cid}`")
 
 
 def _named_line(cid: str, record: Any) -> str:
@@ -230,7 +256,7 @@ def _named_line(cid: str, record: Any) -> str:
         return f"{cid}: no verdict, all attempts spent — `watcher show {cid}`"
     last = record.attempts[-1].error if record.attempts else None
     why = f" (last: {last.kind})" if last is not None else ""
-    who = f"@{visible(record.comment.author, one_line=True)} on “{visible(record.comment.article_title, one_line=True)}”"
+    who = _who(record)
     if records.grant_refusal(record, 1) is None:
         return (f"{cid}: no verdict, its {len(record.attempts)} attempts all failed{why} — {who}; read it with "
                 f"`watcher show {cid}`, or `watcher grant {cid}` gives it one more try")

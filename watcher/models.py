@@ -377,6 +377,8 @@ class CronState(_StateFile):
     problems: dict[str, CronProblem] = Field(default_factory=dict)
     # Comments named as needing the author (no verdict, attempts spent): named once.
     named: list[str] = Field(default_factory=list)
+    # Comments named while failing (the model could not judge them; rounds retry): named once.
+    named_failing: list[str] = Field(default_factory=list, exclude_if=_unset)
 
 
 class SignalCursor(_StateFile):

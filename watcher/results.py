@@ -469,7 +469,8 @@ class CronProblemResult(_Result):
 
 
 class CronNamed(_Result):
-    """A comment that needs the author and has no verdict (attempts spent): named once."""
+    """A comment that needs the author and has no verdict — its attempts spent (``exhausted``), or
+    failing because the model could not judge it (``failed``): named once in each state."""
 
     id: str
     state: State

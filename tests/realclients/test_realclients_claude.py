@@ -312,5 +312,7 @@ def test_claude_p_end_leaves_no_attempt_reserved(ws: Workspace, model: FakeModel
         wire = wait_exit(ws.wire)
         time.sleep(0.5)
         assert provider.started, "no model call was in flight"
-        assert wire_events(wire)[:2] == ["SIGINT", "SIGTERM"], wire_events(wire)
+        # Claude Code sends SIGINT, then SIGTERM 100 ms later; a server that closed its calls and
+        # left within those 100 ms never sees the SIGTERM.
+        assert wire_events(wire)[:2] in (["SIGINT", "SIGTERM"], ["SIGINT", "exit"]), wire_events(wire)
         assert reserved(ws.inbox_records()) == [], f"left reserved after the session: {reserved(ws.inbox_records())}"

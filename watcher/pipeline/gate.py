@@ -158,8 +158,9 @@ def _setup_stop(batch: Batch, kind: str, said: str) -> WatcherError:
         # ``said`` is the provider's hint, which names the variable the key came from.
         return ProviderSetup(f"{said} — no further attempts until it is fixed", cause=kind)
     if kind == "model_not_found":
-        return ProviderSetup(f"{setup}: the model does not exist ({said}) — check WATCHER_MODEL "
-                             "(`watcher check` asks the server for it, free); one real attempt an hour until then", cause=kind)
+        # ``said`` already names the model, the fix and how to list the server's models.
+        return ProviderSetup(f"{said} — `watcher check` asks the server for it (free); one real attempt an "
+                             "hour until then", cause=kind)
     if kind == "bad_request":
         return ProviderSetup(f"{setup}: the provider refused the request ({said}) — check WATCHER_MODEL "
                              "and WATCHER_BASE_URL", cause=kind)

@@ -41,6 +41,11 @@ def stamp(path: str | Path) -> str | None:
         return None
     except OSError as exc:
         return f"unreadable:{exc.errno}"
+    return stamp_of(st)
+
+
+def stamp_of(st: os.stat_result) -> str:
+    """The stamp of a file from its ``stat`` (see :func:`stamp`)."""
     return f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
 
 

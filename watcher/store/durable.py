@@ -194,7 +194,7 @@ def _unlink_quietly(name: str) -> None:
 
 def read_model(
     path: Path, model: type[M], *, quarantine_dir: Path, check: Callable[[M], str | None] | None = None,
-    one_pass: bool = False, within: Path | None = None,
+    one_pass: bool = False, within: Path | None = None, on_read: Callable[[os.stat_result], None] | None = None,
 ) -> M | None:
     """Load ``path`` as ``model``; ``None`` if it does not exist.
 
@@ -215,12 +215,14 @@ def read_model(
     file can never pass the one pass.
 
     ``within``: the data dir's chosen part; a link in the directories under it is :class:`UnsafePath`.
+
+    ``on_read``: given the ``fstat`` of the file a model was loaded from (the very inode read).
     """
     if within is not None:
         real_directories(path.parent, below=within)
     reason = ""
     for _ in range(_READ_TRIES):
-        found = _read_once(path, model, check, one_pass)
+        found = _read_once(path, model, check, one_pass, on_read)
         if not isinstance(found, _Corrupt):
             return found
         reason = found.reason
@@ -250,7 +252,8 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLO
 
 
 def _read_once(
-    path: Path, model: type[M], check: Callable[[M], str | None] | None, one_pass: bool = False
+    path: Path, model: type[M], check: Callable[[M], str | None] | None, one_pass: bool = False,
+    on_read: Callable[[os.stat_result], None] | None = None,
 ) -> M | None | _Corrupt:
     try:
         fd = os.open(path, _READ_FLAGS)
@@ -276,7 +279,7 @@ def _read_once(
             pass  # judged below, where every reason and message is made
         else:
             problem = check(loaded) if check is not None else None
-            return loaded if problem is None else _Corrupt(problem, before)
+            return _loaded(loaded, before, on_read) if problem is None else _Corrupt(problem, before)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -296,7 +299,13 @@ def _read_once(
         where = ".".join(str(p) for p in first["loc"]) or "(top)"
         return _Corrupt(f"invalid at {where}: {first['msg']} ({exc.error_count()} problem(s))", before)
     problem = check(loaded) if check is not None else None
-    return loaded if problem is None else _Corrupt(problem, before)
+    return _loaded(loaded, before, on_read) if problem is None else _Corrupt(problem, before)
+
+
+def _loaded(loaded: M, st: os.stat_result, on_read: Callable[[os.stat_result], None] | None) -> M:
+    if on_read is not None:
+        on_read(st)
+    return loaded
 
 
 def _known_version(model: type[BaseModel]) -> int:

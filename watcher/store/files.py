@@ -22,6 +22,7 @@ from watcher.config import Paths
 from watcher.errors import SaveConflict
 from watcher.models import CronState, InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
 from watcher.store import CallLock, Reservation, _index, durable, locks, signals
+from watcher.store.dirs import real_directories
 from watcher.timeutil import iso
 
 
@@ -30,9 +31,13 @@ class FileStore:
 
     def __init__(self, paths: Paths) -> None:
         self._paths = paths
-        # Records this store wrote, with their file's stamp right after the write: a file that
-        # still has that stamp holds that record, so the index save does not read it back.
-        self._written: dict[str, tuple[str, InboxRecord]] = {}
+        # Records this store read or wrote, each with its file's stamp (the read's own fstat, or
+        # an lstat right after the write). Every durable write makes a new inode, so a file that
+        # still has that stamp holds that record: a run reads each record when it plans, again
+        # under the lock before deciding, and the gate and the index save look at them too, and
+        # one lstat stands for each re-read (bench/run.py figure 1). The same trust the index
+        # puts in its stamps (SPEC §4.2), for the length of one command.
+        self._known: dict[str, tuple[str, InboxRecord]] = {}
         self._swept = False
 
     @property
@@ -104,9 +109,19 @@ class FileStore:
                 return None
             return f"it holds comment {record.comment.id!r}, not {comment_id!r} (restored under the wrong name?)"
 
-        return durable.read_model(self._paths.inbox_file(comment_id), InboxRecord,
-                                  quarantine_dir=self._paths.quarantine, check=named_right,
-                                  within=self._paths.user_part)
+        path, within = self._paths.inbox_file(comment_id), self._paths.user_part
+        known = self._known.get(comment_id)
+        if known is not None:
+            real_directories(path.parent, below=within)  # as the read would: no link planted since
+            if _index.stamp(path) == known[0]:
+                return known[1]
+
+        read: list[os.stat_result] = []
+        record = durable.read_model(path, InboxRecord, quarantine_dir=self._paths.quarantine, check=named_right,
+                                    within=within, on_read=read.append)
+        if record is not None and read:
+            self._known[comment_id] = (_index.stamp_of(read[0]), record)
+        return record
 
     def has_record(self, comment_id: str) -> bool:
         return self._paths.inbox_file(comment_id).exists()
@@ -119,11 +134,11 @@ class FileStore:
         self._write(path, record)
         token = _index.stamp(path)
         if token is not None:
-            self._written[record.comment.id] = (token, record)
+            self._known[record.comment.id] = (token, record)
 
     def write_reservation(self, record: InboxRecord) -> Reservation:
         self.save_record(record)
-        own = self._written.get(record.comment.id)
+        own = self._known.get(record.comment.id)
         return Reservation(record, own[0] if own is not None and own[1] is record else None)
 
     def write_outcome(self, reservation: Reservation, finish: Callable[[InboxRecord], InboxRecord]) -> InboxRecord:
@@ -163,7 +178,7 @@ class FileStore:
         return _index.load(self._paths)
 
     def reconcile_index(self, index: SeenFile, ids: Iterable[str] | None = None) -> tuple[SeenFile, list[str]]:
-        return _index.reconcile(self._paths, index, ids, load_record=self.load_record, written=self._written)
+        return _index.reconcile(self._paths, index, ids, load_record=self.load_record, written=self._known)
 
     def save_index(self, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None) -> SeenFile:
         if not patches and seen.untouched(base, mine) and self._paths.seen.exists():
