@@ -71,7 +71,8 @@ PRELOAD = ("pydantic", "pydantic.types", "pydantic_core", "httpx", "httpcore", "
            # and what a command imports of them on first use (a TypeAdapter, typer's decorators,
            # the package metadata and resources: 50 ms of a forked `watcher status` otherwise)
            "pydantic.type_adapter", "pydantic.plugin._loader", "typer._adapters", "typer._click.decorators",
-           "importlib.metadata", "importlib.resources.readers", "queue", "csv", "zipfile")
+           "importlib.metadata", "importlib.resources.readers", "queue", "csv", "zipfile", "argparse", "html.parser",
+           "pydantic.functional_serializers")
 # What ``watcher-bridge mcp`` imports of the SDK (bridge/mcp_server.py), preloaded on a request for it.
 MCP_PRELOAD = ("anyio", "anyio.from_thread", "anyio.to_thread", "mcp.server.mcpserver",
                "mcp.server.mcpserver.exceptions", "mcp.server.mcpserver.utilities.context_injection",
