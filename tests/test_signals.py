@@ -561,3 +561,25 @@ def test_corrupt_state_is_quarantined_loudly_and_the_next_run_recounts(paths: Pa
     assert exit_code_for(caught.value) == 5
     assert not paths.signals_state.exists() and list(paths.quarantine.iterdir())
     assert signals.run_counter(paths).counts == {"K": 3}
+
+
+def test_a_log_created_and_counted_elsewhere_since_the_counter_looked_is_counted_not_called_removed(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes on a new data dir: this counter finds no log; before it reads the saved state,
+    another process appends the first lines and counts them. That is a new log, not a removed
+    one: the lines are counted, no LogReplaced (the counter re-checks under the signals lock,
+    where every log is created)."""
+    real_open, real_count = signals._open_log, signals.run_counter
+    looked: list[bool] = []
+
+    def no_log_yet(p: Paths) -> int | None:
+        if not looked:
+            looked.append(True)
+            _emit(p, "a.first", run="other", entrypoint="cli")  # meanwhile another process appends…
+            real_count(p)  # …and counts it
+            return None
+        return real_open(p)
+
+    monkeypatch.setattr(signals, "_open_log", no_log_yet)
+    result = signals.run_counter(paths)
+    assert result.counts == {"a.first": 1} and result.new_lines == 0

@@ -183,7 +183,12 @@ def run_counter(paths: Paths, *, reset: bool = False, write: WriteModel | None =
     write = write or functools.partial(durable.write_model, within=paths.user_part)
     fd = _open_log(paths)
     if fd is None:
-        return _count_without_log(paths, reset=reset, write=write)
+        counted = _count_without_log(paths, reset=reset, write=write)
+        if counted is not None:
+            return counted
+        fd = _open_log(paths)  # created (and maybe counted by another counter) since we looked
+        if fd is None:
+            raise _log_changed(paths, "disappeared while it was being counted")
     try:
         if reset:
             _reset(paths, _identity(fd)[0], write)
@@ -428,10 +433,20 @@ def _reset(paths: Paths, identity: LogIdentity | None, write: WriteModel) -> Non
         write(paths.signals_cursor, SignalCursor(offset=0))
 
 
-def _count_without_log(paths: Paths, *, reset: bool, write: WriteModel) -> CountResult:
+def _count_without_log(paths: Paths, *, reset: bool, write: WriteModel) -> CountResult | None:
+    """No log when we looked: zero new lines — or ``None`` when one exists by the time we hold the
+    lock. The log is created under the signals lock (append), so only there does "no log, yet
+    lines were counted" mean it was removed; without the lock, a counter that found no log while
+    another process appended and counted took a new log for a removed one (exit 5 for nothing;
+    tests/test_signals.py)."""
     if reset:
         _reset(paths, None, write)
     state = read_state(paths) or SignalState()
+    if state.applied > 0:
+        with signals_lock(paths):  # taken only here: a count of a data dir with no log writes nothing
+            if os.path.lexists(paths.observations):
+                return None
+            state = read_state(paths) or SignalState()
     if state.applied > 0:
         raise _log_changed(paths, f"was removed ({state.applied} bytes of it were already counted)")
     return CountResult(dict(state.counts), state.invalid, state.applied, 0)
