@@ -8,7 +8,14 @@ kills it as it kills any), and everything of watcher is imported fresh in it: th
 (tests/_faults/sitecustomize.py), the entry point's ``main`` and every watcher module, after
 the child has the environment, working directory, arguments and standard streams it was given,
 exactly as in a process started by ``exec``. Only the third-party libraries above come
-already imported; none of them reads the environment at import.
+already imported (with what a command imports of them on first use); none of them reads the
+environment at import. pydantic's plugins (entry points of the group ``pydantic``) are looked up
+once in the server, from its ``sys.path`` and without ``PYDANTIC_DISABLE_PLUGINS`` (a process
+whose environment sets it is exec'd instead, :func:`forkable`); a child whose ``PYTHONPATH``
+holds a distribution looks them up again.
+
+The suite's worker scripts (``python tests/_seen_worker.py …``) come from the server too:
+``module=None``, the script run as ``__main__`` with its directory first on ``sys.path``.
 
 What a child sets up as the interpreter would have: ``sys.argv`` (the console script's path
 first), ``sys.path`` (the script's directory, then ``PYTHONPATH``'s entries), ``sitecustomize``
@@ -17,6 +24,20 @@ from ``PYTHONPATH``, ``PYTHONDONTWRITEBYTECODE``, ``PYTHONUNBUFFERED``, the stan
 and exit status 120 when flushing stdout fails at exit. What differs, seen from outside only:
 ``/proc/<pid>/cmdline`` and ``/proc/<pid>/environ`` show the server's, as the kernel keeps
 those from the last ``exec``; nothing in watcher or the suite reads them.
+
+``watcher-bridge mcp`` processes ask for the MCP SDK too (``preload="mcp"``): importing
+``mcp.server.mcpserver`` costs ~1.3 s of CPU (anyio, starlette, uvicorn, sse_starlette,
+opentelemetry, cryptography, httpx2 come with it), and the suite starts about twenty such
+servers. The server imports :data:`MCP_PRELOAD` on the first such request only, so a worker
+that never starts one does not pay it. Measured on mcp 2.3.0: that import starts no thread and
+opens no file, no logging handler is installed, and the only function defaults bound to
+``sys.stderr`` are the stdio *client*'s (which a server never calls). It reads the environment
+only for opentelemetry's ``OTEL_PYTHON_CONTEXT``, ``OTEL_PROPAGATORS`` and
+``OTEL_PYTHON_TRACER_PROVIDER`` (in :data:`IMPORT_TIME_ENV`: the server imports with them
+unset, and a process whose environment sets one is exec'd instead), and gettext's
+``LANGUAGE``/``LC_*``/``LANG`` for uvicorn's command-line help texts, for which no message
+catalog is installed (the same text in every locale). ``start_new_session`` makes the child a
+session and process-group leader, as the SDK's stdio client starts its server.
 
 ``WATCHER_TESTS_EXEC=1`` in the environment of the pytest run makes every process a real
 ``exec`` of the console script again (:mod:`_proc` reads it), to check the two agree.
@@ -46,22 +67,51 @@ from typing import Any
 # The libraries every watcher process imports, preloaded by the server. httpx's own CLI stays
 # out as watcher/__init__.py keeps it out.
 PRELOAD = ("pydantic", "pydantic.types", "pydantic_core", "httpx", "httpcore", "h11", "typer", "typer.core",
-           "typer.main", "rich.console", "rich.table", "filelock", "email.utils", "tomllib", "json", "ssl")
+           "typer.main", "rich.console", "rich.table", "filelock", "email.utils", "tomllib", "json", "ssl",
+           # and what a command imports of them on first use (a TypeAdapter, typer's decorators,
+           # the package metadata and resources: 50 ms of a forked `watcher status` otherwise)
+           "pydantic.type_adapter", "pydantic.plugin._loader", "typer._adapters", "typer._click.decorators",
+           "importlib.metadata", "importlib.resources.readers", "queue", "csv", "zipfile", "argparse", "html.parser",
+           "pydantic.functional_serializers")
+# What ``watcher-bridge mcp`` imports of the SDK (bridge/mcp_server.py), preloaded on a request for it.
+MCP_PRELOAD = ("anyio", "anyio.from_thread", "anyio.to_thread", "mcp.server.mcpserver",
+               "mcp.server.mcpserver.exceptions", "mcp.server.mcpserver.utilities.context_injection",
+               "mcp.server.stdio", "mcp.shared._context_streams", "mcp.shared.message", "mcp.types")
+# Variables MCP_PRELOAD reads at import (opentelemetry, through mcp.shared._otel).
+IMPORT_TIME_ENV = ("OTEL_PYTHON_CONTEXT", "OTEL_PROPAGATORS", "OTEL_PYTHON_TRACER_PROVIDER",
+                   # names pydantic leaves out when it looks its plugins up (once, in the server)
+                   "PYDANTIC_DISABLE_PLUGINS")
 _LEN = struct.Struct("!I")
+
+
+def forkable(env: dict[str, str]) -> bool:
+    """Whether a forked child sees what an exec'd process with ``env`` would: none of the variables
+    the preloaded libraries read at import is set (the server imported them unset)."""
+    return not any(name in env for name in IMPORT_TIME_ENV)
 
 
 # ---- the server (its own process) -------------------------------------------------------------------
 
 
-def serve(path: str) -> None:
+def _preload(names: tuple[str, ...]) -> None:
     import gc
     import importlib
 
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-    for name in PRELOAD:
+    for name in IMPORT_TIME_ENV:
+        os.environ.pop(name, None)
+    for name in names:
         importlib.import_module(name)
     gc.collect()
     gc.freeze()  # the children share these pages instead of copying them on the first collection
+
+
+def serve(path: str) -> None:
+    from pydantic.plugin import _loader
+
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    _preload(PRELOAD)
+    _loader.get_plugins()  # the entry-point scan every child's first model would make (none installed)
+    preloaded = {"": True, "mcp": False}
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
@@ -78,6 +128,9 @@ def serve(path: str) -> None:
         if listener.fileno() in readable:
             conn, _ = listener.accept()
             request, fds = _receive(conn)
+            if not preloaded[request.get("preload", "")]:
+                _preload(MCP_PRELOAD)
+                preloaded[request["preload"]] = True
             pid = os.fork()
             if pid == 0:
                 listener.close()
@@ -91,14 +144,14 @@ def serve(path: str) -> None:
             waiting[pid] = conn
         while waiting:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
                 break
             conn = waiting.pop(pid)
-            try:
-                conn.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+            try:  # the exit status, and the CPU the child used (tests/conftest.py: WATCHER_TESTS_CPU)
+                conn.sendall(f"exit {os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime:.4f}\n".encode())
             except OSError:
                 pass  # the test stopped listening
             conn.close()
@@ -125,6 +178,8 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
 
     code: int = 1
     try:
+        if request.get("session"):
+            os.setsid()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -141,14 +196,27 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
         sys.argv = list(request["argv"])
         extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
         sys.path[:] = [str(Path(script).parent), *extra, *[p for p in sys.path[1:] if p not in extra]]
+        if any(Path(p).glob("*.dist-info") for p in extra):
+            from pydantic.plugin import _loader
+
+            _loader._plugins = None  # distributions the server did not see: pydantic looks its plugins up again
         if extra and importlib.util.find_spec("sitecustomize") is not None:
             importlib.import_module("sitecustomize")  # as site.py would have, at start-up
-        main = importlib.import_module(request["module"]).main
-        sys.argv[0] = re.sub(r"(-script\.pyw|\.exe)?$", "", sys.argv[0])  # as the console script does
-        try:
-            code = _exit_code(main())
-        except SystemExit as exc:
-            code = _exit_code(exc.code)
+        if request["module"] is None:  # ``python SCRIPT ARGS``: the script runs as __main__
+            import runpy
+
+            try:
+                runpy.run_path(script, run_name="__main__")
+                code = 0
+            except SystemExit as exc:
+                code = _exit_code(exc.code)
+        else:
+            main = importlib.import_module(request["module"]).main
+            sys.argv[0] = re.sub(r"(-script\.pyw|\.exe)?$", "", sys.argv[0])  # as the console script does
+            try:
+                code = _exit_code(main())
+            except SystemExit as exc:
+                code = _exit_code(exc.code)
     except SystemExit as exc:
         code = _exit_code(exc.code)
     except BaseException:  # noqa: BLE001 - as the interpreter reports an uncaught exception
@@ -208,32 +276,64 @@ class _Server:
 
 
 SERVER = _Server()
+# CPU seconds of the forked children this process has seen end, as the server measured them.
+CHILD_CPU = [0.0]
 
 
 class ForkedProcess:
-    """What :class:`subprocess.Popen` offers the suite (text mode, stdout and stderr piped), for a
-    process the fork server started. Its exit status comes from the server, which reaps it."""
+    """What :class:`subprocess.Popen` offers the suite, in text mode, for a process the fork server
+    started. Its exit status comes from the server, which reaps it.
 
-    def __init__(self, args: list[str], module: str, env: dict[str, str], cwd: str | None = None) -> None:
+    ``module``: whose ``main`` the console script ``args[0]`` runs; ``None``: ``args[0]`` is a Python
+    script, run as ``python SCRIPT ARGS`` runs it (as ``__main__``, its directory first on ``sys.path``).
+    ``stdin``, ``stdout``, ``stderr``: ``subprocess.PIPE`` (a text file object, as Popen's),
+    ``subprocess.DEVNULL``, ``None`` (this process's own), or a file descriptor or file object the
+    child gets (the caller keeps it). ``preload="mcp"``: the server has the MCP SDK imported first (see the module's docstring).
+    """
+
+    def __init__(self, args: list[str], module: str | None, env: dict[str, str], cwd: str | None = None, *,
+                 stdin: Any = subprocess.DEVNULL, stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
+                 start_new_session: bool = False, preload: str = "") -> None:
         self.args = args
         self.returncode: int | None = None
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        null = os.open(os.devnull, os.O_RDONLY)
-        payload = json.dumps({"argv": args, "module": module, "env": env, "cwd": cwd or os.getcwd()}).encode()
+        child: list[int] = []
+        to_close: list[int] = []  # the child's ends this process made: closed once the server has them
+        ours: dict[str, int] = {}
+        for name, spec in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr)):
+            reading = name == "stdin"
+            if spec == subprocess.PIPE:
+                r, w = os.pipe()
+                child.append(r if reading else w)
+                to_close.append(child[-1])
+                ours[name] = w if reading else r
+            elif spec == subprocess.DEVNULL:
+                child.append(os.open(os.devnull, os.O_RDONLY if reading else os.O_WRONLY))
+                to_close.append(child[-1])
+            elif spec is None:  # inherited, as Popen's None: this process's own
+                child.append(("stdin", "stdout", "stderr").index(name))
+            else:
+                child.append(spec if isinstance(spec, int) else spec.fileno())
+        payload = json.dumps({"argv": args, "module": module, "env": env, "cwd": cwd or os.getcwd(),
+                              "session": start_new_session, "preload": preload}).encode()
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._conn.connect(SERVER.socket_path())
-            socket.send_fds(self._conn, [_LEN.pack(len(payload)) + payload], [null, out_w, err_w])
+            socket.send_fds(self._conn, [_LEN.pack(len(payload)) + payload], child)
         finally:
-            for fd in (null, out_w, err_w):
+            for fd in to_close:
                 os.close(fd)
         self._status = b""
         self.pid = int(self._line("pid"))
-        self._fds = {"stdout": out_r, "stderr": err_r}
+        # As Popen(text=True) makes them: UTF-8 here (the locale's), stdin written through.
+        self.stdin: Any = (io.TextIOWrapper(io.BufferedWriter(io.FileIO(ours["stdin"], "w")), encoding="utf-8",
+                                            write_through=True) if "stdin" in ours else None)
+        self.stdout: Any = self._reader(ours.get("stdout"))
+        self.stderr: Any = self._reader(ours.get("stderr"))
         self._chunks: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
-        self.stdout: Any = None  # read through communicate(), as the suite does
-        self.stderr: Any = None
+
+    @staticmethod
+    def _reader(fd: int | None) -> io.TextIOWrapper | None:
+        return None if fd is None else io.TextIOWrapper(io.BufferedReader(io.FileIO(fd, "r")), encoding="utf-8")
 
     def _line(self, word: str, timeout: float | None = None) -> str:
         self._conn.settimeout(timeout)
@@ -250,27 +350,41 @@ class ForkedProcess:
     def poll(self) -> int | None:
         if self.returncode is None:
             try:
-                self.returncode = int(self._line("exit", timeout=0))
+                self._ended(self._line("exit", timeout=0))
             except (BlockingIOError, TimeoutError):
                 return None
-            self._conn.close()
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
             try:
-                self.returncode = int(self._line("exit", timeout=timeout))
+                self._ended(self._line("exit", timeout=timeout))
             except TimeoutError:
                 raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
-            self._conn.close()
+        assert self.returncode is not None
         return self.returncode
 
+    def _ended(self, said: str) -> None:
+        code, cpu = said.split()
+        self.returncode = int(code)
+        CHILD_CPU[0] += float(cpu)
+        self._conn.close()
+
     def communicate(self, input: str | None = None, timeout: float | None = None) -> tuple[str, str]:
-        assert input is None, "the suite's processes read no stdin"
+        """As Popen's: stdin closed, stdout and stderr read to their end (from their descriptors, so
+        what an earlier ``readline`` buffered is not returned), then the exit status."""
+        assert input is None, "the suite's processes get their input through stdin itself"
+        if self.stdin is not None and not self.stdin.closed:
+            try:
+                self.stdin.close()
+            except BrokenPipeError:
+                pass  # the child is gone: as Popen.communicate
         deadline = None if timeout is None else time.monotonic() + timeout
         with selectors.DefaultSelector() as sel:
-            for name, fd in self._fds.items():
-                sel.register(fd, selectors.EVENT_READ, name)
+            for name in ("stdout", "stderr"):
+                stream = getattr(self, name)
+                if stream is not None and not stream.closed:
+                    sel.register(stream.fileno(), selectors.EVENT_READ, name)
             while sel.get_map():
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
@@ -281,8 +395,7 @@ class ForkedProcess:
                         self._chunks[key.data].append(chunk)
                     else:
                         sel.unregister(key.fd)
-                        os.close(key.fd)
-                        del self._fds[key.data]
+                        getattr(self, key.data).close()
         self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return self._text("stdout"), self._text("stderr")
 
@@ -301,11 +414,13 @@ class ForkedProcess:
         self.send_signal(signal.SIGTERM)
 
     def __del__(self) -> None:
-        for fd in getattr(self, "_fds", {}).values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        for name in ("stdin", "stdout", "stderr"):
+            stream = getattr(self, name, None)
+            if isinstance(stream, io.IOBase):  # a test may have put what communicate() read in its place
+                try:
+                    stream.close()
+                except OSError:
+                    pass
         if hasattr(self, "_conn"):
             self._conn.close()
 

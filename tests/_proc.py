@@ -28,7 +28,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _forkserver import ForkedProcess
+from _forkserver import ForkedProcess, forkable
 
 if TYPE_CHECKING:
     from watcher.pipeline import Hooks
@@ -129,7 +129,7 @@ def run(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = Non
         clock_shift: timedelta | None = None) -> subprocess.CompletedProcess[str]:
     """``entry`` as a process of its own, to its end (see :func:`start` for how it is started)."""
     child_env = env_for(data_dir, env, fault, lock_wait=lock_wait, clock_shift=clock_shift)
-    if EXEC:
+    if EXEC or not forkable(child_env):
         return subprocess.run(command(entry, *args), env=child_env, capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL, check=False)
     proc = ForkedProcess(command(entry, *args), MODULES[entry], child_env)
@@ -152,10 +152,39 @@ def start(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = N
     under ``WATCHER_TESTS_EXEC=1``. Either way a real process: its own pid, locks, signals.
     """
     child_env = env_for(data_dir, env, fault, notices, lock_wait, clock_shift)
-    if EXEC:
+    if EXEC or not forkable(child_env):
         return subprocess.Popen(command(entry, *args), env=child_env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     return ForkedProcess(command(entry, *args), MODULES[entry], child_env)
+
+
+def popen(entry: str, *args: str, env: dict[str, str], stdin: Any = subprocess.PIPE, stdout: Any = subprocess.PIPE,
+          stderr: Any = subprocess.PIPE, start_new_session: bool = False,
+          sdk: bool = False) -> subprocess.Popen[str] | ForkedProcess:
+    """``entry`` as a process of its own with exactly ``env`` and the standard streams asked for, as
+    ``subprocess.Popen(..., text=True)`` takes them: for a test that talks to the process over its
+    stdin (``watcher-bridge mcp``). Forked from the worker's fork server, with the MCP SDK preloaded
+    when ``sdk``; a real ``exec`` under ``WATCHER_TESTS_EXEC=1`` (or when ``env`` sets a variable
+    a preloaded library read at import: :func:`_forkserver.forkable`)."""
+    if EXEC or not forkable(env):
+        return subprocess.Popen(command(entry, *args), env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                                text=True, start_new_session=start_new_session)
+    return ForkedProcess(command(entry, *args), MODULES[entry], env, stdin=stdin, stdout=stdout, stderr=stderr,
+                         start_new_session=start_new_session, preload="mcp" if sdk else "")
+
+
+def script(path: Path, *args: str, stdin: Any = subprocess.DEVNULL, stdout: Any = subprocess.PIPE,
+           stderr: Any = subprocess.PIPE) -> subprocess.Popen[str] | ForkedProcess:
+    """``python PATH ARGS`` (a worker script of the suite's: tests/_seen_worker.py, …) as a process
+    of its own with this process's environment, text mode: forked from the worker's fork server,
+    or a real ``exec`` of the interpreter under ``WATCHER_TESTS_EXEC=1``. For workers whose being
+    separate processes is the point (locks and appends across processes, kills)."""
+    with _THIS_PROCESS:  # not while run_main has this process's environment changed for its command
+        env = dict(os.environ)
+    if EXEC or not forkable(env):
+        return subprocess.Popen([sys.executable, str(path), *args], stdin=stdin, stdout=stdout, stderr=stderr,
+                                text=True)
+    return ForkedProcess([str(path), *args], None, env, stdin=stdin, stdout=stdout, stderr=stderr)
 
 
 # ---- in this process ------------------------------------------------------------------------------

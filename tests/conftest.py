@@ -124,6 +124,38 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(tree, quiet=1)
 
 
+# ---- opt-in: the CPU each test costs ---------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    """``WATCHER_TESTS_CPU=FILE``: append one line per test (set-up, call and tear-down) to
+    ``FILE.<worker>``: its id, then the CPU seconds of this process (every thread), of the processes
+    it waited for itself (exec'd), and of the processes the fork server started for it — the
+    suite's time on a small machine is CPU, not waiting. ``sort -t$'\\t' -k2 -gr FILE.*`` ranks them
+    by the total."""
+    target = os.environ.get("WATCHER_TESTS_CPU")
+    if not target:
+        return (yield)
+    import resource
+    import time
+
+    from _forkserver import CHILD_CPU
+
+    def now() -> tuple[float, float, float]:
+        waited = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.process_time(), waited.ru_utime + waited.ru_stime, CHILD_CPU[0]
+
+    before = now()
+    try:
+        return (yield)
+    finally:
+        own, waited, forked = (b - a for a, b in zip(before, now(), strict=True))
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(f"{target}.{worker}", "a", encoding="utf-8") as out:
+            out.write(f"{item.nodeid}\t{own + waited + forked:.3f}\t{own:.3f}\t{waited:.3f}\t{forked:.3f}\n")
+
+
 # ---- the reliability rig's closing line, also under pytest-xdist ---------------------------------
 
 

@@ -65,3 +65,17 @@ def test_a_forked_process_is_its_own_process_and_sigkill_ends_it(data_dir: Path,
         proc.communicate(timeout=60)
         fake.release()
     assert proc.returncode == -signal.SIGKILL
+
+
+def test_a_forked_mcp_server_leads_its_own_session_and_ends_at_stdin_eof(data_dir: Path) -> None:
+    """As the SDK's stdio client starts it (``start_new_session``): its own session and process group
+    (the SDK's shutdown signals the group), the SDK preloaded; closing stdin ends it with 0."""
+    env = {"PATH": os.environ["PATH"], "WATCHER_DATA_DIR": str(data_dir), "WATCHER_PROVIDER": "offline"}
+    proc = ForkedProcess(command("bridge", "mcp"), MODULES["bridge"], env, stdin=subprocess.PIPE,
+                         start_new_session=True, preload="mcp")
+    proc.stdin.write('{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+    proc.stdin.flush()
+    assert '"id":1' in proc.stdout.readline().replace(" ", "")
+    assert os.getsid(proc.pid) == os.getpgid(proc.pid) == proc.pid != os.getpgid(0)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err

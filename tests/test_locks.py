@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _forkserver import ForkedProcess
+from _proc import script
 
 from watcher.config import Paths
 from watcher.errors import EXIT_LOCK_BUSY, LockBusy
@@ -26,10 +27,10 @@ WORKER = Path(__file__).with_name("_lock_worker.py")
 
 
 @pytest.fixture
-def holder(paths: Paths, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+def holder(paths: Paths, tmp_path: Path) -> Iterator[subprocess.Popen[str] | ForkedProcess]:
     """Another process holding the pipeline lock (killed at teardown if still alive)."""
     held = tmp_path / "held"
-    proc = subprocess.Popen([sys.executable, str(WORKER), "hold", str(paths.root), str(held)])
+    proc = script(WORKER, "hold", str(paths.root), str(held), stdout=None, stderr=None)
     deadline = time.monotonic() + 30
     while not held.exists():
         assert proc.poll() is None and time.monotonic() < deadline, "holder never took the lock"
@@ -41,13 +42,13 @@ def holder(paths: Paths, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
 
 
 def _try_in_subprocess(paths: Paths, wait_s: float) -> tuple[int, dict[str, object]]:
-    done = subprocess.run([sys.executable, str(WORKER), "try", str(paths.root), str(wait_s)], capture_output=True,
-                          timeout=60, check=False)
-    return done.returncode, json.loads(done.stdout)
+    proc = script(WORKER, "try", str(paths.root), str(wait_s))
+    out, _err = proc.communicate(timeout=60)
+    return proc.returncode, json.loads(out)
 
 
 def test_second_process_fails_after_the_wait_with_the_lock_busy_message(
-    paths: Paths, holder: subprocess.Popen[bytes]
+    paths: Paths, holder: subprocess.Popen[str] | ForkedProcess
 ) -> None:
     """While one process holds it, another waits the whole wait, then exits 4 with SPEC §7's message."""
     code, report = _try_in_subprocess(paths, 0.5)
@@ -60,7 +61,7 @@ def test_second_process_fails_after_the_wait_with_the_lock_busy_message(
 
 
 def test_the_pipeline_wait_is_read_when_the_lock_is_taken(
-    paths: Paths, holder: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+    paths: Paths, holder: subprocess.Popen[str] | ForkedProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``pipeline_lock`` reads PIPELINE_WAIT_S at call time, not at import (the tests' seam)."""
     monkeypatch.setattr(locks, "PIPELINE_WAIT_S", 0.2)
@@ -72,7 +73,7 @@ def test_the_pipeline_wait_is_read_when_the_lock_is_taken(
 
 
 def test_sigkilled_holder_frees_the_lock_and_the_file_stays(
-    paths: Paths, holder: subprocess.Popen[bytes]
+    paths: Paths, holder: subprocess.Popen[str] | ForkedProcess
 ) -> None:
     """After SIGKILL of the holder, a zero-wait acquire succeeds and the lock file still exists."""
     holder.send_signal(signal.SIGKILL)
@@ -112,7 +113,7 @@ def test_lock_is_released_when_the_body_raises(paths: Paths) -> None:
         pass
 
 
-def test_busy_error_names_lock_path_and_wait(paths: Paths, holder: subprocess.Popen[bytes]) -> None:
+def test_busy_error_names_lock_path_and_wait(paths: Paths, holder: subprocess.Popen[str] | ForkedProcess) -> None:
     """LockBusy carries the path and the seconds waited, and maps to exit 4."""
     with pytest.raises(LockBusy) as info, hold(paths.pipeline_lock, timeout=0.2):
         pass
@@ -122,7 +123,7 @@ def test_busy_error_names_lock_path_and_wait(paths: Paths, holder: subprocess.Po
     assert str(info.value).startswith("pipeline lock busy: another watcher run holds ")
 
 
-def test_seen_lock_is_independent_of_the_pipeline_lock(paths: Paths, holder: subprocess.Popen[bytes]) -> None:
+def test_seen_lock_is_independent_of_the_pipeline_lock(paths: Paths, holder: subprocess.Popen[str] | ForkedProcess) -> None:
     """`watcher mark` needs only the seen lock: it works while a batch holds the pipeline lock."""
     with seen_lock(paths):
         pass

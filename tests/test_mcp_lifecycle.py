@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +18,9 @@ from typing import Any
 import anyio
 import pytest
 from _fakes.provider import FakeProvider, running_fake
-from _proc import write_export
+from _proc import popen, write_export
 from mcp import ClientSession
-from test_mcp_server import BRIDGE, doc, run_session
+from test_mcp_server import doc, run_session
 
 from watcher import records
 from watcher.config import Paths
@@ -87,8 +86,9 @@ class RawServer:
     def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
         child_env = {"PATH": os.environ["PATH"], "HOME": str(data_dir.parent), "WATCHER_DATA_DIR": str(data_dir),
                      "NO_COLOR": "1", **env}
-        self.proc = subprocess.Popen([str(BRIDGE), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=child_env, text=True)
+        # A process of its own either way: forked from the worker's fork server with the SDK preloaded,
+        # or exec'd under WATCHER_TESTS_EXEC=1 (tests/_forkserver.py).
+        self.proc = popen("bridge", "mcp", env=child_env, sdk=True)
         self._id = 0
         self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                     "clientInfo": {"name": "test", "version": "1"}})

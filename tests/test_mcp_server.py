@@ -4,8 +4,9 @@ A test about the process (a whole session over the files the CLI reads, stdout c
 protocol bytes, the SDK missing) starts ``watcher-bridge mcp`` as a subprocess on a temp data dir
 and talks to it with the SDK's stdio client (or raw JSON-RPC lines where the bytes on stdout are
 the point). A test about what the server answers runs the same server in this process, over the
-SDK's in-memory transport (:func:`run_memory_session`): starting a server process costs about
-1.5 s of CPU, most of it importing the SDK.
+SDK's in-memory transport (:func:`run_memory_session`): an exec'd server process costs about
+1.5 s of CPU, most of it importing the SDK, and still ~0.2 s forked from the fork server with
+the SDK preloaded (tests/_mcp_stdio.py).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from typing import Any, TextIO
 
 import anyio
 import pytest
-from _proc import BIN, env_for, envelope, run, write_export
-from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from _forkserver import ForkedProcess
+from _mcp_stdio import stdio_client
+from _proc import BIN, env_for, envelope, popen, run, write_export
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.types import CallToolResult
 
 from bridge.mcp_server import build_server
@@ -48,7 +51,8 @@ async def mcp_session(data_dir: Path, env: dict[str, str] | None, errlog: TextIO
     """An initialized client session with ``watcher-bridge mcp`` serving ``data_dir``.
 
     The SDK starts the server with only a few safe variables (PATH, HOME, …) plus ``env``, so
-    nothing from the test runner's environment (keys, a real data dir) can leak in.
+    nothing from the test runner's environment (keys, a real data dir) can leak in; the process
+    comes from the worker's fork server with the SDK preloaded (tests/_mcp_stdio.py).
     """
     params = StdioServerParameters(command=str(BRIDGE), args=list(args),
                                    env={"WATCHER_DATA_DIR": str(data_dir), "NO_COLOR": "1", "WATCHER_PROVIDER": "offline",
@@ -203,7 +207,7 @@ commands.status = status
 """
 
 
-def _raw_exchange(proc: subprocess.Popen[str], messages: list[dict[str, Any]]) -> list[str]:
+def _raw_exchange(proc: subprocess.Popen[str] | ForkedProcess, messages: list[dict[str, Any]]) -> list[str]:
     """Send JSON-RPC lines one by one, wait for each request's answer; return every stdout line."""
     assert proc.stdin is not None and proc.stdout is not None
     lines: queue.Queue[str | None] = queue.Queue()
@@ -236,8 +240,7 @@ def test_stdout_carries_only_protocol_messages_even_when_code_prints(data_dir: P
     env.pop("PYTHONUNBUFFERED", None)  # as Codex starts it: a print stays in stdout's buffer until exit
     export = write_export(tmp_path / "export.json", ["one"])
     with open(tmp_path / "stderr.txt", "w") as err:
-        proc = subprocess.Popen([str(BRIDGE), "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=err, text=True)
+        proc = popen("bridge", "mcp", env=env, stderr=err, sdk=True)
         lines = _raw_exchange(proc, [
             {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},

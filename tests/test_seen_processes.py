@@ -4,12 +4,13 @@ with stale bases over the very same comments — lose no mark, no comment, no at
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import _seen_worker as plan
 from _fakes.records import record
+from _forkserver import ForkedProcess
+from _proc import script
 
 from watcher.config import Paths
 from watcher.models import SeenFile
@@ -26,13 +27,9 @@ def _seed(paths: Paths) -> None:
     FileStore(paths).save_index(SeenFile(), index)
 
 
-def _run_all(paths: Paths, start: Path) -> list[subprocess.Popen[bytes]]:
+def _run_all(paths: Paths, start: Path) -> list[subprocess.Popen[str] | ForkedProcess]:
     roles = [("mark", k) for k in range(MARKERS)] + [("batch", k) for k in range(BATCHERS)]
-    procs = [
-        subprocess.Popen([sys.executable, str(WORKER), str(paths.root), str(start), role, str(k)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for role, k in roles
-    ]
+    procs = [script(WORKER, str(paths.root), str(start), role, str(k)) for role, k in roles]
     deadline = time.monotonic() + 60
     while len(list(start.parent.glob(f"{start.name}.ready.*"))) < len(procs):
         assert time.monotonic() < deadline, "workers never got ready"
@@ -48,7 +45,7 @@ def test_eight_concurrent_writers_lose_nothing(paths: Paths, tmp_path: Path) -> 
     procs = _run_all(paths, tmp_path / "go")
     for proc in procs:
         _out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err.decode()
+        assert proc.returncode == 0, err
 
     final = FileStore(paths).load_index()
     for k in range(MARKERS):

@@ -9,7 +9,6 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -18,7 +17,8 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 
 import pytest
-from _proc import envelope, run, run_main
+from _forkserver import ForkedProcess
+from _proc import envelope, run, run_main, script
 
 from watcher.config import Paths
 from watcher.models import SignalCursor
@@ -31,27 +31,22 @@ PASS_BYTES = "600"
 _FORK = multiprocessing.get_context("fork")
 
 
-def _spawn(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _spawn(*args: str) -> subprocess.Popen[str] | ForkedProcess:
+    return script(WORKER, *args)
 
 
-def _appender(data_dir: Path, name: str, n: int) -> subprocess.Popen[str]:
+def _appender(data_dir: Path, name: str, n: int) -> subprocess.Popen[str] | ForkedProcess:
     return _spawn("append", str(data_dir), name, str(n), *KEYS)
 
 
-def _counter(data_dir: Path) -> subprocess.Popen[str]:
+def _counter(data_dir: Path) -> subprocess.Popen[str] | ForkedProcess:
     proc = _spawn("count", str(data_dir), PASS_BYTES)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
     return proc
 
 
-def _finish(proc: subprocess.Popen[str]) -> None:
+def _finish(proc: subprocess.Popen[str] | ForkedProcess) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
 
