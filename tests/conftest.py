@@ -103,6 +103,18 @@ def pytest_make_collect_report(
         sys.dont_write_bytecode = saved
 
 
+# ---- order: the tests that wait on real processes first ---------------------------------------------
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Start the ``slow`` tests (real processes, seconds of waiting each) first, keeping the order
+    within each group. xdist hands out tests in collection order: waits met at the start overlap
+    the in-process tests' CPU on the other workers, while the same waits collected last left
+    cores idle at the end of the run. Every worker collects the same order, as xdist requires.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 # ---- the code the tests' processes run, compiled once ---------------------------------------------
 
 
