@@ -76,7 +76,20 @@ def _iso_time(value: str | None) -> str | None:
 class _Strict(BaseModel):
     # defer_build: a model's validator is built when it is first used, not at import — most
     # commands touch a few of these models, and building them all was ~40 ms of every start-up.
+    # Code about to take a lock builds what it will use under it first (:func:`build`).
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+def build(*models: type[BaseModel]) -> None:
+    """Build these deferred models' validators and serializers now.
+
+    For code about to take a lock that other runs wait on: a first use under the lock builds
+    there, and every waiter waits for it. InboxRecord alone is ~40 ms of CPU, several times that
+    on a busy machine; a `submit` held the pipeline lock 37 ms, 26 of them building four models
+    (bench/run.py figure 8)."""
+    for model in models:
+        if not model.__pydantic_complete__:
+            model.model_rebuild()
 
 
 class _StateFile(_Strict):

@@ -24,6 +24,10 @@ lock-busy tests other than the one that proves the real 5 s wait do not have to 
 this process waited for it, the seconds it held it, and the command: bench/concurrency.py figure 8
 reads them.
 
+``WATCHER_TEST_LOCKED_BUILDS=<file>`` appends the name of every watcher model whose validator was
+built while this process held the pipeline lock (a model is built on first use, and under the lock
+every other run waits for it: tests/test_lock_holds.py wants the file to stay empty).
+
 ``WATCHER_TEST_CLOCK_SHIFT=<seconds>`` runs the process that much later: every
 :class:`watcher.pipeline.Hooks` its front end builds (the CLI's, each MCP tool call's) gets the
 clock ``now + seconds`` — the ``Hooks.clock`` an in-process test hands ``run_main``
@@ -48,6 +52,7 @@ NOTIFY_FILE = os.environ.get("WATCHER_TEST_NOTIFY", "")
 LOCK_WAIT = os.environ.get("WATCHER_TEST_LOCK_WAIT", "")
 CLOCK_SHIFT = os.environ.get("WATCHER_TEST_CLOCK_SHIFT", "")
 LOCK_LOG = os.environ.get("WATCHER_TEST_LOCK_LOG", "")
+LOCKED_BUILDS = os.environ.get("WATCHER_TEST_LOCKED_BUILDS", "")
 
 KILL_POINTS = (
     "after_plan",  # planned (network done), before asking for the pipeline lock
@@ -339,6 +344,37 @@ def _install_lock_log(path: str) -> None:
     FileStore.pipeline_lock = pipeline_lock  # type: ignore[method-assign]
 
 
+def _install_locked_builds(path: str) -> None:
+    from pydantic import BaseModel
+
+    from watcher.store.files import FileStore
+
+    def unbuilt() -> set[type[BaseModel]]:
+        found, todo = set(), [BaseModel]
+        while todo:
+            for sub in todo.pop().__subclasses__():
+                todo.append(sub)
+                if sub.__module__.startswith("watcher") and not sub.__pydantic_complete__:
+                    found.add(sub)
+        return found
+
+    real_lock = FileStore.pipeline_lock
+
+    @contextmanager
+    def pipeline_lock(self: Any, **kwargs: Any) -> Iterator[None]:
+        with real_lock(self, **kwargs):
+            before = unbuilt()
+            try:
+                yield
+            finally:
+                built = sorted(model.__name__ for model in before - unbuilt())
+                if built:
+                    with open(path, "a", encoding="utf-8") as log:
+                        log.write("".join(f"{name}\n" for name in built))
+
+    FileStore.pipeline_lock = pipeline_lock  # type: ignore[method-assign]
+
+
 def _install() -> None:
     if CLOCK_SHIFT:
         _install_clock(float(CLOCK_SHIFT))
@@ -364,7 +400,9 @@ def _install() -> None:
         _install_points(points)
     if LOCK_LOG:
         _install_lock_log(LOCK_LOG)
+    if LOCKED_BUILDS:
+        _install_locked_builds(LOCKED_BUILDS)
 
 
-if FAULTS or LOCK_WAIT or CLOCK_SHIFT or LOCK_LOG:
+if FAULTS or LOCK_WAIT or CLOCK_SHIFT or LOCK_LOG or LOCKED_BUILDS:
     _install()

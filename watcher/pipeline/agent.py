@@ -160,6 +160,10 @@ def submit(run: Run, comment_id: str, n: int, verdict: Any, *,
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise UsageError(f"n must be the attempt number claim handed out (a whole number from 1), got {n!r}")
     text = _verdict_text(verdict)
+    # Checked and redacted before the lock: they read nothing on disk, and building the redaction
+    # compiles a pattern (~30 ms on a busy machine) that every other run would wait for.
+    answer = _redacted(run.settings, text, validate_verdict(text))
+    error = answer.error
     batch = Batch(run, notice=notice)
     store = batch.store
     with store.pipeline_lock():
@@ -168,8 +172,6 @@ def submit(run: Run, comment_id: str, n: int, verdict: Any, *,
             raise UsageError(f"no comment {comment_id} in {store.paths.inbox}: submit the id claim handed out")
         attempt = _open_claim(record, n)
         base = store.load_index()
-        answer = _redacted(run.settings, text, validate_verdict(text))
-        error = answer.error
         took = batch.now() - parse_iso(attempt.reserved_at)  # how long the agent took, for the record
         finished = records.finish(record, verdict=answer.verdict, error=error, raw=answer.raw,
                                   duration_ms=max(0, int(took.total_seconds() * 1000)))

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from watcher.config import Paths, Settings
 from watcher.errors import LockBusy, LogReplaced, StateError, WatcherError
-from watcher.results import BatchResult, BatchSignals, Command, ItemResult
+from watcher.models import build
+from watcher.results import BatchResult, BatchSignals, Command, ItemResult, ItemVerdict
 from watcher.store import Store
 
 if TYPE_CHECKING:
@@ -123,6 +124,9 @@ class Batch:
         self.notice = notice
         self.result = BatchResult(run.command, dry_run=run.dry_run, limit=run.limit,
                                   provider=run.settings.provider, model=run.settings.model)
+        # A comment that gets no call has its item made under the pipeline lock (locked.no_call):
+        # its model is built here, where no other run waits for it (watcher.models.build).
+        build(ItemResult, ItemVerdict)
         self._error: WatcherError | None = None
         self._lost_signal: WatcherError | None = None
         self._provider: Provider | None = None

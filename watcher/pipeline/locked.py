@@ -43,22 +43,21 @@ from watcher.source import SourceArticle
 
 def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     """Steps 2–5 of SPEC §7, with the pipeline lock held for decisions and writes only (§15.1):
-    a few records at a time to create what the plan discovered, once to reconcile the index, once
-    per comment to decide and reserve, once per answer to write its outcome, once to save the index."""
+    once per record to create what the plan discovered and to apply what dev.to changed, once for
+    the provider state a gate must write first, once per comment to decide and reserve, once per
+    answer to write its outcome, once to save the index."""
     store = batch.store
     _create_discovered(batch, plan.discovered)
-    held: set[int] = set()
-    judged: set[str] = set()
-    if plan.answered or plan.requeued or plan.changes_known or gate.close_breaker or gate.pending is not None:
+    if gate.close_breaker or gate.pending is not None:
         with store.pipeline_lock():  # a hold only when there is a write to make
-            _update_uncalled(batch, plan)
-            held, judged = _apply_known_changes(batch, plan)
             if gate.pending is not None:
                 # A 429's cooldown the run that met it could not write (SPEC §15.5): written before any
                 # call; a failure here is exit 5, and the gate is closed anyway.
                 provider_state.write_pending(store, gate.pending)
             if gate.close_breaker:
                 provider_state.close_breaker(store)
+    _update_uncalled(batch, plan)
+    held, judged = _apply_known_changes(batch, plan)
     batch.result.answered += len(plan.answered)
     # Without the lock: reading every changed record would make the hold grow with the account
     # (bench/run.py figure 8). Each comment is re-read under the lock before anything is decided,
@@ -167,7 +166,7 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
 
 
 def _update_uncalled(batch: Batch, plan: Plan) -> None:
-    """Under the lock, for comments that have had no attempt: the author answered them meanwhile
+    """Under the lock, one hold each, for comments that have had no attempt: the author answered them meanwhile
     (never to be called), or `scan --since` queued a baseline one. Re-read first: a comment that
     got an attempt since planning is left as it is."""
     store = batch.store
@@ -175,10 +174,11 @@ def _update_uncalled(batch: Batch, plan: Plan) -> None:
     for cid in plan.requeued:
         changes.setdefault(cid, {})["baseline"] = False
     for cid, update in changes.items():
-        record = store.load_record(cid)
-        if record is None or record.attempts or record.verdict is not None:
-            continue
-        store.save_record(record.model_copy(update=update))
+        with store.pipeline_lock():  # one record per hold, as _create_discovered
+            record = store.load_record(cid)
+            if record is None or record.attempts or record.verdict is not None:
+                continue
+            store.save_record(record.model_copy(update=update))
 
 
 def _relisted(index: SeenFile, ids: Iterable[str]) -> SeenFile:
@@ -193,44 +193,54 @@ def _relisted(index: SeenFile, ids: Iterable[str]) -> SeenFile:
 
 
 def _apply_known_changes(batch: Batch, plan: Plan) -> tuple[set[int], set[str]]:
-    """Under the lock: what dev.to changed about known comments (SPEC §15.2), each record re-read
-    first. Returns the articles whose change signal must not be recorded: an edit that met an
+    """What dev.to changed about known comments (SPEC §15.2), each record re-read under a hold of
+    the lock of its own. Returns the articles whose change signal must not be recorded: an edit that met an
     attempt in flight for the old text waits (that outcome is saved for the old text), and the next
     scan must fetch the thread again to see it; and the comments whose edit goes to the model."""
-    store, result = batch.store, batch.result
     held: set[int] = set()
     judged_ids: set[str] = set()
-    index = store.load_index() if plan.edits else None  # the marks as they are now, not as planned
+    # The marks as they are now, not as planned: read once (an index read grows with the account).
+    # A mark made after this read meets the edit as a mark made after planning meets any comment.
+    index = batch.store.load_index() if plan.edits else None
     for cid in sorted({*plan.edits, *plan.gone, *plan.restored, *plan.reply_nodes}):
-        record = store.load_record(cid)
-        if record is None:
-            continue
-        changed = record
-        if cid in plan.restored and cid not in plan.gone:
-            changed = changed.model_copy(update={"gone": None})
-        if cid in plan.reply_nodes:
-            changed = changed.model_copy(update={"author_replies": plan.reply_nodes[cid]})
-        edit = plan.edits.get(cid)
-        if edit is not None and edit.text != changed.comment.text:
-            if changed.attempts and changed.attempts[-1].outcome is None:
-                held.add(edit.article_id)
-            else:
-                entry = index.comments.get(cid) if index is not None else None
-                judged = changed.gone is None and not answered_or_marked(entry, plan.latest_replies.get(cid))
-                changed = records.apply_edit(changed, edit.text, edit.prompt, judged=judged)
-                result.edited.append(cid)
-                batch.emit("comment.edited", comment=cid)
-                if judged:
-                    judged_ids.add(cid)
-        if cid in plan.gone:
-            kind, why = plan.gone[cid]
-            changed = records.mark_gone(changed, kind, why)
-            if changed.gone is not record.gone:
-                result.gone.append(cid)
-                batch.emit(f"comment.{kind}", comment=cid)
-        if changed is not record:
-            store.save_record(changed)
+        # One record per hold, as _create_discovered: 50 deleted comments of one thread must not
+        # keep every other run waiting for 50 writes (bench/run.py figure 8).
+        with batch.store.pipeline_lock():
+            _apply_known_change(batch, plan, cid, index, held, judged_ids)
     return held, judged_ids
+
+
+def _apply_known_change(batch: Batch, plan: Plan, cid: str, index: SeenFile | None, held: set[int],
+                        judged_ids: set[str]) -> None:
+    store, result = batch.store, batch.result
+    record = store.load_record(cid)
+    if record is None:
+        return
+    changed = record
+    if cid in plan.restored and cid not in plan.gone:
+        changed = changed.model_copy(update={"gone": None})
+    if cid in plan.reply_nodes:
+        changed = changed.model_copy(update={"author_replies": plan.reply_nodes[cid]})
+    edit = plan.edits.get(cid)
+    if edit is not None and edit.text != changed.comment.text:
+        if changed.attempts and changed.attempts[-1].outcome is None:
+            held.add(edit.article_id)
+        else:
+            entry = index.comments.get(cid) if index is not None else None
+            judged = changed.gone is None and not answered_or_marked(entry, plan.latest_replies.get(cid))
+            changed = records.apply_edit(changed, edit.text, edit.prompt, judged=judged)
+            result.edited.append(cid)
+            batch.emit("comment.edited", comment=cid)
+            if judged:
+                judged_ids.add(cid)
+    if cid in plan.gone:
+        kind, why = plan.gone[cid]
+        changed = records.mark_gone(changed, kind, why)
+        if changed.gone is not record.gone:
+            result.gone.append(cid)
+            batch.emit(f"comment.{kind}", comment=cid)
+    if changed is not record:
+        store.save_record(changed)
 
 
 def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[str, int]) -> None:

@@ -17,13 +17,21 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from watcher import records, seen
+from watcher import models, records, seen
 from watcher.config import Paths
 from watcher.errors import SaveConflict
 from watcher.models import CronState, InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
 from watcher.store import CallLock, Reservation, _index, durable, locks, signals
 from watcher.store.dirs import real_directories
 from watcher.timeutil import iso
+
+# What a hold of the pipeline lock reads, writes or makes (watcher/records.py and
+# watcher/pipeline/provider_state.py build the nested ones directly). Built before the first hold:
+# tests/test_lock_holds.py runs every command that takes the lock and fails on a build under it.
+LOCKED_MODELS: tuple[type[BaseModel], ...] = (
+    models.InboxRecord, models.Attempt, models.AttemptError, models.Grant, models.Edit, models.Gone,
+    models.Reply, models.Verdict, models.Usage, models.SeenFile, models.SeenComment, models.SeenArticle,
+    models.ProviderState, models.Breaker, models.TransientFailure)
 
 
 class FileStore:
@@ -44,6 +52,7 @@ class FileStore:
         # (tests/reliability/test_rel_regressions.py).
         self._read: dict[str, tuple[str, InboxRecord]] = {}
         self._swept = False
+        self._built = False
 
     @property
     def paths(self) -> Paths:
@@ -86,6 +95,9 @@ class FileStore:
     @contextmanager
     def pipeline_lock(self, *, timeout: float | None = None) -> Iterator[None]:
         paths = self._paths
+        if not self._built:
+            models.build(*LOCKED_MODELS)  # before the lock, where no other run waits for it
+            self._built = True
         with locks.pipeline_lock(paths, timeout=timeout):
             if not self._swept:
                 # Left by writers killed mid-write. Once per store (one command): a run takes the
