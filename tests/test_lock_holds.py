@@ -161,3 +161,73 @@ def test_a_submit_checks_and_redacts_the_verdict_before_it_takes_the_lock(tmp_pa
     assert done.envelope is not None and done.envelope["exit_code"] == 0, done.stderr
     assert built_under_lock == [False]
     assert [len(hold) for hold in stores[0].holds] == [1]  # the outcome, and the index saved with it
+
+
+# ---- what a first call of a comment costs (bench/run.py figure 1c) ------------------------------------
+
+
+class Watched(FileStore):
+    """The real store, noting which call-lock files exist when the first reservation is written."""
+
+    def __init__(self, paths: Paths) -> None:
+        super().__init__(paths)
+        self.locks_at_first_reservation: list[str] | None = None
+
+    def write_reservation(self, record: InboxRecord):  # type: ignore[no-untyped-def]
+        if self.locks_at_first_reservation is None:
+            calls = self.paths.call_locks
+            self.locks_at_first_reservation = sorted(p.stem for p in calls.iterdir()) if calls.exists() else []
+        return super().write_reservation(record)
+
+
+def test_a_scan_makes_the_call_locks_it_may_take_before_its_first_reservation(tmp_path: Path) -> None:
+    """In a row, before any durable write between them: the comments the limit lets it call, no
+    other; a dry run makes none."""
+    from _proc import run_main
+
+    from watcher.pipeline import Hooks
+
+    data = tmp_path / "data"
+    export = write_export(tmp_path / "export.json", ["a1", "a2", "a3", "a4", "a5"])
+    offline = {"WATCHER_PROVIDER": "offline"}
+    assert run_main("cli", "scan", "--source", str(export), "--dry-run", data_dir=data, env=offline).returncode == 0
+    assert not Paths(data).call_locks.exists()
+    stores: list[Watched] = []
+
+    def store(paths: Paths) -> Watched:
+        stores.append(Watched(paths))
+        return stores[-1]
+
+    done = run_main("cli", "scan", "--source", str(export), "--limit", "3", data_dir=data, env=offline,
+                    hooks=Hooks(make_store=store))
+    assert done.returncode == 0, done.stderr
+    (watched,) = stores
+    assert watched.locks_at_first_reservation == ["a1", "a2", "a3"]
+    assert sorted(p.stem for p in Paths(data).call_locks.iterdir()) == ["a1", "a2", "a3"]
+
+
+def test_a_record_this_run_wrote_as_it_is_is_not_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new comment is written, then re-read under the lock before its reservation: the file
+    holds the record just written, so the re-read is an lstat. One whose text had to be mended to
+    be written (a lone surrogate, stored as U+FFFD) is read back from its file."""
+    from _proc import run_main
+
+    from watcher.store import durable
+
+    doc = json.loads(write_export(tmp_path / "export.json", ["plain", "odd"]).read_text())
+    doc["articles"][0]["comments"][1]["body_html"] = "<p>hello \udc00 there</p>"
+    source = tmp_path / "surrogates.json"
+    source.write_text(json.dumps(doc))
+    reads: list[str] = []
+    real_read = durable.read_model
+
+    def read_model(path: Path, *args: object, **kwargs: object) -> object:
+        if path.parent.name == "inbox":
+            reads.append(path.stem)
+        return real_read(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(durable, "read_model", read_model)
+    done = run_main("cli", "scan", "--source", str(source), data_dir=tmp_path / "data",
+                    env={"WATCHER_PROVIDER": "offline"})
+    assert done.returncode == 0, done.stderr
+    assert set(reads) == {"odd"}

@@ -261,6 +261,9 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
         # Built before any lock: the first build imports httpx and makes a client (~0.1 s of CPU,
         # seconds on a starved machine), and a reservation names the provider (bench/run.py figure 8).
         batch.provider()
+        # The call locks of the comments this run may call, made in a row now rather than one by
+        # one between durable writes (watcher.store.locks.make_call_locks).
+        batch.store.make_call_locks(item.id for item in plan[:batch.run.limit])
     begun = 0  # the items met so far; a signal leaves the rest not_started
     unreached = 0  # items a stop left not_started, which count toward the limit like calls
     try:

@@ -65,15 +65,20 @@ def write_json(path: Path, data: Any, *, within: Path | None = None, sync: bool 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def write_model(path: Path, model: BaseModel, *, within: Path | None = None, sync: bool = True) -> None:
+def write_model(path: Path, model: BaseModel, *, within: Path | None = None, sync: bool = True) -> bool:
     """:func:`write_json` of a model, serialised by pydantic's Rust encoder (this runs twice per
-    model call: the Python encoder with indentation was a measurable share of bookkeeping)."""
+    model call: the Python encoder with indentation was a measurable share of bookkeeping).
+
+    Returns whether the file holds the model as it is: ``False`` when a text had to be mended to be
+    written (a lone surrogate stored as U+FFFD, see :func:`write_json`), so that reading the file
+    back gives another model."""
     try:
         payload = (model.model_dump_json(indent=1) + "\n").encode("utf-8")
     except PydanticSerializationError:
         write_json(path, model.model_dump(mode="json"), within=within, sync=sync)  # lone surrogates: see write_json
-        return
+        return False
     _write_bytes_as(path, payload, within=within, sync=sync)
+    return True
 
 
 def _write_bytes_as(path: Path, payload: bytes, *, within: Path | None, sync: bool) -> None:

@@ -21,7 +21,7 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
@@ -177,6 +177,29 @@ def try_call_lock(path: Path, *, within: Path | None = None) -> CallLock | None:
     except LockBusy:
         return None
     return CallLock(fd)
+
+
+def make_call_locks(paths: Sequence[Path], *, within: Path | None = None) -> None:
+    """Create the lock files of calls about to be made, all in a row, before any is taken.
+
+    Only a speed-up, so it never fails: whatever goes wrong here (a link planted at ``locks/calls``,
+    a read-only disk) is met again, and reported, where each lock is taken (:func:`try_call_lock`).
+    A scan's first call of a comment makes its lock file. Made there, between the comment's
+    durable writes, it cost 1.5–1.7 ms on this machine's ext4 and made the reservation written
+    next ~1 ms slower; made in a row, 0.15–1.1 ms each, as busy as the disk's journal is
+    (bench/run.py figure 1c; bench/README.md)."""
+    if not paths:
+        return
+    directory = paths[0].parent
+    try:
+        if within is not None:
+            real_directories(directory, below=within)
+        if not os.path.isdir(directory):
+            make_dirs(directory)
+        for path in paths:
+            os.close(os.open(path, _OPEN_FLAGS, _MODE))
+    except (OSError, StateError):
+        return
 
 
 def held_elsewhere(path: Path, *, within: Path | None = None) -> bool:

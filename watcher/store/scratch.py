@@ -45,5 +45,5 @@ class ScratchStore(FileStore):
     in it has to survive a power loss; the set's first 160 comments took ~500 fsynced writes (11.8 s
     of a 12 s `eval --set` on a loaded 2-core machine, 3.5 s without them)."""
 
-    def _write(self, path: Path, model: BaseModel) -> None:
-        durable.write_model(path, model, within=self.paths.user_part, sync=False)
+    def _write(self, path: Path, model: BaseModel) -> bool:
+        return durable.write_model(path, model, within=self.paths.user_part, sync=False)

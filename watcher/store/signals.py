@@ -62,7 +62,7 @@ _READ_BLOCK = 64 * 1024
 
 
 AppendBytes = Callable[[Path, bytes], None]
-WriteModel = Callable[[Path, BaseModel], None]
+WriteModel = Callable[[Path, BaseModel], object]
 
 
 def append(paths: Paths, events: Iterable[Mapping[str, Any]], *, writer: AppendBytes | None = None) -> None:
