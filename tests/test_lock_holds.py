@@ -167,21 +167,21 @@ def test_a_submit_checks_and_redacts_the_verdict_before_it_takes_the_lock(tmp_pa
 
 
 class Watched(FileStore):
-    """The real store, noting which call-lock files exist when the first reservation is written."""
+    """The real store, noting which call-lock files exist when the first record is written."""
 
     def __init__(self, paths: Paths) -> None:
         super().__init__(paths)
-        self.locks_at_first_reservation: list[str] | None = None
+        self.locks_at_first_write: list[str] | None = None
 
-    def write_reservation(self, record: InboxRecord):  # type: ignore[no-untyped-def]
-        if self.locks_at_first_reservation is None:
+    def save_record(self, record: InboxRecord) -> None:
+        if self.locks_at_first_write is None:
             calls = self.paths.call_locks
-            self.locks_at_first_reservation = sorted(p.stem for p in calls.iterdir()) if calls.exists() else []
-        return super().write_reservation(record)
+            self.locks_at_first_write = sorted(p.stem for p in calls.iterdir()) if calls.exists() else []
+        super().save_record(record)
 
 
-def test_a_scan_makes_the_call_locks_it_may_take_before_its_first_reservation(tmp_path: Path) -> None:
-    """In a row, before any durable write between them: the comments the limit lets it call, no
+def test_a_scan_makes_the_call_locks_it_may_take_before_its_first_durable_write(tmp_path: Path) -> None:
+    """In a row, before the run's first durable write: the comments the limit lets it call, no
     other; a dry run makes none."""
     from _proc import run_main
 
@@ -202,7 +202,7 @@ def test_a_scan_makes_the_call_locks_it_may_take_before_its_first_reservation(tm
                     hooks=Hooks(make_store=store))
     assert done.returncode == 0, done.stderr
     (watched,) = stores
-    assert watched.locks_at_first_reservation == ["a1", "a2", "a3"]
+    assert watched.locks_at_first_write == ["a1", "a2", "a3"]
     assert sorted(p.stem for p in Paths(data).call_locks.iterdir()) == ["a1", "a2", "a3"]
 
 

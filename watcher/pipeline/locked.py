@@ -47,6 +47,10 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     the provider state a gate must write first, once per comment to decide and reserve, once per
     answer to write its outcome, once to save the index."""
     store = batch.store
+    if plan.items and batch.calls_model and gate.error is None:
+        # The call locks of the comments this run may call, made in a row before the run's first
+        # durable write rather than one by one between them (watcher.store.locks.make_call_locks).
+        store.make_call_locks(item.id for item in plan.items[:batch.run.limit])
     _create_discovered(batch, plan.discovered)
     if gate.close_breaker or gate.pending is not None:
         with store.pipeline_lock():  # a hold only when there is a write to make
@@ -261,9 +265,6 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
         # Built before any lock: the first build imports httpx and makes a client (~0.1 s of CPU,
         # seconds on a starved machine), and a reservation names the provider (bench/run.py figure 8).
         batch.provider()
-        # The call locks of the comments this run may call, made in a row now rather than one by
-        # one between durable writes (watcher.store.locks.make_call_locks).
-        batch.store.make_call_locks(item.id for item in plan[:batch.run.limit])
     begun = 0  # the items met so far; a signal leaves the rest not_started
     unreached = 0  # items a stop left not_started, which count toward the limit like calls
     try:

@@ -186,8 +186,8 @@ def make_call_locks(paths: Sequence[Path], *, within: Path | None = None) -> Non
     a read-only disk) is met again, and reported, where each lock is taken (:func:`try_call_lock`).
     A scan's first call of a comment makes its lock file. Made there, between the comment's
     durable writes, it cost 1.5–1.7 ms on this machine's ext4 and made the reservation written
-    next ~1 ms slower; made in a row, 0.15–1.1 ms each, as busy as the disk's journal is
-    (bench/run.py figure 1c; bench/README.md)."""
+    next ~1 ms slower; made in a row after the run's first writes, 0.25–0.7 ms each; made in a
+    row before them, 0.03–0.09 ms each (bench/run.py figure 1c; bench/README.md)."""
     if not paths:
         return
     directory = paths[0].parent
