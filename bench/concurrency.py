@@ -133,8 +133,8 @@ def fig6_and_7(base: Path | None, fake: Any) -> list[Row]:
             wall1 / ideal1, "≤ 1.05×", wall1 / ideal1 <= 1.05),
         Row("7a", "pipeline lock held during the --parallel 4 batch, in all, per call", ms(per_call),
             f"{ms(floor)} (2 durable writes of the records)", per_call / floor, "≤ 3.00×", per_call / floor <= 3.0,
-            [f"{len(store.holds)} holds; the batch took {wall4:.2f} s, the lock was held {sum(store.holds):.3f} s "
-             f"of it ({100 * sum(store.holds) / wall4:.1f} %)"]),
+            [(f"{len(store.holds)} holds; the batch took {wall4:.2f} s, the lock was held {sum(store.holds):.3f} s "
+             f"of it ({100 * sum(store.holds) / wall4:.1f} %)")]),
         Row("7b", "the longest single hold of the pipeline lock in that batch", ms(longest), ms(floor),
             longest / floor, "≤ 10.00×", longest / floor <= 10.0,
             [f"holds, longest first: {', '.join(ms(h) for h in sorted(store.holds, reverse=True)[:5])}"]),
@@ -217,10 +217,10 @@ def fig8(base: Path | None, fake: Any, *, commands: int = 30, seed: int = 8) -> 
     return Row("8", f"{commands} watcher-bridge commands at random moments during a --parallel 4 batch",
                f"p95 lock wait {ms(p95)}, {busy} exit 4", "100 ms", p95 / 0.1, "≤ 1.00× (and 0 exit 4)",
                busy == 0 and p95 <= 0.1,
-               [f"commands: {', '.join(f'{k} {plan.count(k)}' for k in sorted(set(plan)))}; exit codes "
-                f"{dict(sorted((c, codes.count(c)) for c in set(codes)))}",
-                f"{len(waits)} lock waits logged; median {ms(median(waits)) if waits else '-'}, "
-                f"max {ms(max(waits)) if waits else '-'}",
+               [(f"commands: {', '.join(f'{k} {plan.count(k)}' for k in sorted(set(plan)))}; exit codes "
+                f"{dict(sorted((c, codes.count(c)) for c in set(codes)))}"),
+                (f"{len(waits)} lock waits logged; median {ms(median(waits)) if waits else '-'}, "
+                f"max {ms(max(waits)) if waits else '-'}"),
                 "the longest waits (wait, then hold, in s; command): "
                 + "; ".join(" ".join(line) for line in slowest),
                 "the longest holds by these processes: " + "; ".join(" ".join(line) for line in longest),

@@ -110,8 +110,8 @@ def _mcp_row(env: dict[str, str], reps: int) -> Row:
         answers.append(_mcp_answers(env))
     floor, init, listed = median(floors), median([a[0] for a in answers]), median([a[1] for a in answers])
     notes = [f"tools/list answered after {ms(listed)} (median)",
-             f"median of {reps} interleaved runs; the floor is the import of the MCP SDK's server alone "
-             "(`python -c 'import mcp.server.mcpserver'`), which any server built on it pays"]
+             (f"median of {reps} interleaved runs; the floor is the import of the MCP SDK's server alone "
+             "(`python -c 'import mcp.server.mcpserver'`), which any server built on it pays")]
     return Row("5c", "`watcher-bridge mcp` spawn to its `initialize` answer", ms(init), ms(floor),
                init / floor, "report the ratio (watcher's own share of a start)", True, notes)
 
