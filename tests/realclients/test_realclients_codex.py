@@ -241,8 +241,9 @@ approval_mode = "approve"
 
 
 def test_codex_exec_end_leaves_no_attempt_reserved(ws: Workspace, model: FakeModel) -> None:
-    """(f) codex exec ends (SIGTERM, then stdin closed) while a model call is in flight: once the server
-    has exited, no attempt in the inbox files is left reserved (outcome null)."""
+    """(f) codex exec ends (SIGTERM and stdin closed, in either order: both orders were seen with
+    codex-cli 0.171.0) while a model call is in flight: once the server has exited, no attempt in
+    the inbox files is left reserved (outcome null)."""
     export = ws.root / "export.json"
     write_export(export, ["d1", "d2", "d3"])
     with slow_provider(15.0) as provider:
@@ -264,7 +265,7 @@ approval_mode = "approve"
         wire = wait_exit(ws.wire)
         time.sleep(0.5)
         assert provider.started, "no model call was in flight"
-        assert wire_events(wire)[:2] == ["SIGTERM", "stdin_closed"], wire_events(wire)
+        assert sorted(wire_events(wire)[:2]) == ["SIGTERM", "stdin_closed"], wire_events(wire)
         assert reserved(ws.inbox_records()) == [], f"left reserved after the session: {reserved(ws.inbox_records())}"
 
 
