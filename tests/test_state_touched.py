@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,6 +166,41 @@ def test_a_signal_during_a_call_records_interrupted_at_once_and_prints_the_summa
     assert [(a.outcome, a.error.kind if a.error else None) for a in record.attempts] == [("error", "interrupted")]
     fake.release()
     assert fake.calls == ["held"]
+
+
+def _stops_blocked_by(thread: threading.Thread) -> set[int]:
+    """Which of SIGINT and SIGTERM ``thread`` blocks, from its ``SigBlk`` in /proc."""
+    status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+    mask = int(next(line for line in status.splitlines() if line.startswith("SigBlk:")).split()[1], 16)
+    return {sig for sig in (signal.SIGINT, signal.SIGTERM) if mask >> (sig - 1) & 1}
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads a thread's signal mask from /proc")
+def test_watchers_helper_threads_never_take_sigint_or_sigterm(data_dir: Path, fake: FakeProvider, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal sent to the process goes to any thread that does not block it, and Python's handler
+    then waits for the main thread, which a model call's recv keeps asleep until its deadline: the
+    test above hung so about once in 150 runs under load. The deadline thread and the call workers
+    block both, and the main thread still takes them."""
+    from watcher.pipeline import calls
+
+    masks: list[tuple[str, set[int]]] = []
+    real = calls._complete
+
+    def complete(provider: Any, prompt: Any) -> Any:
+        masks.append((threading.current_thread().name, set(signal.pthread_sigmask(signal.SIG_BLOCK, []))))
+        return real(provider, prompt)
+
+    monkeypatch.setattr(calls, "_complete", complete)
+    export = write_export(tmp_path / "e.json", ["a1", "a2", "a3"])
+    done = run_main("cli", "scan", "--source", str(export), "--json", data_dir=data_dir,
+                    env={**fake.env(), "WATCHER_PARALLEL": "2"})
+    assert done.returncode == 0, done.stderr
+    stops = {signal.SIGINT, signal.SIGTERM}
+    assert len(masks) == 3 and all(name.startswith("watcher-call-") and stops <= mask for name, mask in masks), masks
+    (clock,) = [t for t in threading.enumerate() if t.name == "watcher-deadlines"]
+    assert _stops_blocked_by(clock) == stops
+    assert not stops & set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ from watcher.models import AttemptError, InboxRecord, Prompt
 from watcher.pipeline.batch import SignalDuringCall
 from watcher.providers.base import CallResult, Provider
 from watcher.store import CallLock, Reservation
+from watcher.threads import start_daemon
 
 # How often the waiting thread wakes to let a signal handler run (SIGINT, SIGTERM).
 _POLL_S = 0.1
@@ -88,9 +89,8 @@ class Calls:
             self._done.put(flight)
             return
         if len(self._workers) < min(self.capacity, len(self._out) + 1):
-            worker = threading.Thread(target=self._work, args=(self._new_provider(),),
-                                      name=f"watcher-call-{len(self._workers) + 1}", daemon=True)
-            worker.start()
+            worker = start_daemon(self._work, args=(self._new_provider(),),
+                                  name=f"watcher-call-{len(self._workers) + 1}")
             self._workers.append(worker)
         self._out.append(flight)
         self._todo.put(flight)

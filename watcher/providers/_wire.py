@@ -32,6 +32,8 @@ from typing import Any
 
 import httpx
 
+from watcher.threads import start_daemon
+
 MAX_BODY_BYTES = 1024 * 1024
 TOO_LARGE = "response too large (over 1 MiB)"
 # The head of a too-large body kept for the attempt's raw field. SPEC §6 keeps 16 KiB, cut after
@@ -211,8 +213,7 @@ class _DeadlineClock:
             heapq.heappush(self._due, (when, next(self._count), watchdog))
             if self._thread is None or not self._thread.is_alive():  # new, or the fork of a parent
                 self._until = math.inf
-                self._thread = threading.Thread(target=self._run, name="watcher-deadlines", daemon=True)
-                self._thread.start()
+                self._thread = start_daemon(self._run, name="watcher-deadlines")
             elif when < self._until:
                 self._wake.notify()
             # Otherwise the thread wakes first anyway and reads the heap again then.
