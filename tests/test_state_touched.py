@@ -180,7 +180,7 @@ def test_watchers_helper_threads_never_take_sigint_or_sigterm(data_dir: Path, fa
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A signal sent to the process goes to any thread that does not block it, and Python's handler
     then waits for the main thread, which a model call's recv keeps asleep until its deadline: the
-    test above hung so about once in 150 runs under load. The deadline thread and the call workers
+    scan of the test above hung so 3 times in 300 under load. The deadline thread and the call workers
     block both, and the main thread still takes them."""
     from watcher.pipeline import calls
 
