@@ -68,9 +68,10 @@ def reconcile(paths: Paths, index: SeenFile, ids: Iterable[str] | None, *, load_
 
     Returns the new index and the ids whose entry was added or repaired (``index`` itself when
     nothing changed). Only files whose stamp changed are read, so an idle index costs one
-    ``stat`` per comment. ``written``: records this store wrote itself, each with its file's
-    stamp right after the write; a file that still has that stamp holds that record and is not
-    read again (a batch's index save would otherwise re-read every file it had just written).
+    ``stat`` per comment. ``written``: records the store knows its files hold (it read them,
+    or wrote them as they are), each with its file's stamp; a file that still has that stamp
+    holds that record and is not read again (a batch's index save would otherwise re-read every
+    file it had just written).
 
     A full reconcile (no ``ids``) of an index this process already reconciled in full is not
     repeated while ``inbox/`` has had no entry created, replaced or removed since: a run

@@ -39,19 +39,16 @@ class FileStore:
 
     def __init__(self, paths: Paths) -> None:
         self._paths = paths
-        # Records this store wrote, with their file's stamp right after the write: a file that
-        # still has that stamp holds that record, so the index save does not read it back.
-        self._written: dict[str, tuple[str, InboxRecord]] = {}
-        # Records this store read, each with the stamp of the very file read (its fstat). Every
-        # durable write makes a new inode, so a file that still has that stamp holds that record:
-        # a run reads each record when it plans, again under the lock before deciding, and the
-        # gate looks at them too, and one lstat stands for each re-read (bench/run.py figure 1).
-        # The same trust the index puts in its stamps (SPEC §4.2), for one command. A record this
-        # store wrote joins them only when the file holds it as it is: one whose text was mended
-        # to be written (a lone surrogate is stored as U+FFFD) differs from the one in memory, and
-        # what a later step reads must be what the file holds
+        # Records whose file holds exactly them, each with that file's stamp: the read's own
+        # fstat, or an lstat right after this store wrote it. Every durable write makes a new
+        # inode, so a file that still has that stamp holds that record: a run reads each record
+        # when it plans, again under the lock before deciding, and the gate, the outcome's
+        # compare-and-swap and the index save look at them too, and one lstat stands for each
+        # re-read (bench/run.py figure 1). The same trust the index puts in its stamps (SPEC §4.2),
+        # for one command. A record whose text was mended to be written (a lone surrogate is
+        # stored as U+FFFD) is not one: what a later step reads must be what the file holds
         # (tests/reliability/test_rel_regressions.py).
-        self._read: dict[str, tuple[str, InboxRecord]] = {}
+        self._known: dict[str, tuple[str, InboxRecord]] = {}
         self._swept = False
         self._built = False
 
@@ -131,7 +128,7 @@ class FileStore:
             return f"it holds comment {record.comment.id!r}, not {comment_id!r} (restored under the wrong name?)"
 
         path, within = self._paths.inbox_file(comment_id), self._paths.user_part
-        known = self._read.get(comment_id)
+        known = self._known.get(comment_id)
         if known is not None:
             real_directories(path.parent, below=within)  # as the read would: no link planted since
             if _index.stamp(path) == known[0]:
@@ -141,7 +138,7 @@ class FileStore:
         record = durable.read_model(path, InboxRecord, quarantine_dir=self._paths.quarantine, check=named_right,
                                     within=within, on_read=read.append)
         if record is not None and read:
-            self._read[comment_id] = (_index.stamp_of(read[0]), record)
+            self._known[comment_id] = (_index.stamp_of(read[0]), record)
         return record
 
     def has_record(self, comment_id: str) -> bool:
@@ -153,18 +150,15 @@ class FileStore:
     def save_record(self, record: InboxRecord) -> None:
         path = self._paths.inbox_file(record.comment.id)
         as_is = self._write(path, record)
-        token = _index.stamp(path)
+        token = _index.stamp(path) if as_is else None
         if token is not None:
-            self._written[record.comment.id] = (token, record)
-            if as_is:
-                # The file holds exactly this record (no text mended on the way): the next step's
-                # re-read under the lock is then an lstat, not a read (bench/run.py figure 1c: a
-                # new comment is written, then re-read before its reservation).
-                self._read[record.comment.id] = (token, record)
+            self._known[record.comment.id] = (token, record)
+        else:
+            self._known.pop(record.comment.id, None)
 
     def write_reservation(self, record: InboxRecord) -> Reservation:
         self.save_record(record)
-        own = self._written.get(record.comment.id)
+        own = self._known.get(record.comment.id)
         return Reservation(record, own[0] if own is not None and own[1] is record else None)
 
     def write_outcome(self, reservation: Reservation, finish: Callable[[InboxRecord], InboxRecord]) -> InboxRecord:
@@ -204,7 +198,7 @@ class FileStore:
         return _index.load(self._paths)
 
     def reconcile_index(self, index: SeenFile, ids: Iterable[str] | None = None) -> tuple[SeenFile, list[str]]:
-        return _index.reconcile(self._paths, index, ids, load_record=self.load_record, written=self._written)
+        return _index.reconcile(self._paths, index, ids, load_record=self.load_record, written=self._known)
 
     def save_index(self, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None) -> SeenFile:
         if not patches and seen.untouched(base, mine) and self._paths.seen.exists():
