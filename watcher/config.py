@@ -87,7 +87,16 @@ class Paths:
         return self.root / "inbox"
 
     def inbox_file(self, comment_id: str) -> Path:
-        return self.inbox / f"{comment_id}.json"
+        # Built once per comment: a model call asks for its file six times, and a Path made anew
+        # parses its parts and formats its string again each time (bench/run.py figure 1).
+        path = self._inbox_files.get(comment_id)
+        if path is None:
+            path = self._inbox_files[comment_id] = self.inbox / f"{comment_id}.json"
+        return path
+
+    @cached_property
+    def _inbox_files(self) -> dict[str, Path]:
+        return {}
 
     @cached_property
     def seen(self) -> Path:
@@ -139,7 +148,14 @@ class Paths:
 
     def call_lock(self, comment_id: str) -> Path:
         """The comment's call lock (SPEC §15.1): held while its model call is in flight."""
-        return self.call_locks / f"{comment_id}.lock"
+        path = self._call_lock_files.get(comment_id)
+        if path is None:
+            path = self._call_lock_files[comment_id] = self.call_locks / f"{comment_id}.lock"
+        return path
+
+    @cached_property
+    def _call_lock_files(self) -> dict[str, Path]:
+        return {}
 
     @cached_property
     def quarantine(self) -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from functools import lru_cache
 from pathlib import Path
 
 from watcher.errors import UnsafePath
@@ -23,16 +24,7 @@ def real_directories(directory: Path, *, below: Path) -> None:
     file sits one or two levels under it. A directory swapped for a link between this check and the
     write is not caught — the locks are cooperative (SPEC §11) — but a planted link never is missed.
     """
-    # Strings, not pathlib: this runs before every read and write of state, and relative_to plus a
-    # join per level cost more than the lstat itself (bench/run.py figure 1).
-    top, here = os.fspath(below).rstrip(os.sep), os.fspath(directory)
-    if not here.startswith(top + os.sep):
-        return  # the chosen part itself, or not under it: nothing of ours to judge
-    level = top
-    for part in here[len(top) + 1:].split(os.sep):
-        if not part:
-            continue
-        level = f"{level}{os.sep}{part}"
+    for level in _levels(directory, below):
         try:
             st = os.lstat(level)
         except FileNotFoundError:
@@ -46,6 +38,24 @@ def real_directories(directory: Path, *, below: Path) -> None:
         if not stat.S_ISDIR(st.st_mode):
             raise UnsafePath(Path(level), f"{kind_of(st) if not stat.S_ISREG(st.st_mode) else 'a file'} where a "
                              "directory belongs", fix="move it out of the data dir")
+
+
+@lru_cache(maxsize=256)
+def _levels(directory: Path, below: Path) -> tuple[str, ...]:
+    """The directories from ``below`` (excluded) down to ``directory``, as strings: the names to lstat.
+
+    Worked out once per pair: a run checks the same few directories (inbox/, locks/calls/) about
+    eleven times per model call, and splitting and joining the path each time cost more than
+    the lstats themselves (bench/run.py figure 1)."""
+    top, here = os.fspath(below).rstrip(os.sep), os.fspath(directory)
+    if not here.startswith(top + os.sep):
+        return ()  # the chosen part itself, or not under it: nothing of ours to judge
+    levels, level = [], top
+    for part in here[len(top) + 1:].split(os.sep):
+        if part:
+            level = f"{level}{os.sep}{part}"
+            levels.append(level)
+    return tuple(levels)
 
 
 # The directories of SPEC §4 under a data dir; any other level is the data dir's own path.
