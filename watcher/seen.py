@@ -79,23 +79,23 @@ _FROM_ONE_READ = frozenset({"article_id", "status", "inbox_stamp", "updated_at"}
 def _merge_entry(base: SeenComment | None, mine: SeenComment, theirs: SeenComment | None) -> SeenComment:
     if theirs is None:
         return mine
+    attempts = max(theirs.attempts, mine.attempts)
     if base is None:
         # Both sides discovered it: the derived fields are mine (I read the inbox just now),
         # but triage is only ever set by a patch, so theirs stands.
-        merged = mine.model_copy(update={"triage": theirs.triage, "first_seen_at": theirs.first_seen_at})
-    else:
-        update = {
-            name: getattr(mine, name)
-            for name in SeenComment.model_fields
-            if getattr(mine, name) != getattr(base, name)
-        }
-        if update.keys() & _FROM_ONE_READ:
-            # What one read of the inbox file gave goes whole: a status from mine beside the stamp
-            # of theirs claimed that the file on disk said "reserved" when it said "done", and no
-            # reconcile looks again at a file whose stamp matches (tests/test_seen_merge.py).
-            update.update({name: getattr(mine, name) for name in _FROM_ONE_READ})
-        merged = theirs.model_copy(update=update)
-    return merged.model_copy(update={"attempts": max(theirs.attempts, mine.attempts)})
+        return mine.model_copy(update={"triage": theirs.triage, "first_seen_at": theirs.first_seen_at,
+                                       "attempts": attempts})
+    # A model's fields are its __dict__: one pass over it instead of two getattr per field
+    # (a batch merges every comment it touched: bench/run.py figure 1).
+    was = base.__dict__
+    update = {name: value for name, value in mine.__dict__.items() if value != was[name]}
+    if update.keys() & _FROM_ONE_READ:
+        # What one read of the inbox file gave goes whole: a status from mine beside the stamp
+        # of theirs claimed that the file on disk said "reserved" when it said "done", and no
+        # reconcile looks again at a file whose stamp matches (tests/test_seen_merge.py).
+        update.update({name: getattr(mine, name) for name in _FROM_ONE_READ})
+    update["attempts"] = attempts
+    return theirs.model_copy(update=update)
 
 
 def untouched(base: SeenFile, mine: SeenFile) -> bool:
