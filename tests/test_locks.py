@@ -184,3 +184,123 @@ def test_a_lock_file_unlinked_while_waited_for_is_taken_afresh(paths: Paths,
     two.join(10)
     assert inside.is_set() and seen == [True]
     assert path.exists()
+
+
+# ---- a store's kept lock (watcher.store.locks.KeptLock) ------------------------------------------
+
+
+def test_a_store_opens_its_pipeline_and_signals_locks_once_per_command(paths: Paths,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run holds the pipeline lock twice per model call and the signals lock once: the store
+    keeps each lock file open between holds instead of opening, checking and closing it each time
+    (bench/run.py figure 1). Each hold still really locks and really releases."""
+    from filelock import FileLock, Timeout
+
+    from watcher.store.files import FileStore
+
+    opened: list[Path] = []
+    real_open = locks._open
+    monkeypatch.setattr(locks, "_open", lambda path: opened.append(path) or real_open(path))
+    store = FileStore(paths)
+    for _ in range(5):
+        with store.pipeline_lock(timeout=0):
+            with pytest.raises(Timeout):  # held: another open file description is kept out
+                FileLock(str(paths.pipeline_lock), timeout=0).acquire()
+        with FileLock(str(paths.pipeline_lock), timeout=0):  # released between holds
+            pass
+        store.append_signals([{"key": "verdict.ok"}])
+    assert opened == [paths.pipeline_lock, paths.signals_lock]
+
+
+def test_a_kept_lock_whose_file_was_unlinked_locks_the_new_file(paths: Paths) -> None:
+    """The kept descriptor is of an inode: once someone deletes the lock file and another run
+    creates and holds a new one at the name, the store's next hold must wait for that run, not
+    lock the orphan it kept."""
+    from filelock import FileLock
+
+    from watcher.store.files import FileStore
+
+    store = FileStore(paths)
+    with store.pipeline_lock(timeout=0):
+        pass
+    paths.pipeline_lock.unlink()
+    with FileLock(str(paths.pipeline_lock)), pytest.raises(LockBusy), store.pipeline_lock(timeout=0.05):
+        pass
+    with store.pipeline_lock(timeout=0):
+        pass
+    assert paths.pipeline_lock.exists()
+
+
+def test_a_kept_lock_held_on_one_thread_excludes_another_thread_of_the_same_store(paths: Paths) -> None:
+    """``flock`` excludes open file descriptions, not threads: a second hold while the kept
+    descriptor is in use must open its own, or it would "take" the lock at once, held or not."""
+    from watcher.store.files import FileStore
+
+    store = FileStore(paths)
+    with store.pipeline_lock(timeout=0):
+        pass  # the descriptor is kept from here on
+    holding, release = threading.Event(), threading.Event()
+    outcome: list[str] = []
+
+    def first() -> None:
+        with store.pipeline_lock(timeout=0):
+            holding.set()
+            release.wait(10)
+
+    one = threading.Thread(target=first)
+    one.start()
+    assert holding.wait(10)
+    try:
+        with store.pipeline_lock(timeout=0.05):
+            outcome.append("taken while held")
+    except LockBusy:
+        outcome.append("busy")
+    with pytest.raises(LockBusy), store.pipeline_lock(timeout=0.05), store.pipeline_lock(timeout=0.05):
+        pass  # nested on one thread: as busy as any other holder (and not a deadlock)
+    release.set()
+    one.join(10)
+    assert outcome == ["busy"]
+    with store.pipeline_lock(timeout=0):
+        pass
+
+
+def test_a_forked_child_does_not_share_the_parents_kept_lock(paths: Paths, tmp_path: Path) -> None:
+    """A child forked while the store keeps its descriptor shares the parent's open file
+    description, and with it the flock: the child's hold must open its own, so that parent and
+    child exclude each other."""
+    import os
+
+    from watcher.store.files import FileStore
+
+    store = FileStore(paths)
+    with store.pipeline_lock(timeout=0):
+        pass  # the descriptor is kept now, and not locked
+    verdict = tmp_path / "child"
+    held_r, held_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: waits until the parent holds the lock through its kept descriptor
+        try:
+            os.read(held_r, 1)
+            try:
+                with store.pipeline_lock(timeout=0.05):
+                    verdict.write_text("taken while the parent held it")
+            except LockBusy:
+                verdict.write_text("busy")
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent, never raised in a fork
+            verdict.write_text(repr(exc))
+        finally:
+            os.write(done_w, b"x")
+            os._exit(0)
+    try:
+        with store.pipeline_lock(timeout=0):
+            os.write(held_w, b"x")
+            os.read(done_r, 1)
+    finally:
+        _, status = os.waitpid(pid, 0)
+        for fd in (held_r, held_w, done_r, done_w):
+            os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert verdict.read_text() == "busy"
+    with store.pipeline_lock(timeout=0):  # the parent's kept descriptor is still its own
+        pass

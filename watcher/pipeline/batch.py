@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from watcher.config import Paths, Settings
@@ -178,9 +179,10 @@ class Batch:
     def store(self) -> Store:
         return self.run.store
 
-    @property
+    @cached_property
     def calls_model(self) -> bool:
-        """False for provider agent (SPEC §14): the agent claims and submits; watcher never calls."""
+        """False for provider agent (SPEC §14): the agent claims and submits; watcher never calls.
+        Asked about every comment of the batch; its settings never change during it."""
         from watcher.providers.registry import provider_spec
 
         return provider_spec(self.settings.provider).calls_model

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -49,6 +49,11 @@ class FileStore:
         # stored as U+FFFD) is not one: what a later step reads must be what the file holds
         # (tests/reliability/test_rel_regressions.py).
         self._known: dict[str, tuple[str, InboxRecord]] = {}
+        # Taken twice per model call and once per observation append (SPEC §15.1): kept open.
+        self._pipeline = locks.KeptLock(paths.pipeline_lock, within=paths.user_part)
+        self._signals = locks.KeptLock(paths.signals_lock, within=paths.user_part)
+        # provider.json likewise: (its stamp, None when there is no file; the state it holds).
+        self._provider_known: tuple[str | None, ProviderState] | None = None
         self._swept = False
         self._built = False
 
@@ -90,17 +95,21 @@ class FileStore:
 
     # ---- the pipeline lock -------------------------------------------------------------------------
 
-    @contextmanager
-    def pipeline_lock(self, *, timeout: float | None = None) -> Iterator[None]:
-        paths = self._paths
+    def pipeline_lock(self, *, timeout: float | None = None) -> AbstractContextManager[None]:
         if not self._built:
             models.build(*LOCKED_MODELS)  # before the lock, where no other run waits for it
             self._built = True
-        with locks.pipeline_lock(paths, timeout=timeout):
+        held = self._pipeline.hold(timeout=locks.PIPELINE_WAIT_S if timeout is None else timeout)
+        return held if self._swept else self._sweeping(held)
+
+    @contextmanager
+    def _sweeping(self, held: AbstractContextManager[None]) -> Iterator[None]:
+        with held:
             if not self._swept:
                 # Left by writers killed mid-write. Once per store (one command): a run takes the
                 # lock once per comment and answer (SPEC §15.1), and listing inbox/ each time would
                 # make every hold grow with the number of comments.
+                paths = self._paths
                 for directory in (paths.inbox, paths.root, paths.signals_dir):
                     durable.sweep_stale_temps(directory, within=paths.user_part)
                 self._swept = True
@@ -261,12 +270,29 @@ class FileStore:
     # ---- provider state ----------------------------------------------------------------------------
 
     def load_provider_state(self) -> ProviderState:
+        """Read after every answer (watcher/pipeline/gate.py ``after_answer``): a file that still
+        has the stamp this store read or wrote it with is not read again, as a record is not."""
         paths = self._paths
-        return durable.read_model(paths.provider_state, ProviderState, quarantine_dir=paths.quarantine,
-                                  within=paths.user_part) or ProviderState()
+        path = paths.provider_state
+        token = _index.stamp(path)
+        known = self._provider_known
+        if known is not None and known[0] == token:
+            return known[1]
+        read: list[os.stat_result] = []
+        state = durable.read_model(path, ProviderState, quarantine_dir=paths.quarantine, within=paths.user_part,
+                                   on_read=read.append)
+        if state is None:
+            state = ProviderState()
+            self._provider_known = (None, state) if token is None else None
+        else:
+            self._provider_known = (_index.stamp_of(read[0]), state) if read else None
+        return state
 
     def save_provider_state(self, state: ProviderState) -> None:
-        self._write(self._paths.provider_state, state)
+        path = self._paths.provider_state
+        as_is = self._write(path, state)
+        token = _index.stamp(path) if as_is else None
+        self._provider_known = (token, state) if token is not None else None
 
     # ---- what cron has said -----------------------------------------------------------------------
 
@@ -281,7 +307,8 @@ class FileStore:
     # ---- observation signals -----------------------------------------------------------------------
 
     def append_signals(self, events: Iterable[Mapping[str, object]]) -> None:
-        signals.append(self._paths, events, writer=self._append)
+        signals.append(self._paths, events, writer=self._append,
+                       lock=lambda: self._signals.hold(timeout=locks.SHORT_WAIT_S))
 
     def count_signals(self, *, reset: bool = False) -> signals.CountResult:
         return signals.run_counter(self._paths, reset=reset, write=self._write)

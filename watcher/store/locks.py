@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -78,12 +79,15 @@ def hold(path: Path, *, timeout: float, what: str = "another watcher run", withi
             os.close(fd)  # closing would release the flock anyway; unlock first says so
 
 
-def _acquire(path: Path, timeout: float, what: str, lock: Callable[..., bool]) -> int:
-    """An open descriptor of ``path`` holding its lock, within ``timeout`` seconds."""
+def _acquire(path: Path, timeout: float, what: str, lock: Callable[..., bool], kept: int | None = None) -> int:
+    """An open descriptor of ``path`` holding its lock, within ``timeout`` seconds.
+
+    ``kept``: a descriptor of ``path`` opened before (:class:`KeptLock`), tried first; it is
+    closed if its file was unlinked meanwhile, as any descriptor here."""
     deadline = time.monotonic() + timeout
     pause = _FIRST_PAUSE_S
     while True:
-        fd = _open(path)
+        fd, kept = (_open(path) if kept is None else kept), None
         try:
             while not lock(fd, blocking=False):
                 left = deadline - time.monotonic()
@@ -107,6 +111,84 @@ def _acquire(path: Path, timeout: float, what: str, lock: Callable[..., bool]) -
             os.close(fd)
             raise
         os.close(fd)
+
+
+# Bumped in a forked child: a descriptor a :class:`KeptLock` opened before the fork shares its
+# open file description, and so its flock, with the parent's.
+_forks = 0
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+class KeptLock:
+    """One lock file held again and again by one store (one command), its descriptor kept open
+    between holds.
+
+    A run takes the pipeline lock twice per model call and the signals lock once (SPEC §15.1);
+    opening and closing the file and checking ``locks/`` each time was a share of a call's
+    bookkeeping (bench/run.py figure 1). Between holds the descriptor holds no lock, so it
+    excludes nobody. What a fresh open gives is kept: a file unlinked since is opened afresh
+    (:func:`_acquire`), and ``locks/`` is checked for a link at the first open — a link planted
+    later cannot carry this lock elsewhere, and every run that opens the lock afresh meets it.
+
+    A hold while the kept descriptor is in use — a nested hold, another thread — or after a
+    fork opens its own descriptor, as :func:`hold` does: ``flock`` excludes open file
+    descriptions, never two holds of one."""
+
+    def __init__(self, path: Path, *, within: Path | None) -> None:
+        self._path = path
+        self._within = within
+        self._fd: int | None = None
+        self._forks = _forks
+        self._free = threading.Lock()
+
+    @contextmanager
+    def hold(self, *, timeout: float, what: str = "another watcher run") -> Iterator[None]:
+        if not self._free.acquire(blocking=False):
+            with hold(self._path, timeout=timeout, what=what, within=self._within):
+                yield
+            return
+        try:
+            from filelock import lock_descriptor, unlock_descriptor
+
+            kept, self._fd = self._fd, None
+            if kept is not None and self._forks != _forks:
+                os.close(kept)  # the parent's open file description: never locked from here
+                kept = None
+            if kept is None:
+                self._forks = _forks
+                if self._within is not None:
+                    real_directories(self._path.parent, below=self._within)
+            fd = _acquire(self._path, timeout, what, lock_descriptor, kept)
+            try:
+                yield
+            finally:
+                try:
+                    unlock_descriptor(fd)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                self._fd = fd
+        finally:
+            self._free.release()
+
+    def close(self) -> None:
+        """Close the kept descriptor (it holds no lock between holds)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001,S110 - interpreter shutdown: the OS closes it anyway
+            pass
 
 
 def _open(path: Path) -> int:

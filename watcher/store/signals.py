@@ -34,6 +34,7 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,14 +66,16 @@ AppendBytes = Callable[[Path, bytes], None]
 WriteModel = Callable[[Path, BaseModel], object]
 
 
-def append(paths: Paths, events: Iterable[Mapping[str, Any]], *, writer: AppendBytes | None = None) -> None:
+def append(paths: Paths, events: Iterable[Mapping[str, Any]], *, writer: AppendBytes | None = None,
+           lock: Callable[[], AbstractContextManager[None]] | None = None) -> None:
     """Append one JSON line per event to ``observations.jsonl``.
 
     Each event needs a non-empty string ``"key"``; other fields (``comment``, ``run``,
     ``entrypoint``) are copied, ``None`` values dropped, and ``"ts"`` is added first. All lines go
     in one ``os.write`` under the signals lock (the counter fsyncs before counting). Creates the file and its
     directory. Raises :class:`SaveFailed` on an OS error, :class:`LockBusy` if the lock is stuck,
-    and ``ValueError`` for an event without a key (a programming error).
+    and ``ValueError`` for an event without a key (a programming error). ``lock``: how to take the
+    signals lock (a store keeps its descriptor open: :class:`watcher.store.locks.KeptLock`).
     """
     ts = iso()
     payload = b"".join(_encode(event, ts) for event in events)
@@ -80,7 +83,7 @@ def append(paths: Paths, events: Iterable[Mapping[str, Any]], *, writer: AppendB
         return
     path = paths.observations
     real_directories(path.parent, below=paths.user_part)  # the log is never appended through a link
-    with signals_lock(paths):
+    with signals_lock(paths) if lock is None else lock():
         try:
             (writer or append_bytes)(path, payload)
         except OSError as exc:
