@@ -203,9 +203,8 @@ def test_a_store_opens_its_pipeline_and_signals_locks_once_per_command(paths: Pa
     monkeypatch.setattr(locks, "_open", lambda path: opened.append(path) or real_open(path))
     store = FileStore(paths)
     for _ in range(5):
-        with store.pipeline_lock(timeout=0):
-            with pytest.raises(Timeout):  # held: another open file description is kept out
-                FileLock(str(paths.pipeline_lock), timeout=0).acquire()
+        with store.pipeline_lock(timeout=0), pytest.raises(Timeout):  # held: another description is kept out
+            FileLock(str(paths.pipeline_lock), timeout=0).acquire()
         with FileLock(str(paths.pipeline_lock), timeout=0):  # released between holds
             pass
         store.append_signals([{"key": "verdict.ok"}])

@@ -22,6 +22,7 @@ import os
 import stat
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -113,17 +114,18 @@ def _acquire(path: Path, timeout: float, what: str, lock: Callable[..., bool], k
         os.close(fd)
 
 
-# Bumped in a forked child: a descriptor a :class:`KeptLock` opened before the fork shares its
-# open file description, and so its flock, with the parent's.
-_forks = 0
+# Every kept descriptor of this process. A forked child closes its copies at once: a copy shares
+# the parent's open file description, and with it the flock — a child locking it would not
+# exclude the parent, and a child outliving a SIGKILLed parent would keep the parent's lock held.
+_KEPT: weakref.WeakSet[KeptLock] = weakref.WeakSet()
 
 
-def _forked() -> None:
-    global _forks
-    _forks += 1
+def _close_kept_in_child() -> None:
+    for kept in list(_KEPT):
+        kept.close()
 
 
-os.register_at_fork(after_in_child=_forked)
+os.register_at_fork(after_in_child=_close_kept_in_child)
 
 
 class KeptLock:
@@ -137,16 +139,16 @@ class KeptLock:
     (:func:`_acquire`), and ``locks/`` is checked for a link at the first open — a link planted
     later cannot carry this lock elsewhere, and every run that opens the lock afresh meets it.
 
-    A hold while the kept descriptor is in use — a nested hold, another thread — or after a
-    fork opens its own descriptor, as :func:`hold` does: ``flock`` excludes open file
-    descriptions, never two holds of one."""
+    A hold while the kept descriptor is in use — a nested hold, another thread — opens its own
+    descriptor, as :func:`hold` does, and a forked child closes the descriptors it inherited
+    (:data:`_KEPT`): ``flock`` excludes open file descriptions, never two holds of one."""
 
     def __init__(self, path: Path, *, within: Path | None) -> None:
         self._path = path
         self._within = within
         self._fd: int | None = None
-        self._forks = _forks
         self._free = threading.Lock()
+        _KEPT.add(self)
 
     @contextmanager
     def hold(self, *, timeout: float, what: str = "another watcher run") -> Iterator[None]:
@@ -158,13 +160,8 @@ class KeptLock:
             from filelock import lock_descriptor, unlock_descriptor
 
             kept, self._fd = self._fd, None
-            if kept is not None and self._forks != _forks:
-                os.close(kept)  # the parent's open file description: never locked from here
-                kept = None
-            if kept is None:
-                self._forks = _forks
-                if self._within is not None:
-                    real_directories(self._path.parent, below=self._within)
+            if kept is None and self._within is not None:
+                real_directories(self._path.parent, below=self._within)
             fd = _acquire(self._path, timeout, what, lock_descriptor, kept)
             try:
                 yield
