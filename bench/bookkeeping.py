@@ -150,8 +150,10 @@ def _floor_writer(directory: Path, records: list[InboxRecord], between: Callable
 def _bracketed(floors: list[Callable[[int, int], float]], n: int, batch: Callable[[], Any],
                counter: WriteCounter | None) -> tuple[list[float], float]:
     """([each floor], batch) seconds: half of each floor before the batch, half after, the second
-    halves in reverse order (each floor then sits as near the batch as the others, in all). The
-    setup's own writes are flushed first (``os.sync``): they are nobody's cost."""
+    halves in reverse order: the first floor (the one a ratio is of) runs first and last, the
+    others nearer the batch. The setup's own writes are flushed first (``os.sync``): they are
+    nobody's cost. Which runs where matters on this ext4: writes made after others churned inodes
+    pay for it (bench/README.md, figure 1 notes)."""
     os.sync()
     before = [floor(0, n // 2) for floor in floors]
     if counter is not None:
