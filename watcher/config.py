@@ -87,16 +87,21 @@ class Paths:
         return self.root / "inbox"
 
     def inbox_file(self, comment_id: str) -> Path:
-        # Built once per comment: a model call asks for its file six times, and a Path made anew
-        # parses its parts and formats its string again each time (bench/run.py figure 1).
-        path = self._inbox_files.get(comment_id)
-        if path is None:
-            path = self._inbox_files[comment_id] = self.inbox / f"{comment_id}.json"
-        return path
+        return self._child(self._inbox_files, self.inbox, f"{comment_id}.json")
 
     @cached_property
     def _inbox_files(self) -> dict[str, Path]:
         return {}
+
+    @staticmethod
+    def _child(made: dict[str, Path], directory: Path, name: str) -> Path:
+        """``directory / name``, built once per name: a model call asks for its comment's file six
+        times, and a Path made anew parses its parts and formats its string again each time
+        (bench/run.py figure 1)."""
+        path = made.get(name)
+        if path is None:
+            path = made[name] = directory / name
+        return path
 
     @cached_property
     def seen(self) -> Path:
@@ -148,10 +153,7 @@ class Paths:
 
     def call_lock(self, comment_id: str) -> Path:
         """The comment's call lock (SPEC §15.1): held while its model call is in flight."""
-        path = self._call_lock_files.get(comment_id)
-        if path is None:
-            path = self._call_lock_files[comment_id] = self.call_locks / f"{comment_id}.lock"
-        return path
+        return self._child(self._call_lock_files, self.call_locks, f"{comment_id}.lock")
 
     @cached_property
     def _call_lock_files(self) -> dict[str, Path]:
