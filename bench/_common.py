@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +93,11 @@ def run_of(s: Settings, command: Any, *, limit: int, hooks: Hooks, parallel: int
     measure one batch of 200.
     """
 
+    # ``parallel`` only where the pipeline has it (SPEC §15.1): bench/ab.py runs this bench against
+    # older trees too.
+    extra = {"parallel": parallel} if "parallel" in {f.name for f in fields(Run)} else {}
     return Run(settings=s, store=open_store(s.paths, hooks), command=command, entrypoint="cli",
-               run_id=new_run_id(), limit=limit, parallel=parallel, hooks=hooks)
+               run_id=new_run_id(), limit=limit, hooks=hooks, **extra)
 
 
 @dataclass(frozen=True)
