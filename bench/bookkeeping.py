@@ -172,15 +172,19 @@ def _bracketed(floors: list[Callable[[int, int], float]], n: int, batch: Callabl
     return [b + a for b, a in zip(before, after, strict=True)], measured
 
 
+def _field(doc: Any, name: str) -> Any:
+    """A field of a batch's result: a model, or the dict a tree from before typed results returns (bench/ab.py)."""
+    return doc[name] if isinstance(doc, dict) else getattr(doc, name)
+
+
 def _calls(doc: Any) -> int:
-    """A batch's calls: a result model, or the dict a tree from before typed results returns (bench/ab.py)."""
-    return int(doc["calls"] if isinstance(doc, dict) else doc.calls)
+    return int(_field(doc, "calls"))
 
 
 def _recheck(s: Settings, n: int, hooks: Hooks) -> Any:
     doc, error = pipeline.recheck(run_of(s, "recheck", limit=n, hooks=hooks))
     if error is not None or _calls(doc) != n:
-        raise RuntimeError(f"recheck did not make {n} calls: {error}")
+        raise RuntimeError(f"recheck did not make {n} calls: {error} {_field(doc, 'counts')}")
     return doc
 
 
@@ -315,7 +319,7 @@ def bench_scan(base: Path | None, n: int, reps: int) -> Row:
             def batch(s: Settings = s, export: Path = export) -> None:
                 doc, error = pipeline.scan(run_of(s, "scan", limit=n, hooks=INSTANT), source=str(export))
                 if error is not None or _calls(doc) != n:
-                    raise RuntimeError(f"scan did not make {n} calls: {error}")
+                    raise RuntimeError(f"scan did not make {n} calls: {error} {_field(doc, 'counts')}")
 
             (floor, old), measured = _bracketed(
                 [three, _floor_writer(root / "old-floor", records, new=True, first_creates=True)],
