@@ -24,7 +24,8 @@ def real_directories(directory: Path, *, below: Path) -> None:
     file sits one or two levels under it. A directory swapped for a link between this check and the
     write is not caught — the locks are cooperative (SPEC §11) — but a planted link never is missed.
     """
-    for level in _levels(directory, below):
+    # Strings as the cache's key: a str keeps its hash, a Path works it out again on every lookup.
+    for level in _levels(os.fspath(directory), os.fspath(below)):
         try:
             st = os.lstat(level)
         except FileNotFoundError:
@@ -41,13 +42,13 @@ def real_directories(directory: Path, *, below: Path) -> None:
 
 
 @lru_cache(maxsize=256)
-def _levels(directory: Path, below: Path) -> tuple[str, ...]:
-    """The directories from ``below`` (excluded) down to ``directory``, as strings: the names to lstat.
+def _levels(here: str, below: str) -> tuple[str, ...]:
+    """The directories from ``below`` (excluded) down to ``here``, as strings: the names to lstat.
 
     Worked out once per pair: a run checks the same few directories (inbox/, locks/calls/) about
     eleven times per model call, and splitting and joining the path each time cost more than
     the lstats themselves (bench/run.py figure 1)."""
-    top, here = os.fspath(below).rstrip(os.sep), os.fspath(directory)
+    top = below.rstrip(os.sep)
     if not here.startswith(top + os.sep):
         return ()  # the chosen part itself, or not under it: nothing of ours to judge
     levels, level = [], top

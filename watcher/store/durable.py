@@ -99,16 +99,17 @@ def _write(path: Path, payload: bytes, *, within: Path | None, sync: bool) -> No
     """``sync=False`` (a scratch data dir, :mod:`watcher.store.scratch`, removed when its command ends):
     the same temp file and rename, so readers still see the old file or the new one, without the
     fsyncs that only a power loss needs."""
+    parent = path.parent  # builds a new Path each time it is asked for: once per write, not four times
     if within is not None:
-        real_directories(path.parent, below=within)
+        real_directories(parent, below=within)
     tmp: str | None = None
     try:
-        if not path.parent.is_dir():
+        if not parent.is_dir():
             if sync:
-                make_dirs(path.parent)
+                make_dirs(parent)
             else:  # a scratch data dir: nothing in it has to survive a power cut
-                path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+                parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
@@ -117,7 +118,7 @@ def _write(path: Path, payload: bytes, *, within: Path | None, sync: bool) -> No
         os.replace(tmp, path)
         tmp = None  # the name now belongs to the data file; nothing left to clean up
         if sync:
-            fsync_dir(path.parent)
+            fsync_dir(parent)
     except OSError as exc:
         raise SaveFailed(path, exc) from exc
     finally:
