@@ -7,7 +7,7 @@ tell a regression from the disk. This runs **this tree's** bench against both tr
 in ABBA order (this, other, other, this per round), and prints each run's ratios and the median
 per tree.
 
-    python bench/ab.py 2c5e689                 figure 1, one round (four runs, about 2.5 minutes)
+    python bench/ab.py 2c5e689                 figure 1, one round (four runs, about 3 minutes)
     python bench/ab.py HEAD~5 --rounds 2       two rounds
     python bench/ab.py 2c5e689 --tmp /dev/shm  on tmpfs: no disk, so what is left is CPU
 
