@@ -15,11 +15,11 @@ from pathlib import Path
 from watcher.config import Paths
 from watcher.errors import LockBusy, exit_code_for
 from watcher.store import locks
-from watcher.store.locks import pipeline_lock
+from watcher.store.files import FileStore
 
 
 def hold(paths: Paths, held: Path) -> None:
-    with pipeline_lock(paths):
+    with FileStore(paths).pipeline_lock():
         held.touch()
         time.sleep(600)  # until SIGKILLed: the kernel releases the lock, nobody deletes the file
 
@@ -27,7 +27,7 @@ def hold(paths: Paths, held: Path) -> None:
 def attempt(paths: Paths) -> int:
     started = time.monotonic()
     try:
-        with pipeline_lock(paths):
+        with FileStore(paths).pipeline_lock():
             report = {"acquired": True, "elapsed": time.monotonic() - started}
             code = 0
     except LockBusy as exc:
@@ -43,5 +43,5 @@ if __name__ == "__main__":
     if mode == "hold":
         hold(data, Path(sys.argv[3]))
     else:
-        locks.PIPELINE_WAIT_S = float(sys.argv[3])  # read by pipeline_lock at call time
+        locks.PIPELINE_WAIT_S = float(sys.argv[3])  # read by FileStore.pipeline_lock at call time
         sys.exit(attempt(data))

@@ -2,7 +2,7 @@
 frees it; lock files are never deleted.
 
 The real 5 s wait is proved once, end to end, in test_pipeline_processes.py; here the wait is
-lowered through ``watcher.locks.PIPELINE_WAIT_S``, which ``pipeline_lock`` reads at call time."""
+lowered through ``watcher.locks.PIPELINE_WAIT_S``, which ``FileStore.pipeline_lock`` reads at call time."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from _proc import script
 from watcher.config import Paths
 from watcher.errors import EXIT_LOCK_BUSY, LockBusy
 from watcher.store import locks
-from watcher.store.locks import PIPELINE_WAIT_S, hold, pipeline_lock, seen_lock, signals_lock
+from watcher.store.files import FileStore
+from watcher.store.locks import PIPELINE_WAIT_S, hold, seen_lock, signals_lock
 
 WORKER = Path(__file__).with_name("_lock_worker.py")
 
@@ -63,10 +64,10 @@ def test_second_process_fails_after_the_wait_with_the_lock_busy_message(
 def test_the_pipeline_wait_is_read_when_the_lock_is_taken(
     paths: Paths, holder: subprocess.Popen[str] | ForkedProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``pipeline_lock`` reads PIPELINE_WAIT_S at call time, not at import (the tests' seam)."""
+    """The store's pipeline lock reads PIPELINE_WAIT_S at call time, not at import (the tests' seam)."""
     monkeypatch.setattr(locks, "PIPELINE_WAIT_S", 0.2)
     began = time.monotonic()
-    with pytest.raises(LockBusy) as info, pipeline_lock(paths):
+    with pytest.raises(LockBusy) as info, FileStore(paths).pipeline_lock():
         pass
     assert info.value.waited_s == 0.2 and time.monotonic() - began >= 0.2
     assert str(info.value).endswith("(waited 0.2 s)")
@@ -78,7 +79,7 @@ def test_sigkilled_holder_frees_the_lock_and_the_file_stays(
     """After SIGKILL of the holder, a zero-wait acquire succeeds and the lock file still exists."""
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=10)
-    with pipeline_lock(paths, timeout=0):
+    with FileStore(paths).pipeline_lock(timeout=0):
         assert paths.pipeline_lock.exists()
     assert paths.pipeline_lock.exists()
 
@@ -90,7 +91,7 @@ def test_pipeline_wait_is_5_seconds() -> None:
 
 def test_release_keeps_the_lock_file(paths: Paths) -> None:
     """Lock files are never deleted, not even on a clean release."""
-    for take, path in ((pipeline_lock, paths.pipeline_lock), (seen_lock, paths.seen_lock),
+    for take, path in ((lambda p: FileStore(p).pipeline_lock(), paths.pipeline_lock), (seen_lock, paths.seen_lock),
                        (signals_lock, paths.signals_lock)):
         with take(paths):
             pass
@@ -98,18 +99,25 @@ def test_release_keeps_the_lock_file(paths: Paths) -> None:
 
 
 def test_released_lock_can_be_taken_again_at_once(paths: Paths) -> None:
-    """A release really releases: the next zero-wait acquire succeeds."""
-    with pipeline_lock(paths):
+    """A release really releases: while the first store keeps its descriptor open, another store's
+    zero-wait acquire succeeds (a second hold by the same store would share its flock)."""
+    store = FileStore(paths)
+    with store.pipeline_lock():
         pass
-    with pipeline_lock(paths, timeout=0):
+    with FileStore(paths).pipeline_lock(timeout=0):
+        pass
+    with store.pipeline_lock(timeout=0):
         pass
 
 
 def test_lock_is_released_when_the_body_raises(paths: Paths) -> None:
-    """An exception inside the locked block still releases the lock."""
-    with pytest.raises(RuntimeError), pipeline_lock(paths):
+    """An exception inside the locked block still releases the lock, kept descriptor and all."""
+    store = FileStore(paths)
+    with pytest.raises(RuntimeError), store.pipeline_lock():
         raise RuntimeError("boom")
-    with pipeline_lock(paths, timeout=0):
+    with FileStore(paths).pipeline_lock(timeout=0):
+        pass
+    with store.pipeline_lock(timeout=0):
         pass
 
 

@@ -279,7 +279,7 @@ def test_a_lock_file_that_is_a_link_or_directory_is_exit_5_naming_it(
         os.symlink(lock.name, lock)
     else:
         lock.mkdir()
-    with pytest.raises(UnsafePath) as info, locks.pipeline_lock(paths, timeout=0):
+    with pytest.raises(UnsafePath) as info, FileStore(paths).pipeline_lock(timeout=0):
         pass
     assert exit_code_for(info.value) == EXIT_STATE and str(lock) in str(info.value)
     assert "where a lock file belongs" in str(info.value)
@@ -325,7 +325,7 @@ def test_an_unwritable_lock_file_is_cannot_write_exit_5(paths: Paths, monkeypatc
     """Lock acquire refused (permissions, read-only mount): SaveFailed "cannot write <lock>: <reason>"."""
     paths.pipeline_lock.parent.mkdir(parents=True)
     _refuse_writes_under(paths.root, monkeypatch, errno_)
-    with pytest.raises(SaveFailed) as info, locks.pipeline_lock(paths, timeout=0):
+    with pytest.raises(SaveFailed) as info, FileStore(paths).pipeline_lock(timeout=0):
         pass
     assert exit_code_for(info.value) == EXIT_STATE
     assert str(info.value).startswith(f"cannot write {paths.pipeline_lock}: {os.strerror(errno_)}")

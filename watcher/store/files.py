@@ -96,6 +96,10 @@ class FileStore:
     # ---- the pipeline lock -------------------------------------------------------------------------
 
     def pipeline_lock(self, *, timeout: float | None = None) -> AbstractContextManager[None]:
+        """Held by scan/recheck for each decision and write, never across a model call (SPEC §15.1).
+
+        ``timeout`` defaults to :data:`locks.PIPELINE_WAIT_S` as it is *now*, not as it was at import:
+        a default bound at import would make the tests either wait the real 5 s or patch every caller."""
         if not self._built:
             models.build(*LOCKED_MODELS)  # before the lock, where no other run waits for it
             self._built = True

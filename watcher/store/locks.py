@@ -304,16 +304,6 @@ def held_elsewhere(path: Path, *, within: Path | None = None) -> bool:
         os.close(fd)
 
 
-def pipeline_lock(paths: Paths, *, timeout: float | None = None) -> AbstractContextManager[None]:
-    """Held by scan/recheck for each decision and write, never across a model call (SPEC §15.1).
-
-    ``timeout`` defaults to :data:`PIPELINE_WAIT_S` as it is *now*, not as it was at import: a
-    default bound at import would make the tests either wait the real 5 s or patch every caller.
-    """
-    return hold(paths.pipeline_lock, timeout=PIPELINE_WAIT_S if timeout is None else timeout,
-                within=paths.user_part)
-
-
 def seen_lock(paths: Paths) -> AbstractContextManager[None]:
     """Held only for one read-merge-write of seen.json, never across a model call."""
     return hold(paths.seen_lock, timeout=SHORT_WAIT_S, within=paths.user_part)
