@@ -74,7 +74,7 @@ def _run(tree: Path, figures: list[str], tmp: Path | None, quick: bool, rows_fil
 
 # One recheck under cachegrind: ``python -c INSTRUCTIONS SEEDED CALLS`` (bench helpers on sys.path).
 INSTRUCTIONS = """
-import sys, tempfile
+import sys
 from pathlib import Path
 from bookkeeping import INSTANT, _recheck, _seed_failed
 from _common import settings, temp_dir
