@@ -14,8 +14,10 @@ per tree.
 
 ``--instructions`` counts instead of timing: a recheck of 300 failed comments less a recheck of
 100 over the same 300, under ``valgrind --tool=cachegrind`` on tmpfs with a fixed hash seed, per
-call. The count repeats to a few hundredths of a per cent from run to run, where times here move
-by a third; it sees the CPU in user space only, not the system calls' cost in the kernel.
+call. The same command repeats its count to a few hundredths of a per cent, where times here
+move by a third; a change to what ran before the recheck can move it by ~1 % (where the garbage
+collector runs shifts), so differences under ~2 % are none. It counts user space only, not
+what the system calls cost in the kernel.
 
 The other tree is ``git archive``d into a temp dir and put first on ``PYTHONPATH``, so the bench's
 ``import watcher`` loads it; the bench itself, the fake provider and the interpreter stay this
