@@ -6,6 +6,7 @@ real thing: the same output, exit code and fault hooks, a process of its own, ki
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from _fakes.provider import running_fake
-from _forkserver import ForkedProcess
-from _proc import MODULES, command, env_for, write_export
+from _forkserver import FRESH, ForkedProcess, forkable
+from _proc import MODULES, command, env_for, run, write_export
 
 CASES = [
     ("cli", ("status", "--json")),
@@ -79,3 +80,30 @@ def test_a_forked_mcp_server_leads_its_own_session_and_ends_at_stdin_eof(data_di
     assert os.getsid(proc.pid) == os.getpgid(proc.pid) == proc.pid != os.getpgid(0)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
+
+
+def test_a_forked_child_has_watcher_preloaded_but_imports_what_reads_its_streams_fresh(tmp_path: Path) -> None:
+    """watcher's modules come from the server; watcher.render, which asks at import whether stdout
+    is a terminal, is imported in the child, with the child's own streams (tests/_forkserver.py)."""
+    script = tmp_path / "which.py"
+    script.write_text("import json, sys\n"
+                      "print(json.dumps({name: name in sys.modules for name in sys.argv[1:]}))\n")
+    names = ["watcher.commands", "watcher.pipeline.locked", *FRESH]
+    proc = ForkedProcess([str(script), *names], None, {"PATH": os.environ["PATH"]})
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert json.loads(out) == {name: name not in FRESH for name in names}
+
+
+def test_another_trees_watcher_on_pythonpath_is_execed_and_runs_that_tree(data_dir: Path, tmp_path: Path) -> None:
+    """A PYTHONPATH holding a watcher of its own: an exec'd process imports that one, so the suite
+    execs it rather than fork a child that would have the preloaded watcher."""
+    other = tmp_path / "other"
+    (other / "watcher").mkdir(parents=True)
+    (other / "watcher" / "__init__.py").write_text("")
+    (other / "watcher" / "cli.py").write_text("def main():\n    print('the other tree')\n    return 0\n")
+    env = {"PYTHONPATH": str(other)}
+    assert not forkable(env_for(data_dir, env))
+    assert forkable(env_for(data_dir, {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}))
+    done = run("cli", "status", data_dir=data_dir, env=env)
+    assert (done.returncode, done.stdout) == (0, "the other tree\n"), done.stderr
