@@ -143,7 +143,8 @@ def fig6_and_7(base: Path | None, fake: Any) -> list[Row]:
 
 def _bridge(args: list[str], data: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``watcher-bridge ARGS`` as a process of its own, forked from the tests' fork server
-    (tests/_forkserver.py: pydantic, httpx and typer preloaded, watcher imported fresh in the child).
+    (tests/_forkserver.py: pydantic, httpx, typer and watcher's own modules preloaded, the fault hooks
+    and watcher.render imported in the child).
     30 exec'd starts in 5 s are ~13 s of CPU — more than 2 cores have — and a lock holder starved
     of CPU holds the lock for the scheduler's time, not the product's; start-up is figure 5's."""
     from _proc import run as run_process
