@@ -5,23 +5,25 @@ typer, rich and filelock before it does anything; the suite starts ~300 of them 
 A fork server imports those libraries once, and forks a child per process asked for. The
 child is a real process of its own (its own pid, file descriptors, locks and signals; SIGKILL
 kills it as it kills any). The third-party libraries above come already imported (with what a
-command imports of them on first use); none of them reads the environment at import.
+command imports of them on first use); none of them reads the environment at import. pydantic's
+plugins (entry points of the group ``pydantic``) are looked up once in the server, from its
+``sys.path`` and without ``PYDANTIC_DISABLE_PLUGINS`` (a process whose environment sets it is
+exec'd instead, :func:`forkable`); a child whose ``PYTHONPATH`` holds a distribution looks them
+up again.
 
 watcher's own modules come preloaded too (:data:`WATCHER_PRELOAD`): importing them is another
 0.09–0.15 s of CPU a child (pydantic building 60-odd model classes), and over the suite the
 forked children's CPU went from 88 to 46 s with them preloaded (``WATCHER_TESTS_CPU``; the
-suite 136.6 → 119.8 s, 2026-12-02). That sees what an exec'd process sees because none of them
-reads the environment, the standard streams or the clock at import: settings are read when a
-command runs, and the one module that looks at its streams on import, ``watcher.render``
-(whether stdout is a terminal), is left out and imported fresh in each child, as the server
-checks (:data:`FRESH`). The fault hooks (tests/_faults/sitecustomize.py) still come in the
-child, from its ``PYTHONPATH``, after it has the environment, working directory, arguments and
-standard streams it was given; they patch watcher's classes, which every module reaches the
-same way whether it was imported before them or after. A ``PYTHONPATH`` that holds another
-``watcher`` or ``bridge`` package (another tree's code) is exec'd instead (:func:`forkable`). pydantic's plugins (entry points of the group ``pydantic``) are looked up
-once in the server, from its ``sys.path`` and without ``PYDANTIC_DISABLE_PLUGINS`` (a process
-whose environment sets it is exec'd instead, :func:`forkable`); a child whose ``PYTHONPATH``
-holds a distribution looks them up again.
+test command's pytest 136.6 → 116.9 s, 2026-12-02). A child still sees what an exec'd process
+sees, because none of them reads the environment, the standard streams or the clock at import:
+settings are read when a command runs, and the one module that looks at its streams on import,
+``watcher.render`` (whether stdout is a terminal), is left out and imported in each child, as
+the server checks (:data:`FRESH`). The fault hooks (tests/_faults/sitecustomize.py) still come
+in the child, from its ``PYTHONPATH``, after it has the environment, working directory,
+arguments and standard streams it was given; they patch watcher's classes, which every module
+reaches the same way whether it was imported before them or after. A ``PYTHONPATH`` that holds
+another ``watcher`` or ``bridge`` package (another tree's code) is exec'd instead
+(:func:`forkable`).
 
 The suite's worker scripts (``python tests/_seen_worker.py …``) come from the server too:
 ``module=None``, the script run as ``__main__`` with its directory first on ``sys.path``.
