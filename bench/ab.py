@@ -107,16 +107,31 @@ def _instructions(tree: Path, tmp: Path, seeded: int, calls: int) -> int:
     return int(counts[-1].split(":")[1].replace(",", "").strip())
 
 
-def _count(trees: dict[str, Path], tmp: Path | None) -> int:
+def _count(trees: dict[str, Path], tmp: Path | None) -> None:
     """Instructions per recheck call in each tree (``--instructions``)."""
-    if shutil.which("valgrind") is None:
-        raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
     where = tmp or Path("/dev/shm")
     for name, tree in trees.items():
         small, large = (_instructions(tree, where, 300, calls) for calls in (100, 300))
         print(f"{name:<{max(map(len, trees))}}  {(large - small) / 200 / 1e6:.3f} M instructions per call "
               "(a recheck of 300 less one of 100)", flush=True)
-    return 0
+
+
+def _timed(trees: dict[str, Path], args: argparse.Namespace, rows_file: Path) -> None:
+    """ABBA rounds of this tree's bench against both trees; each run's ratios, then the median per tree."""
+    this_name, other_name = trees
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    for round_no in range(1, args.rounds + 1):
+        for name in (this_name, other_name, other_name, this_name):
+            ratios = _run(trees[name], args.only, args.tmp, args.quick, rows_file)
+            results[name].append(ratios)
+            shown = "  ".join(f"{fig} {ratio:.2f}×" for fig, ratio in ratios.items())
+            print(f"round {round_no}  {name:<{max(map(len, trees))}}  {shown}", flush=True)
+    print("\n# median per tree")
+    for name, runs in results.items():
+        figures = sorted({fig for run in runs for fig in run})
+        medians = "  ".join(f"{fig} {statistics.median(run[fig] for run in runs if fig in run):.2f}×"
+                            for fig in figures)
+        print(f"{name:<{max(map(len, results))}}  {medians}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tmp", type=Path, default=None, help="where the bench's temp data dirs go")
     parser.add_argument("--quick", action="store_true", help="the bench's small sizes (a smoke check)")
     parser.add_argument("--instructions", action="store_true",
-                        help="count instructions per recheck call under valgrind instead of timing (default --tmp: /dev/shm)")
+                        help="count instructions per recheck call under valgrind instead of timing; --only, --rounds "
+                             "and --quick do not apply (default --tmp: /dev/shm)")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
@@ -138,33 +154,20 @@ def main(argv: list[str] | None = None) -> int:
     dirty = " (with uncommitted changes)" if _git("status", "--porcelain", "--", "watcher") else ""
     this_name = f"this tree{dirty}"
     other_name = args.rev if commit.startswith(args.rev) else f"{args.rev} ({commit[:7]})"
-    if args.instructions:
-        print(f"# instructions per recheck call: {this_name} against {other_name}", flush=True)
-        with tempfile.TemporaryDirectory(prefix="watcher-bench-ab-") as scratch:
-            other_tree = Path(scratch) / "other"
-            other_tree.mkdir()
-            _extract(commit, other_tree)
-            return _count({this_name: ROOT, other_name: other_tree}, args.tmp)
-    print(f"# A/B of figure(s) {' '.join(args.only)}: {this_name} against {other_name}, "
-          f"{args.rounds} ABBA round(s){', --quick' if args.quick else ''}", flush=True)
-    results: dict[str, list[dict[str, float]]] = {this_name: [], other_name: []}
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind (Debian: apt-get install valgrind)")
     with tempfile.TemporaryDirectory(prefix="watcher-bench-ab-") as scratch:
         other_tree = Path(scratch) / "other"
         other_tree.mkdir()
         _extract(commit, other_tree)
         trees = {this_name: ROOT, other_name: other_tree}
-        for round_no in range(1, args.rounds + 1):
-            for name in (this_name, other_name, other_name, this_name):
-                ratios = _run(trees[name], args.only, args.tmp, args.quick, Path(scratch) / "rows.json")
-                results[name].append(ratios)
-                shown = "  ".join(f"{fig} {ratio:.2f}×" for fig, ratio in ratios.items())
-                print(f"round {round_no}  {name:<{max(map(len, trees))}}  {shown}", flush=True)
-    print("\n# median per tree")
-    for name, runs in results.items():
-        figures = sorted({fig for run in runs for fig in run})
-        medians = "  ".join(f"{fig} {statistics.median(run[fig] for run in runs if fig in run):.2f}×"
-                            for fig in figures)
-        print(f"{name:<{max(map(len, results))}}  {medians}")
+        if args.instructions:
+            print(f"# instructions per recheck call: {this_name} against {other_name}", flush=True)
+            _count(trees, args.tmp)
+        else:
+            print(f"# A/B of figure(s) {' '.join(args.only)}: {this_name} against {other_name}, "
+                  f"{args.rounds} ABBA round(s){', --quick' if args.quick else ''}", flush=True)
+            _timed(trees, args, Path(scratch) / "rows.json")
     return 0
 
 
