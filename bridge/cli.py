@@ -21,12 +21,18 @@ def main(argv: Sequence[str] | None = None, *, hooks: Hooks | None = None) -> No
     there; the MCP server builds each tool call's own (its progress notifications)."""
     # Global options may stand before or after the command (`--data-dir X mcp`, `mcp --data-dir X`).
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
-    command = next((i for i, a in enumerate(args) if not a.startswith("-") and
-                    (i == 0 or args[i - 1] != "--data-dir")), None)
+    command = next(
+        (
+            i
+            for i, a in enumerate(args)
+            if not a.startswith("-") and (i == 0 or args[i - 1] != "--data-dir")
+        ),
+        None,
+    )
     if command is not None and args[command] == "mcp":
         from bridge.mcp_server import serve
 
-        serve(args[:command] + args[command + 1:])
+        serve(args[:command] + args[command + 1 :])
         return
     # Imported here: `mcp` never needs typer or the CLI (bench/run.py figure 5c).
     from watcher.cli import main as watcher_main

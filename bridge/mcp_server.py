@@ -55,9 +55,11 @@ from watcher.results import CommentRecord
 from watcher.visible import json_safe, visible
 
 MIN_SDK = (2, 3)
-INSTALL_HINT = ("watcher-bridge mcp needs the MCP Python SDK (mcp >= {need}), an optional extra:\n"
-                "    pip install 'devto-watcher[mcp]'      # from PyPI\n"
-                "    pip install '.[mcp]'                  # from a checkout of devto-watcher\n")
+INSTALL_HINT = (
+    "watcher-bridge mcp needs the MCP Python SDK (mcp >= {need}), an optional extra:\n"
+    "    pip install 'devto-watcher[mcp]'      # from PyPI\n"
+    "    pip install '.[mcp]'                  # from a checkout of devto-watcher\n"
+)
 
 try:
     import anyio
@@ -88,42 +90,97 @@ ID_PATTERN = f"^{COMMENT_ID_SHAPE}$"
 # the same core functions as the CLI, so a bad value comes back as the core's usage envelope
 # (exit_code 2, reworded for MCP by bridge.wording) rather than as a second validator's error.
 
-Limit = Annotated[int, Field(
-    description=f"Most model calls this run (1–{MAX_LIMIT}). Each call spends one of a comment's 3 attempts.",
-    json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT})]
-DryRun = Annotated[bool, Field(
-    description="Only plan: list what would be called. Takes no lock, writes nothing, calls no model.")]
-Source = Annotated[str | None, Field(
-    description="'devto' (needs DEVTO_USERNAME or DEVTO_API_KEY in the server's environment), or the path of a "
-                "Forem-format export file on this machine. Omitted: dev.to; without a dev.to account that is "
-                "exit_code 2. Not 'sample': the bundled demo is `watcher demo`, in a terminal.")]
+Limit = Annotated[
+    int,
+    Field(
+        description=f"Most model calls this run (1–{MAX_LIMIT}). Each call spends one of a comment's 3 attempts.",
+        json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT},
+    ),
+]
+DryRun = Annotated[
+    bool,
+    Field(
+        description="Only plan: list what would be called. Takes no lock, writes nothing, calls no model."
+    ),
+]
+Source = Annotated[
+    str | None,
+    Field(
+        description="'devto' (needs DEVTO_USERNAME or DEVTO_API_KEY in the server's environment), or the path of a "
+        "Forem-format export file on this machine. Omitted: dev.to; without a dev.to account that is "
+        "exit_code 2. Not 'sample': the bundled demo is `watcher demo`, in a terminal."
+    ),
+]
 IdItem = Annotated[str, Field(json_schema_extra={"pattern": ID_PATTERN})]
-Ids = Annotated[list[IdItem] | None, Field(
-    description="Only these comment ids. Omitted: every failed or interrupted comment, oldest first.")]
-MoreIds = Annotated[list[IdItem] | None, Field(
-    description="More comment ids to mark the same way. Every id is checked first: one unknown id marks nothing.")]
-CommentId = Annotated[str, Field(
-    description="Comment id (the dev.to id_code), as listed by inbox.", json_schema_extra={"pattern": ID_PATTERN})]
-Triage = Annotated[str, Field(
-    description="replied: the author posted a reply · ignored: it needs no answer · open: back on the to-do list.",
-    json_schema_extra={"enum": list(commands.TRIAGE_CHOICES)})]
-ShowAll = Annotated[bool, Field(description="List every known comment with its state, not only those "
-                                            "needing a reply.")]
-WithPrompt = Annotated[bool, Field(description="Include the cached prompt sent to the model (about 2 KB).")]
-Since = Annotated[str | None, Field(
-    description="Only comments created on or after this date (2026-11-01) or ISO time. Omitted: every comment.")]
-Reset = Annotated[bool, Field(description="Recount the whole observation log from the start on purpose "
-                                          "(only after the log was replaced or truncated).")]
-ClaimLimit = Annotated[int, Field(
-    description=f"Most comments to claim (1–{MAX_LIMIT}). Each claim spends one of that comment's 3 attempts.",
-    json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT})]
-AttemptNo = Annotated[int, Field(description="The attempt number (n) claim returned with this comment.",
-                                 json_schema_extra={"minimum": 1})]
+Ids = Annotated[
+    list[IdItem] | None,
+    Field(
+        description="Only these comment ids. Omitted: every failed or interrupted comment, oldest first."
+    ),
+]
+MoreIds = Annotated[
+    list[IdItem] | None,
+    Field(
+        description="More comment ids to mark the same way. Every id is checked first: one unknown id marks nothing."
+    ),
+]
+CommentId = Annotated[
+    str,
+    Field(
+        description="Comment id (the dev.to id_code), as listed by inbox.",
+        json_schema_extra={"pattern": ID_PATTERN},
+    ),
+]
+Triage = Annotated[
+    str,
+    Field(
+        description="replied: the author posted a reply · ignored: it needs no answer · open: back on the to-do list.",
+        json_schema_extra={"enum": list(commands.TRIAGE_CHOICES)},
+    ),
+]
+ShowAll = Annotated[
+    bool,
+    Field(description="List every known comment with its state, not only those needing a reply."),
+]
+WithPrompt = Annotated[
+    bool, Field(description="Include the cached prompt sent to the model (about 2 KB).")
+]
+Since = Annotated[
+    str | None,
+    Field(
+        description="Only comments created on or after this date (2026-11-01) or ISO time. Omitted: every comment."
+    ),
+]
+Reset = Annotated[
+    bool,
+    Field(
+        description="Recount the whole observation log from the start on purpose "
+        "(only after the log was replaced or truncated)."
+    ),
+]
+ClaimLimit = Annotated[
+    int,
+    Field(
+        description=f"Most comments to claim (1–{MAX_LIMIT}). Each claim spends one of that comment's 3 attempts.",
+        json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT},
+    ),
+]
+AttemptNo = Annotated[
+    int,
+    Field(
+        description="The attempt number (n) claim returned with this comment.",
+        json_schema_extra={"minimum": 1},
+    ),
+]
 # An object or its JSON text; what it must hold is the core's check (an invalid verdict counts),
 # so the schema here only says which JSON types reach it — anything else is a usage error.
-VerdictArgument = Annotated[dict[str, Any] | str, Field(
-    description="Your verdict: a JSON object fitting the schema claim returned (needs_reply, category, priority, "
-                "summary, reply_hint), or the JSON text of one.")]
+VerdictArgument = Annotated[
+    dict[str, Any] | str,
+    Field(
+        description="Your verdict: a JSON object fitting the schema claim returned (needs_reply, category, priority, "
+        "summary, reply_hint), or the JSON text of one."
+    ),
+]
 
 
 # ---- running one command ------------------------------------------------------------------------------
@@ -142,8 +199,11 @@ def _tool_result(envelope: Envelope[Any]) -> CallToolResult:
     # the same JSON as the structured content, with the characters JSON leaves raw (C1, bidi
     # controls) as escapes, so it decodes to the same data and a terminal obeys none (SPEC §15.5).
     text = json_safe(json.dumps(doc, ensure_ascii=False))
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=doc,
-                          is_error=not envelope.ok)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=doc,
+        is_error=not envelope.ok,
+    )
 
 
 Report = Callable[[float, float | None, str | None], Coroutine[Any, Any, None]]
@@ -208,8 +268,12 @@ class _Runner:
     re-reads the installed version (``version_on_disk``, injected by tests) and, once it differs
     from the one this server started with, each tool result says to restart it (SPEC §15.5)."""
 
-    def __init__(self, data_dir: Path | None, *,
-                 version_on_disk: Callable[[], str | None] = installed_version) -> None:
+    def __init__(
+        self,
+        data_dir: Path | None,
+        *,
+        version_on_disk: Callable[[], str | None] = installed_version,
+    ) -> None:
         self.data_dir = data_dir
         self._version_on_disk = version_on_disk
         self.started_as = version_on_disk()
@@ -232,21 +296,28 @@ class _Runner:
         now = self._version_on_disk()
         if now is None or self.started_as is None or now == self.started_as:
             return None
-        notice = (f"devto-watcher {now} has been installed since this MCP server started with {self.started_as}: "
-                  "restart the server (Codex: start a new session; Claude Code: /mcp, then reconnect watcher) so its "
-                  "tools run the installed release — until then files the new release wrote may be refused (exit 5)")
+        notice = (
+            f"devto-watcher {now} has been installed since this MCP server started with {self.started_as}: "
+            "restart the server (Codex: start a new session; Claude Code: /mcp, then reconnect watcher) so its "
+            "tools run the installed release — until then files the new release wrote may be refused (exit 5)"
+        )
         if not self._logged:
             log.warning("%s", notice)
             self._logged = True
         return notice
 
-    async def __call__(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None,
-                       ) -> Envelope[Any]:
+    async def __call__(
+        self,
+        command: str,
+        fn: Callable[[Context], Any],
+        *,
+        report: Report | None = None,
+    ) -> Envelope[Any]:
         # A fresh Context per call: settings (provider, keys, data dir) are re-read every time, as
         # a new CLI process would. The batch waits on model calls for minutes, so it runs in a
         # worker thread and the server keeps answering (mark, status) meanwhile.
         cancel = threading.Event()
-        hooks = (_Progress(report).hooks() if report is not None else Hooks())
+        hooks = _Progress(report).hooks() if report is not None else Hooks()
         hooks = dataclasses.replace(hooks, cancelled=cancel.is_set, aborted=lambda: self.going)
         ctx = Context(entrypoint="bridge", data_dir=self.data_dir, notice=_notice, hooks=hooks)
         done = threading.Event()
@@ -276,8 +347,13 @@ class _Runner:
             envelope.error = {**envelope.error, "message": for_agents(envelope.error["message"])}
         return envelope
 
-    async def tool(self, command: str, fn: Callable[[Context], Any], *, report: Report | None = None,
-                   ) -> CallToolResult:
+    async def tool(
+        self,
+        command: str,
+        fn: Callable[[Context], Any],
+        *,
+        report: Report | None = None,
+    ) -> CallToolResult:
         envelope = await self(command, fn, report=report)
         notice = self.restart_notice()
         if notice is None:
@@ -285,7 +361,10 @@ class _Runner:
         # In the error a client always shows, and beside any result as a second text block: the
         # envelope itself (the structured content) keeps the shape its output schema promises.
         if envelope.error is not None:
-            envelope.error = {**envelope.error, "message": f"{envelope.error['message']} ({notice})"}
+            envelope.error = {
+                **envelope.error,
+                "message": f"{envelope.error['message']} ({notice})",
+            }
         answer = _tool_result(envelope)
         answer.content.append(TextContent(type="text", text=f"note: {notice}"))
         return answer
@@ -293,7 +372,9 @@ class _Runner:
 
 def _usage(tool: str, message: str) -> CallToolResult:
     """A bad argument answers like the CLI's bad option: a usage envelope, exit_code 2."""
-    return _tool_result(Envelope(False, tool, EXIT_USAGE, None, {"kind": "usage", "message": message}))
+    return _tool_result(
+        Envelope(False, tool, EXIT_USAGE, None, {"kind": "usage", "message": message})
+    )
 
 
 def _progress_of(ctx: ToolContext) -> Report | None:
@@ -307,8 +388,12 @@ SECRET_WORDS = ("key", "token", "secret", "password", "auth")
 
 def _loggable(arguments: dict[str, Any]) -> str:
     """The arguments for a log line: no tool takes a secret, but a stray one is never logged."""
-    shown = {name: "***" if any(w in name.lower() for w in SECRET_WORDS) else
-             (value[:200] if isinstance(value, str) else value) for name, value in arguments.items()}
+    shown = {
+        name: "***"
+        if any(w in name.lower() for w in SECRET_WORDS)
+        else (value[:200] if isinstance(value, str) else value)
+        for name, value in arguments.items()
+    }
     return json_safe(json.dumps(shown, ensure_ascii=False, default=str))
 
 
@@ -343,53 +428,87 @@ if _SDK_MISSING is None:
                     async with passed:
                         async for message in read_stream:
                             await passed.send(message)
-                    threading.Thread(target=_going, args=(self.run_command, signal.SIGHUP), name="watcher-going",
-                                     daemon=True).start()
+                    threading.Thread(
+                        target=_going,
+                        args=(self.run_command, signal.SIGHUP),
+                        name="watcher-going",
+                        daemon=True,
+                    ).start()
 
                 async with anyio.create_task_group() as group:
                     group.start_soon(forward)
-                    await self._lowlevel_server.run(received, write_stream,
-                                                    self._lowlevel_server.create_initialization_options())
+                    await self._lowlevel_server.run(
+                        received,
+                        write_stream,
+                        self._lowlevel_server.create_initialization_options(),
+                    )
 
         def add_watcher_tool(self, fn: Callable[..., Any], *, annotations: ToolAnnotations) -> None:
             context = find_context_parameter(fn)
-            self.parameters[fn.__name__] = frozenset(p for p in inspect.signature(fn).parameters if p != context)
-            self.add_tool(fn, name=fn.__name__, description=mcp_text.DESCRIPTIONS[fn.__name__],
-                          annotations=annotations)
+            self.parameters[fn.__name__] = frozenset(
+                p for p in inspect.signature(fn).parameters if p != context
+            )
+            self.add_tool(
+                fn,
+                name=fn.__name__,
+                description=mcp_text.DESCRIPTIONS[fn.__name__],
+                annotations=annotations,
+            )
 
         async def list_tools(self) -> list[Tool]:
             # The tools return CallToolResult (the envelope, also on errors), so the SDK derives no
             # output schema; each tool's is generated from the model its command returns, the one
             # the envelope dumps (watcher/envelope.py).
-            return [t.model_copy(update={"output_schema": envelope_schema(t.name)})
-                    if t.name in RESULTS else t for t in await super().list_tools()]
+            return [
+                t.model_copy(update={"output_schema": envelope_schema(t.name)})
+                if t.name in RESULTS
+                else t
+                for t in await super().list_tools()
+            ]
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             began = time.monotonic()
             answer = await self._call(name, arguments, context)
             if isinstance(answer, CallToolResult) and isinstance(answer.structured_content, dict):
-                log.info("%s %s -> exit_code %s in %.2f s", name, _loggable(arguments),
-                         answer.structured_content.get("exit_code"), time.monotonic() - began)
+                log.info(
+                    "%s %s -> exit_code %s in %.2f s",
+                    name,
+                    _loggable(arguments),
+                    answer.structured_content.get("exit_code"),
+                    time.monotonic() - began,
+                )
             return answer
 
         async def _call(self, name: str, arguments: dict[str, Any], context: Any) -> Any:
             known = self.parameters.get(name)
             if name == "grant":
                 # The core refuses it for the bridge (SPEC §13.2); its own words say why.
-                return await self.run_command.tool("grant", lambda c: commands.grant(c, str(arguments.get("id", ""))))
+                return await self.run_command.tool(
+                    "grant", lambda c: commands.grant(c, str(arguments.get("id", "")))
+                )
             if known is None:
-                return _usage(name, f"there is no tool {name!r}; the tools are {', '.join(sorted(self.parameters))}")
+                return _usage(
+                    name,
+                    f"there is no tool {name!r}; the tools are {', '.join(sorted(self.parameters))}",
+                )
             unknown = sorted(set(arguments) - known)
             if unknown:
-                return _usage(name, f"{name} has no argument {', '.join(unknown)} "
-                                    f"(it takes: {', '.join(sorted(known)) or 'none'})")
+                return _usage(
+                    name,
+                    f"{name} has no argument {', '.join(unknown)} "
+                    f"(it takes: {', '.join(sorted(known)) or 'none'})",
+                )
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as exc:
-                if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                if isinstance(exc, UnexpectedToolError) or not isinstance(
+                    exc.__cause__, ValidationError
+                ):
                     raise
-                problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
-                                     for e in exc.__cause__.errors())
+                problems = "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
+                    for e in exc.__cause__.errors()
+                )
                 return _usage(name, f"bad arguments for {name}: {problems}")
 
 
@@ -411,43 +530,71 @@ async def _stdout_kept_for_protocol(_server: Any) -> AsyncIterator[dict[str, Any
 
 def _without_prompt(fn: Callable[[Context], CommentRecord]) -> Callable[[Context], CommentRecord]:
     """``show`` without the cached prompt (about 2 KB an agent rarely needs)."""
+
     def shown(ctx: Context) -> CommentRecord:
         return fn(ctx).model_copy(update={"prompt": None})
+
     return shown
 
 
-def build_server(*, data_dir: Path | None = None, verbose: bool = False,
-                 version_on_disk: Callable[[], str | None] = installed_version) -> WatcherServer:
+def build_server(
+    *,
+    data_dir: Path | None = None,
+    verbose: bool = False,
+    version_on_disk: Callable[[], str | None] = installed_version,
+) -> WatcherServer:
     """The MCP server: twelve tools (no grant: SPEC §13.2), two resources, one prompt. Requires the SDK.
 
     ``version_on_disk``: how the server learns which release is installed now (tests pass their own)."""
     run = _Runner(data_dir, version_on_disk=version_on_disk)
-    server = WatcherServer(run, "devto-watcher", version=watcher.__version__, instructions=INSTRUCTIONS,
-                           log_level="INFO" if verbose else "WARNING", lifespan=_stdout_kept_for_protocol)
-    spends = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                             open_world_hint=True)
+    server = WatcherServer(
+        run,
+        "devto-watcher",
+        version=watcher.__version__,
+        instructions=INSTRUCTIONS,
+        log_level="INFO" if verbose else "WARNING",
+        lifespan=_stdout_kept_for_protocol,
+    )
+    spends = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+    )
     local = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    probes = ToolAnnotations(read_only_hint=True, open_world_hint=True)  # check asks the provider and dev.to
-    marks = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                            open_world_hint=False)
+    probes = ToolAnnotations(
+        read_only_hint=True, open_world_hint=True
+    )  # check asks the provider and dev.to
+    marks = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
     # claim spends an attempt per comment and submit closes one: local writes that add (never
     # remove), and never the same twice (a second submit is refused), with no network at all.
-    agent = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                            open_world_hint=False)
+    agent = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
 
-    async def scan(ctx: ToolContext, limit: Limit = DEFAULT_LIMIT, dry_run: DryRun = False,
-                   source: Source = None) -> CallToolResult:
+    async def scan(
+        ctx: ToolContext,
+        limit: Limit = DEFAULT_LIMIT,
+        dry_run: DryRun = False,
+        source: Source = None,
+    ) -> CallToolResult:
         if source == commands.SAMPLE:
             # SPEC §15.4: the sample's comments go to the demo's own data dir, which this server's
             # inbox and show never read; the person runs `watcher demo` instead.
             return _usage("scan", mcp_text.SAMPLE_REFUSED)
-        return await run.tool("scan", lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source),
-                              report=_progress_of(ctx))
+        return await run.tool(
+            "scan",
+            lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source),
+            report=_progress_of(ctx),
+        )
 
-    async def recheck(ctx: ToolContext, limit: Limit = DEFAULT_LIMIT, dry_run: DryRun = False,
-                      ids: Ids = None) -> CallToolResult:
-        return await run.tool("recheck", lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or ()),
-                              report=_progress_of(ctx))
+    async def recheck(
+        ctx: ToolContext, limit: Limit = DEFAULT_LIMIT, dry_run: DryRun = False, ids: Ids = None
+    ) -> CallToolResult:
+        return await run.tool(
+            "recheck",
+            lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or ()),
+            report=_progress_of(ctx),
+        )
 
     async def status() -> CallToolResult:
         return await run.tool("status", commands.status)
@@ -471,7 +618,9 @@ def build_server(*, data_dir: Path | None = None, verbose: bool = False,
     async def signals(reset: Reset = False) -> CallToolResult:
         return await run.tool("signals", lambda c: commands.signals_cmd(c, reset=reset))
 
-    async def eval(since: Since = None) -> CallToolResult:  # the tool's name is the function's, as the CLI's
+    async def eval(
+        since: Since = None,
+    ) -> CallToolResult:  # the tool's name is the function's, as the CLI's
         return await run.tool("eval", lambda c: commands.evaluate(c, since=since))
 
     async def claim(limit: ClaimLimit = DEFAULT_LIMIT) -> CallToolResult:
@@ -480,17 +629,33 @@ def build_server(*, data_dir: Path | None = None, verbose: bool = False,
     async def submit(id: CommentId, n: AttemptNo, verdict: VerdictArgument) -> CallToolResult:
         return await run.tool("submit", lambda c: commands.submit(c, id, n, verdict))
 
-    for fn, hints in ((scan, spends), (recheck, spends), (status, local), (inbox, local), (show, local), (articles, local),
-                      (check, probes), (mark, marks), (signals, marks), (claim, agent), (submit, agent),
-                      (eval, local)):
+    for fn, hints in (
+        (scan, spends),
+        (recheck, spends),
+        (status, local),
+        (inbox, local),
+        (show, local),
+        (articles, local),
+        (check, probes),
+        (mark, marks),
+        (signals, marks),
+        (claim, agent),
+        (submit, agent),
+        (eval, local),
+    ):
         server.add_watcher_tool(fn, annotations=hints)
     _add_resources(server, run)
-    server.prompt(name="reply-session", title="Draft replies to comments",
-                  description=mcp_text.REPLY_SESSION_DESCRIPTION)(_reply_session)
+    server.prompt(
+        name="reply-session",
+        title="Draft replies to comments",
+        description=mcp_text.REPLY_SESSION_DESCRIPTION,
+    )(_reply_session)
     return server
 
 
-def _reply_session(id: Annotated[str | None, Field(description="Start with this comment.")] = None) -> str:
+def _reply_session(
+    id: Annotated[str | None, Field(description="Start with this comment.")] = None,
+) -> str:
     return mcp_text.reply_session(id)
 
 
@@ -498,21 +663,38 @@ def _add_resources(server: WatcherServer, run: _Runner) -> None:
     async def read(command: str, fn: Callable[[Context], Any]) -> str:
         began = time.monotonic()
         envelope = await run(command, fn)
-        log.info("resource %s -> exit_code %s in %.2f s", command, envelope.exit_code, time.monotonic() - began)
-        kind, message = (envelope.error["kind"], envelope.error["message"]) if envelope.error else (None, None)
+        log.info(
+            "resource %s -> exit_code %s in %.2f s",
+            command,
+            envelope.exit_code,
+            time.monotonic() - began,
+        )
+        kind, message = (
+            (envelope.error["kind"], envelope.error["message"]) if envelope.error else (None, None)
+        )
         if envelope.exit_code == EXIT_USAGE:  # a bad or unknown id: the client's INVALID_PARAMS
             raise ResourceNotFoundError(visible(f"{message}"))
         if not envelope.ok:
             raise ResourceError(visible(f"exit_code {envelope.exit_code} ({kind}): {message}"))
         return json_safe(json.dumps(envelope.to_json()["result"], ensure_ascii=False, indent=1))
 
-    @server.resource("watcher://inbox", name="inbox", title="What needs a reply", mime_type="application/json",
-                     description=mcp_text.INBOX_RESOURCE)
+    @server.resource(
+        "watcher://inbox",
+        name="inbox",
+        title="What needs a reply",
+        mime_type="application/json",
+        description=mcp_text.INBOX_RESOURCE,
+    )
     async def inbox() -> str:
         return await read("inbox", commands.inbox_view)
 
-    @server.resource("watcher://comment/{id}", name="comment", title="One comment in full",
-                     mime_type="application/json", description=mcp_text.COMMENT_RESOURCE)
+    @server.resource(
+        "watcher://comment/{id}",
+        name="comment",
+        title="One comment in full",
+        mime_type="application/json",
+        description=mcp_text.COMMENT_RESOURCE,
+    )
     async def comment(id: str) -> str:
         return await read("show", _without_prompt(functools.partial(commands.show, comment_id=id)))
 
@@ -523,10 +705,15 @@ def _add_resources(server: WatcherServer, run: _Runner) -> None:
 def _parse(args: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="watcher-bridge mcp",
-        description="Serve the watcher commands as MCP tools over stdio (for Codex and Claude Code).")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="Data directory [env WATCHER_DATA_DIR; default the user's data directory, "
-                             "~/.local/share/devto-watcher on Linux].")
+        description="Serve the watcher commands as MCP tools over stdio (for Codex and Claude Code).",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="Data directory [env WATCHER_DATA_DIR; default the user's data directory, "
+        "~/.local/share/devto-watcher on Linux].",
+    )
     parser.add_argument("--verbose", "-v", action="store_true", help="Log each request on stderr.")
     return parser.parse_args(list(args))
 
@@ -551,15 +738,22 @@ def serve(args: list[str]) -> None:
         raise SystemExit(EXIT_USAGE)
     options = _parse(args)
     # Logs go to stderr, plainly; configured before the SDK's own setup, which then keeps it.
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO if options.verbose else logging.WARNING,
-                        format="watcher-bridge mcp: %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO if options.verbose else logging.WARNING,
+        format="watcher-bridge mcp: %(levelname)s %(name)s: %(message)s",
+    )
     server = build_server(data_dir=options.data_dir, verbose=options.verbose)
     runner = server.run_command
     for signum in (signal.SIGINT, signal.SIGTERM):
         # Off the event loop's thread: the batches still report progress through the loop while
         # they close their calls.
-        signal.signal(signum, lambda number, _frame: threading.Thread(
-            target=_going, args=(runner, number), name="watcher-going", daemon=True).start())
+        signal.signal(
+            signum,
+            lambda number, _frame: threading.Thread(
+                target=_going, args=(runner, number), name="watcher-going", daemon=True
+            ).start(),
+        )
     # The SDK's stdio transport writes protocol frames to a private duplicate of fd 1 and points
     # fd 1 itself at stderr while serving; the server's lifespan also keeps sys.stdout on stderr
     # (see _stdout_kept_for_protocol). A stray print anywhere cannot corrupt the protocol.

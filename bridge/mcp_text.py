@@ -146,21 +146,37 @@ guessed. since (a date like 2026-11-01): only comments created then or later. No
 writes nothing. The labelled set (`watcher eval --set`) is for the person, in a terminal.
 {on_exit(2, 5)}"""
 
-SAMPLE_REFUSED = ("source 'sample' is the bundled demo: its comments would go to the demo's own data dir, where "
-                  "inbox and show never look. Ask the user to run `watcher demo` in a terminal to see it; to triage "
-                  "real comments, omit source (dev.to) or pass an export file's path.")
+SAMPLE_REFUSED = (
+    "source 'sample' is the bundled demo: its comments would go to the demo's own data dir, where "
+    "inbox and show never look. Ask the user to run `watcher demo` in a terminal to see it; to triage "
+    "real comments, omit source (dev.to) or pass an export file's path."
+)
 
 ARTICLES = f"""Free: per article its title and link, comments, how many need a reply, the oldest one waiting
 (its age in days) and the last activity — what waits longest first. Reads the data directory only.
 {on_exit(5)}"""
 
-DESCRIPTIONS = {"articles": ARTICLES, "scan": SCAN, "recheck": RECHECK, "status": STATUS, "inbox": INBOX, "show": SHOW, "mark": MARK,
-                "check": CHECK, "signals": SIGNALS, "claim": CLAIM, "submit": SUBMIT, "eval": EVAL}
+DESCRIPTIONS = {
+    "articles": ARTICLES,
+    "scan": SCAN,
+    "recheck": RECHECK,
+    "status": STATUS,
+    "inbox": INBOX,
+    "show": SHOW,
+    "mark": MARK,
+    "check": CHECK,
+    "signals": SIGNALS,
+    "claim": CLAIM,
+    "submit": SUBMIT,
+    "eval": EVAL,
+}
 
 INBOX_RESOURCE = """What needs a reply now, as JSON: the `inbox` tool's result (count, comments with their
 url, verdict and reply_hint, unresolved counts). Free; reads the data directory only."""
 
-COMMENT_RESOURCE = """One comment in full, as JSON: the `show` tool's result without the cached prompt. Free."""
+COMMENT_RESOURCE = (
+    """One comment in full, as JSON: the `show` tool's result without the cached prompt. Free."""
+)
 
 REPLY_SESSION_DESCRIPTION = """Draft replies to the comments that need one, for the author to post:
 status → (agent mode: scan → claim → judge → submit) → inbox → show → a draft in the author's voice →
@@ -172,8 +188,12 @@ def reply_session(comment_id: str | None = None) -> str:
 
     ``comment_id`` is the client's argument, unchecked: shown, never obeyed (SPEC §15.5)."""
     comment_id = visible(comment_id, one_line=True) if comment_id is not None else None
-    start = (f"Start with comment {comment_id}: call `show` with id \"{comment_id}\" (step 3), then go on "
-             "with the inbox." if comment_id else "Go through the inbox from the top.")
+    start = (
+        f'Start with comment {comment_id}: call `show` with id "{comment_id}" (step 3), then go on '
+        "with the inbox."
+        if comment_id
+        else "Go through the inbox from the top."
+    )
     return f"""Help me answer the comments on my dev.to articles, using the devto-watcher tools. You draft;
 I post. Nothing is ever posted by you or by these tools — the Forem (dev.to) API cannot post
 comments — so never claim that a reply was sent.

@@ -16,18 +16,29 @@ from __future__ import annotations
 import re
 
 # (CLI phrase, MCP phrase), applied in order; the specific forms before the general one.
-REWORDINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(cli), mcp) for cli, mcp in (
-    (r"--limit must be between 1 and (\d+) model calls per run, got (\S+)",
-     r"limit must be 1–\1 (model calls this run), got \2"),
-    (r"\bmark takes one of ([a-z, ]+), got ", r"triage must be one of \1, got "),
-    (r"`watcher inbox --all`", "the inbox tool with all=true"),
-    (r"run `watcher scan` first, or check the id", "run the scan tool first, or check the id"),
-    (r"\(or pass --source FILE\)", "(or pass source: the path of a Forem-format export file)"),
-    (r"\(or pass --source FILE to scan\)", "(or pass source to the scan tool)"),
-    (r"`watcher signals --reset`", "the signals tool with reset=true"),
-    (r"check --data-dir / WATCHER_DATA_DIR", "check WATCHER_DATA_DIR (or the server's --data-dir)"),
-    (r"`watcher (scan|recheck|status|inbox|show|mark|check|signals|claim|submit|eval)`", r"the \1 tool"),
-))
+REWORDINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(cli), mcp)
+    for cli, mcp in (
+        (
+            r"--limit must be between 1 and (\d+) model calls per run, got (\S+)",
+            r"limit must be 1–\1 (model calls this run), got \2",
+        ),
+        (r"\bmark takes one of ([a-z, ]+), got ", r"triage must be one of \1, got "),
+        (r"`watcher inbox --all`", "the inbox tool with all=true"),
+        (r"run `watcher scan` first, or check the id", "run the scan tool first, or check the id"),
+        (r"\(or pass --source FILE\)", "(or pass source: the path of a Forem-format export file)"),
+        (r"\(or pass --source FILE to scan\)", "(or pass source to the scan tool)"),
+        (r"`watcher signals --reset`", "the signals tool with reset=true"),
+        (
+            r"check --data-dir / WATCHER_DATA_DIR",
+            "check WATCHER_DATA_DIR (or the server's --data-dir)",
+        ),
+        (
+            r"`watcher (scan|recheck|status|inbox|show|mark|check|signals|claim|submit|eval)`",
+            r"the \1 tool",
+        ),
+    )
+)
 
 
 def for_agents(message: str) -> str:

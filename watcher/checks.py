@@ -39,34 +39,61 @@ class Check:
         return CheckRow(name=self.name, ok=self.ok, detail=self.detail, fix=self.fix or None)
 
 
-def run_checks(data_dir: Path | None, overrides: dict[str, Any], factory: Callable[[Settings], Provider] | None = None,
-               ) -> tuple[CheckResult, WatcherError | None]:
+def run_checks(
+    data_dir: Path | None,
+    overrides: dict[str, Any],
+    factory: Callable[[Settings], Provider] | None = None,
+) -> tuple[CheckResult, WatcherError | None]:
     """Every free check of the setup, in order: the document ``watcher check`` prints, and the error
     the command exits with (the first failed check's), or None when all pass.
 
     ``factory`` builds the provider to probe in place of :func:`make_provider` (tests)."""
     checks = _each_check(data_dir, overrides, factory)
     failed = [c for c in checks if not c.ok]
-    return CheckResult(ok=not failed, checks=[c.row() for c in checks]), failed[0].error if failed else None
+    return CheckResult(ok=not failed, checks=[c.row() for c in checks]), failed[
+        0
+    ].error if failed else None
 
 
-def _each_check(data_dir: Path | None, overrides: dict[str, Any],
-                factory: Callable[[Settings], Provider] | None) -> list[Check]:
+def _each_check(
+    data_dir: Path | None, overrides: dict[str, Any], factory: Callable[[Settings], Provider] | None
+) -> list[Check]:
     try:
         settings = load_settings(data_dir=data_dir, overrides=overrides)
     except ConfigError as exc:
         return [Check("config", False, str(exc), "fix the setting it names", exc)]
     if settings.provider_defaulted:
         # scan and recheck refuse this setup (exit 2): check must not pass it.
-        checks = [Check("config", False, NO_PROVIDER, "export WATCHER_PROVIDER where watcher runs (cron: the env "
-                        "file)", ConfigError(NO_PROVIDER))]
+        checks = [
+            Check(
+                "config",
+                False,
+                NO_PROVIDER,
+                "export WATCHER_PROVIDER where watcher runs (cron: the env file)",
+                ConfigError(NO_PROVIDER),
+            )
+        ]
     else:
-        checks = [Check("config", True, f"provider {settings.provider}, model {settings.model}; "
-                                        f"data dir {settings.data_dir.resolve()}")]
+        checks = [
+            Check(
+                "config",
+                True,
+                f"provider {settings.provider}, model {settings.model}; "
+                f"data dir {settings.data_dir.resolve()}",
+            )
+        ]
     checks.append(_key(settings))
-    checks.append(_provider(settings, factory) if checks[-1].ok else
-                  Check("provider", False, "not probed: it needs the key first", "set the key, then check again",
-                        ProviderSetup("no API key")))
+    checks.append(
+        _provider(settings, factory)
+        if checks[-1].ok
+        else Check(
+            "provider",
+            False,
+            "not probed: it needs the key first",
+            "set the key, then check again",
+            ProviderSetup("no API key"),
+        )
+    )
     checks.append(_devto(settings))
     checks.append(_data_dir(settings.data_dir))
     return checks
@@ -76,8 +103,14 @@ def _key(settings: Settings) -> Check:
     try:
         settings.require_key()
     except ConfigError as exc:
-        return Check("api_key", False, str(exc), "export the key in the environment the command runs in "
-                     "(cron: a private env file; Codex: env_vars in config.toml)", exc)
+        return Check(
+            "api_key",
+            False,
+            str(exc),
+            "export the key in the environment the command runs in "
+            "(cron: a private env file; Codex: env_vars in config.toml)",
+            exc,
+        )
     if settings.api_key is None:
         return Check("api_key", True, f"{settings.provider} needs no key")
     return Check("api_key", True, f"set (never shown), from {settings.api_key_from}")
@@ -92,16 +125,23 @@ def _provider(settings: Settings, factory: Callable[[Settings], Provider] | None
         probe = provider.probe()
     finally:
         provider.close()
-    where = f"{settings.provider} model {settings.model}" + (f" at {settings.shown_base_url}"
-                                                             if settings.base_url else "")
+    where = f"{settings.provider} model {settings.model}" + (
+        f" at {settings.shown_base_url}" if settings.base_url else ""
+    )
     if probe.ok:
         return Check("provider", True, f"{where}: {probe.message}")
     if probe.kind == "no_models_endpoint":
-        return Check("provider", True, f"{where}: the server has no models endpoint, so the model could not be "
-                                       "checked for free (a setup failure will cost one attempt per hour)")
-    fix = {"unreachable": "start the server, or fix WATCHER_BASE_URL (Ollama: http://localhost:11434/v1)",
-           "auth": "check the key and its permissions",
-           "model_not_found": "set WATCHER_MODEL to a model the server lists"}.get(probe.kind or "", "see the message")
+        return Check(
+            "provider",
+            True,
+            f"{where}: the server has no models endpoint, so the model could not be "
+            "checked for free (a setup failure will cost one attempt per hour)",
+        )
+    fix = {
+        "unreachable": "start the server, or fix WATCHER_BASE_URL (Ollama: http://localhost:11434/v1)",
+        "auth": "check the key and its permissions",
+        "model_not_found": "set WATCHER_MODEL to a model the server lists",
+    }.get(probe.kind or "", "see the message")
     message = f"{where}: {probe.message}"  # exit 2 or 3 by the breaker's own rule (setup_error)
     return Check("provider", False, message, fix, setup_error(probe.kind or "unreachable", message))
 
@@ -109,15 +149,25 @@ def _provider(settings: Settings, factory: Callable[[Settings], Provider] | None
 def _devto(settings: Settings) -> Check:
     if not settings.devto_username:
         if settings.devto_api_key is not None:
-            return Check("devto_user", True, "DEVTO_API_KEY set: your own published articles are watched")
-        return Check("devto_user", False, "DEVTO_USERNAME is not set: `watcher scan` has no account to watch",
-                     "set DEVTO_USERNAME (or pass --source FILE to scan)",
-                     ConfigError("DEVTO_USERNAME is not set"))
+            return Check(
+                "devto_user", True, "DEVTO_API_KEY set: your own published articles are watched"
+            )
+        return Check(
+            "devto_user",
+            False,
+            "DEVTO_USERNAME is not set: `watcher scan` has no account to watch",
+            "set DEVTO_USERNAME (or pass --source FILE to scan)",
+            ConfigError("DEVTO_USERNAME is not set"),
+        )
     try:
         check_user(settings)
     except (ConfigError, SourceUnavailable) as exc:
         return Check("devto_user", False, str(exc), "fix the setting it names", exc)
-    return Check("devto_user", True, f"{settings.devto_username} exists on {shown_url(settings.devto_base_url)}")
+    return Check(
+        "devto_user",
+        True,
+        f"{settings.devto_username} exists on {shown_url(settings.devto_base_url)}",
+    )
 
 
 def _data_dir(root: Path) -> Check:
@@ -125,8 +175,16 @@ def _data_dir(root: Path) -> Check:
 
     existing, exc = FileStore(Paths(root)).writable()
     if exc is not None:
-        return Check("data_dir", False, f"cannot write {existing}: {exc.strerror or exc}",
-                     "choose a writable --data-dir / WATCHER_DATA_DIR", SaveFailed(existing, exc))
-    made = "" if existing == root else f" (does not exist yet; {existing} is writable, so it will be created)"
+        return Check(
+            "data_dir",
+            False,
+            f"cannot write {existing}: {exc.strerror or exc}",
+            "choose a writable --data-dir / WATCHER_DATA_DIR",
+            SaveFailed(existing, exc),
+        )
+    made = (
+        ""
+        if existing == root
+        else f" (does not exist yet; {existing} is writable, so it will be created)"
+    )
     return Check("data_dir", True, f"{root.resolve()} is writable{made}")
-

@@ -41,21 +41,21 @@ _ENV_KEYS = {
 # What `watcher --help` says of each variable (a test checks every one above is here).
 SETTINGS_HELP = {
     "WATCHER_DATA_DIR": "data directory (also --data-dir); default the user's data directory "
-                        "($XDG_DATA_HOME/devto-watcher, else ~/.local/share/devto-watcher; the platform's on others)",
+    "($XDG_DATA_HOME/devto-watcher, else ~/.local/share/devto-watcher; the platform's on others)",
     "WATCHER_PROVIDER": "openai (or any OpenAI-compatible server: Ollama, vLLM, llama.cpp), anthropic, "
-                        "offline (the built-in heuristic), or agent (the agent you work with gives the verdicts "
-                        "over MCP claim/submit, no key); required to scan",
-    "WATCHER_MODEL": "model name; default " + ", ".join(f"{n}: {s.default_model}" for n, s in PROVIDERS.items()
-                                                         if s.needs_key),
+    "offline (the built-in heuristic), or agent (the agent you work with gives the verdicts "
+    "over MCP claim/submit, no key); required to scan",
+    "WATCHER_MODEL": "model name; default "
+    + ", ".join(f"{n}: {s.default_model}" for n, s in PROVIDERS.items() if s.needs_key),
     "WATCHER_BASE_URL": "provider base URL (Ollama: http://localhost:11434/v1)",
     "WATCHER_API_KEY": "API key; falls back to OPENAI_API_KEY / ANTHROPIC_API_KEY",
     "WATCHER_TIMEOUT": "seconds one model call may take in all (default 60)",
     "WATCHER_PARALLEL": "model calls in flight at once in one run, 1-8 (also --parallel); default 4 for the "
-                        "providers' own endpoints, 1 when WATCHER_BASE_URL names another server (a local "
-                        "Ollama answers one request at a time)",
+    "providers' own endpoints, 1 when WATCHER_BASE_URL names another server (a local "
+    "Ollama answers one request at a time)",
     "WATCHER_INCLUDE_OWN_COMMENTS": "also triage your own comments (default false)",
     "WATCHER_BACKLOG_DAYS": "on an account's first scan, older comments are recorded as baseline and never "
-                            "sent to the model (default 14; `scan --since DATE` queues them)",
+    "sent to the model (default 14; `scan --since DATE` queues them)",
     "DEVTO_USERNAME": "the dev.to account whose articles to watch",
     "DEVTO_API_KEY": "optional: watch /articles/me/published with this key",
     "DEVTO_BASE_URL": "Forem API base (default https://dev.to/api)",
@@ -217,7 +217,11 @@ class Settings:
     def shown_base_url(self) -> str:
         """The base URL as messages and status show it: ``http://[redacted]@host/v1`` when
         credentials go with it."""
-        return marked(self.base_url) if self.base_url_auth is not None and self.base_url else self.base_url
+        return (
+            marked(self.base_url)
+            if self.base_url_auth is not None and self.base_url
+            else self.base_url
+        )
 
     def public(self) -> PublicSettings:
         """What ``status`` may show: never a secret, only whether one is set."""
@@ -262,19 +266,27 @@ def demo_settings(data_dir: Path | str | None = None) -> Settings:
     root = Path(data_dir or DEMO_DIR).expanduser().absolute()
     # ./data/demo: data/ and demo/ are the demo's own directories, like inbox/ (Paths.chosen).
     chosen = root if data_dir else Path.cwd()
-    return Settings(data_dir=root, provider="offline", model=PROVIDERS["offline"].default_model,
-                    data_dir_chosen=chosen)
+    return Settings(
+        data_dir=root,
+        provider="offline",
+        model=PROVIDERS["offline"].default_model,
+        data_dir_chosen=chosen,
+    )
 
 
 # Offline verdicts for real comments count as done and would never reach the real model once the
 # environment is fixed: choosing the heuristic must be explicit (SPEC §13.4). scan, recheck and
 # check all refuse with these words.
-NO_PROVIDER = ("no model provider chosen: set WATCHER_PROVIDER=openai or anthropic (and its API key), "
-               "WATCHER_PROVIDER=agent for the agent you work with to give the verdicts over MCP, "
-               "or WATCHER_PROVIDER=offline for the built-in heuristic")
+NO_PROVIDER = (
+    "no model provider chosen: set WATCHER_PROVIDER=openai or anthropic (and its API key), "
+    "WATCHER_PROVIDER=agent for the agent you work with to give the verdicts over MCP, "
+    "or WATCHER_PROVIDER=offline for the built-in heuristic"
+)
 
 
-def data_paths(*, data_dir: Path | str | None = None, env: Mapping[str, str] | None = None) -> Paths:
+def data_paths(
+    *, data_dir: Path | str | None = None, env: Mapping[str, str] | None = None
+) -> Paths:
     """The data dir alone, as :func:`load_settings` resolves it: what a command that must still
     write there when another setting is wrong (``watcher cron``'s memory) can open."""
     env = os.environ if env is None else env
@@ -333,9 +345,11 @@ def _refuse_unexpanded(setting: str, value: Any) -> None:
     if not isinstance(value, str) or (match := _UNEXPANDED.search(value)) is None:
         return
     name = match.group(1)
-    raise ConfigError(f"{setting} is the unexpanded text {match.group(0)}: the client that started watcher passed it "
-                      f"on literally, as {name} is not set where that client runs — set {name} there (or write the "
-                      "value itself in the client's config)")
+    raise ConfigError(
+        f"{setting} is the unexpanded text {match.group(0)}: the client that started watcher passed it "
+        f"on literally, as {name} is not set where that client runs — set {name} there (or write the "
+        "value itself in the client's config)"
+    )
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -354,12 +368,21 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     known = set(_ENV_KEYS.values())
     unknown = sorted(set(data) - known)
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
+        raise ConfigError(
+            f"{path}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}"
+        )
     return data
 
 
-def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], origin: Mapping[str, str], chosen: Path,
-           *, defaulted: bool) -> Settings:
+def _build(
+    root: Path,
+    values: dict[str, Any],
+    env: Mapping[str, str],
+    origin: Mapping[str, str],
+    chosen: Path,
+    *,
+    defaulted: bool,
+) -> Settings:
     spec = provider_spec(str(values.get("provider", "offline")).strip().lower())
     provider = spec.name
     # A missing key is not an error here: status, inbox, show, mark and signals never need one
@@ -374,8 +397,11 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], origin: M
     for key in ("api_key", "devto_api_key"):
         if key in values and not isinstance(values[key], str):
             raise ConfigError(f"{key} must be a string")
-    known = [values.get("api_key"), *(env.get(var) for other in PROVIDERS.values() for var in other.key_env),
-             devto_key]
+    known = [
+        values.get("api_key"),
+        *(env.get(var) for other in PROVIDERS.values() for var in other.key_env),
+        devto_key,
+    ]
     base_url, base_url_auth = split_credentials(_base_url(spec, values))
     return Settings(
         data_dir=root,
@@ -385,12 +411,19 @@ def _build(root: Path, values: dict[str, Any], env: Mapping[str, str], origin: M
         base_url_auth=SecretStr(base_url_auth) if base_url_auth else None,
         api_key=SecretStr(api_key) if api_key and spec.is_remote else None,
         timeout=_positive_float(values.get("timeout", 60.0)),
-        parallel=_parallel(values["parallel"]) if "parallel" in values else _default_parallel(spec, base_url),
-        devto_username=(str(values["devto_username"]).strip().lstrip("@") or None) if "devto_username" in values else None,
+        parallel=_parallel(values["parallel"])
+        if "parallel" in values
+        else _default_parallel(spec, base_url),
+        devto_username=(str(values["devto_username"]).strip().lstrip("@") or None)
+        if "devto_username" in values
+        else None,
         devto_api_key=SecretStr(devto_key) if devto_key else None,
-        known_keys=tuple(SecretStr(key) for key in dict.fromkeys(k for k in known if isinstance(k, str) and k)),
-        devto_base_url=check_http_url(str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"),
-                                      "DEVTO_BASE_URL"),
+        known_keys=tuple(
+            SecretStr(key) for key in dict.fromkeys(k for k in known if isinstance(k, str) and k)
+        ),
+        devto_base_url=check_http_url(
+            str(values.get("devto_base_url") or "https://dev.to/api").rstrip("/"), "DEVTO_BASE_URL"
+        ),
         include_own_comments=_bool(values.get("include_own_comments", False)),
         backlog_days=_days(values.get("backlog_days", 14)),
         provider_defaulted="provider" not in values,
@@ -411,9 +444,13 @@ def _positive_float(value: Any) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"timeout must be a number of seconds, got {value!r} (WATCHER_TIMEOUT)") from None
+        raise ConfigError(
+            f"timeout must be a number of seconds, got {value!r} (WATCHER_TIMEOUT)"
+        ) from None
     if not 0 < number <= 3600:
-        raise ConfigError(f"timeout must be between 0 and 3600 seconds, got {number} (WATCHER_TIMEOUT)")
+        raise ConfigError(
+            f"timeout must be between 0 and 3600 seconds, got {number} (WATCHER_TIMEOUT)"
+        )
     return number
 
 
@@ -425,7 +462,9 @@ HOSTED_PARALLEL = 4
 
 
 def _default_parallel(spec: ProviderSpec, base_url: str) -> int:
-    return HOSTED_PARALLEL if spec.is_remote and base_url == spec.default_base_url.rstrip("/") else 1
+    return (
+        HOSTED_PARALLEL if spec.is_remote and base_url == spec.default_base_url.rstrip("/") else 1
+    )
 
 
 def parse_parallel(value: Any) -> int:
@@ -436,8 +475,10 @@ def parse_parallel(value: Any) -> int:
 def _parallel(value: Any) -> int:
     text = str(value).strip()
     if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= MAX_PARALLEL:
-        raise ConfigError(f"parallel must be a whole number of model calls from 1 to {MAX_PARALLEL}, got {value!r} "
-                          "(WATCHER_PARALLEL, --parallel)")
+        raise ConfigError(
+            f"parallel must be a whole number of model calls from 1 to {MAX_PARALLEL}, got {value!r} "
+            "(WATCHER_PARALLEL, --parallel)"
+        )
     return int(text)
 
 
@@ -445,7 +486,9 @@ def _days(value: Any) -> int:
     try:
         days = int(str(value).strip())
     except ValueError:
-        raise ConfigError(f"WATCHER_BACKLOG_DAYS must be a whole number of days, got {value!r}") from None
+        raise ConfigError(
+            f"WATCHER_BACKLOG_DAYS must be a whole number of days, got {value!r}"
+        ) from None
     if not 0 <= days <= 3650:
         raise ConfigError(f"WATCHER_BACKLOG_DAYS must be between 0 and 3650, got {days}")
     return days

@@ -46,16 +46,21 @@ REPEAT_AFTER = timedelta(days=1)
 
 # Kinds whose wording changes from round to round while the problem is the same: each is one
 # problem. A 429 and the cooldown it starts are one problem too.
-_ONE_PROBLEM = {"rate_limited": "provider_rate_limited", "cooldown": "provider_rate_limited",
-                "provider_unavailable": "provider_unavailable", "quota_exhausted": "quota_exhausted",
-                "source_unavailable": "source_unavailable", "lock_busy": "lock_busy",
-                "interrupted": "interrupted"}
+_ONE_PROBLEM = {
+    "rate_limited": "provider_rate_limited",
+    "cooldown": "provider_rate_limited",
+    "provider_unavailable": "provider_unavailable",
+    "quota_exhausted": "quota_exhausted",
+    "source_unavailable": "source_unavailable",
+    "lock_busy": "lock_busy",
+    "interrupted": "interrupted",
+}
 
 # The fix that follows a message which does not already say it (house style: "… — do this").
 FIXES: dict[str, str] = {
     "provider_rate_limited": "nothing to do: later rounds call again once the cooldown ends",
     "provider_unavailable": "nothing to do if it passes: each round checks the provider for free and calls again "
-                            "once it answers; `watcher check` tests it now",
+    "once it answers; `watcher check` tests it now",
     "quota_exhausted": "raise the plan's spend limit, or wait until the quota renews",
     "source_unavailable": "nothing to do: the next round fetches what this one missed",
     "lock_busy": "another watcher run was working; if this repeats, look for a stuck watcher process",
@@ -76,7 +81,11 @@ def problem_key(error: WatcherError) -> str:
     if kind in _ONE_PROBLEM:
         return _ONE_PROBLEM[kind]
     if isinstance(error, ProviderSetup):
-        return f"provider_setup:{error.cause}" if error.cause else f"provider_setup:{_shape(error.message)}"
+        return (
+            f"provider_setup:{error.cause}"
+            if error.cause
+            else f"provider_setup:{_shape(error.message)}"
+        )
     return f"{kind}:{_shape(error.message)}"
 
 
@@ -101,7 +110,9 @@ def problem_line(step: str, error: WatcherError) -> str:
 def _is_problem(notice: str) -> bool:
     """The notices that are trouble (a warning; state left in the old default data dir, which
     would make cron watch an empty one), not news of a recovery or a note for a person."""
-    return notice.startswith("warning:") or ("holds watcher state" in notice and notice.startswith("note:"))
+    return notice.startswith("warning:") or (
+        "holds watcher state" in notice and notice.startswith("note:")
+    )
 
 
 def cron(ctx: Context, *, limit: int = commands.DEFAULT_LIMIT) -> Partial[CronResult]:
@@ -124,18 +135,32 @@ def cron(ctx: Context, *, limit: int = commands.DEFAULT_LIMIT) -> Partial[CronRe
     named, problems, save_error = _remember(quiet, found, inbox)
     if save_error is not None:
         first = first or save_error
-    return Partial(CronResult(scan=results.get("scan"), recheck=results.get("recheck"), inbox=inbox,
-                              problems=problems, named=named, notices=notices), first)
+    return Partial(
+        CronResult(
+            scan=results.get("scan"),
+            recheck=results.get("recheck"),
+            inbox=inbox,
+            problems=problems,
+            named=named,
+            notices=notices,
+        ),
+        first,
+    )
 
 
 def _steps(limit: int) -> list[tuple[str, Callable[[Context], BaseModel | Partial[Any]]]]:
-    return [("scan", lambda c: commands.scan(c, limit=limit)),
-            ("recheck", lambda c: commands.recheck(c, limit=limit)),
-            ("inbox", lambda c: commands.inbox_view(c, new=True))]
+    return [
+        ("scan", lambda c: commands.scan(c, limit=limit)),
+        ("recheck", lambda c: commands.recheck(c, limit=limit)),
+        ("inbox", lambda c: commands.inbox_view(c, new=True)),
+    ]
 
 
-def _run(ctx: Context, step: str, fn: Callable[[Context], BaseModel | Partial[Any]],
-         ) -> tuple[BaseModel | None, WatcherError | None]:
+def _run(
+    ctx: Context,
+    step: str,
+    fn: Callable[[Context], BaseModel | Partial[Any]],
+) -> tuple[BaseModel | None, WatcherError | None]:
     """One step as :func:`watcher.commands.execute` runs a command (its failure signal included),
     keeping the error itself: its kind and cause name the problem."""
     try:
@@ -146,8 +171,11 @@ def _run(ctx: Context, step: str, fn: Callable[[Context], BaseModel | Partial[An
     return (out.result, out.error) if isinstance(out, Partial) else (out, None)
 
 
-def _remember(ctx: Context, found: list[tuple[str, str, str, WatcherError | None]], inbox: InboxResult | None,
-              ) -> tuple[list[CronNamed], list[CronProblemResult], WatcherError | None]:
+def _remember(
+    ctx: Context,
+    found: list[tuple[str, str, str, WatcherError | None]],
+    inbox: InboxResult | None,
+) -> tuple[list[CronNamed], list[CronProblemResult], WatcherError | None]:
     """Decide what this round says, from what cron.json says was said, and save the new memory.
 
     A problem is said when it is new (its key was not there last round: it started, or it
@@ -168,14 +196,31 @@ def _remember(ctx: Context, found: list[tuple[str, str, str, WatcherError | None
             continue  # scan and recheck stopped by one outage: one line
         old = before.problems.get(key)
         say = old is None or now - parse_iso(old.said_at) >= REPEAT_AFTER
-        kept[key] = CronProblem(line=line, since=old.since if old else iso(now),
-                                said_at=iso(now) if say or old is None else old.said_at)
-        problems.append(CronProblemResult(key=key, step=step, kind=error.kind if error else "warning", line=line,
-                                          said=say, since=kept[key].since))
-    named = _needing_you(store, set(before.named), set(before.named_failing)) if store is not None else []
-    after = CronState(problems=kept,
-                      named=sorted(n.id for n in named if n.state == "exhausted"),
-                      named_failing=sorted(n.id for n in named if n.state == "failed"))
+        kept[key] = CronProblem(
+            line=line,
+            since=old.since if old else iso(now),
+            said_at=iso(now) if say or old is None else old.said_at,
+        )
+        problems.append(
+            CronProblemResult(
+                key=key,
+                step=step,
+                kind=error.kind if error else "warning",
+                line=line,
+                said=say,
+                since=kept[key].since,
+            )
+        )
+    named = (
+        _needing_you(store, set(before.named), set(before.named_failing))
+        if store is not None
+        else []
+    )
+    after = CronState(
+        problems=kept,
+        named=sorted(n.id for n in named if n.state == "exhausted"),
+        named_failing=sorted(n.id for n in named if n.state == "failed"),
+    )
     if store is None:
         for p in problems:
             p.said = True  # no data dir to remember in: better a repeated line than a lost one
@@ -187,8 +232,16 @@ def _remember(ctx: Context, found: list[tuple[str, str, str, WatcherError | None
     if trouble is not None:
         for p in problems:
             p.said = True
-        problems.append(CronProblemResult(key="cron_state", step="cron", kind=trouble.kind, said=True, since=iso(now),
-                                          line=problem_line("cron", trouble)))
+        problems.append(
+            CronProblemResult(
+                key="cron_state",
+                step="cron",
+                kind=trouble.kind,
+                said=True,
+                since=iso(now),
+                line=problem_line("cron", trouble),
+            )
+        )
     return named, problems, trouble
 
 
@@ -235,9 +288,15 @@ def _needing_you(store: Store, named_before: set[str], failing_before: set[str])
             last = record.attempts[-1].error if record is not None and record.attempts else None
             if last is None or last.kind not in ANSWER_KINDS:
                 continue
-            found.append(CronNamed(id=cid, state="failed", said=True, line=_failing_line(cid, record)))
+            found.append(
+                CronNamed(id=cid, state="failed", said=True, line=_failing_line(cid, record))
+            )
             continue
-        found.append(CronNamed(id=cid, state=entry.status, said=said, line=_named_line(cid, record) if said else ""))
+        found.append(
+            CronNamed(
+                id=cid, state=entry.status, said=said, line=_named_line(cid, record) if said else ""
+            )
+        )
     return found
 
 
@@ -247,8 +306,10 @@ def _who(record: Any) -> str:
 
 def _failing_line(cid: str, record: Any) -> str:
     last = record.attempts[-1]
-    return (f"{cid}: no verdict yet, attempt {len(record.attempts)} failed ({last.error.kind}) — {_who(record)}; "
-            f"the next round tries again, or read it now with `watcher show {cid}`")
+    return (
+        f"{cid}: no verdict yet, attempt {len(record.attempts)} failed ({last.error.kind}) — {_who(record)}; "
+        f"the next round tries again, or read it now with `watcher show {cid}`"
+    )
 
 
 def _named_line(cid: str, record: Any) -> str:
@@ -258,8 +319,11 @@ def _named_line(cid: str, record: Any) -> str:
     why = f" (last: {last.kind})" if last is not None else ""
     who = _who(record)
     if records.grant_refusal(record, 1) is None:
-        return (f"{cid}: no verdict, its {len(record.attempts)} attempts all failed{why} — {who}; read it with "
-                f"`watcher show {cid}`, or `watcher grant {cid}` gives it one more try")
-    return (f"{cid}: no verdict after the most attempts a comment gets{why} — {who}; read it with "
-            f"`watcher show {cid}`")
-
+        return (
+            f"{cid}: no verdict, its {len(record.attempts)} attempts all failed{why} — {who}; read it with "
+            f"`watcher show {cid}`, or `watcher grant {cid}` gives it one more try"
+        )
+    return (
+        f"{cid}: no verdict after the most attempts a comment gets{why} — {who}; read it with "
+        f"`watcher show {cid}`"
+    )

@@ -34,7 +34,9 @@ from watcher.results import (
 
 
 class EnvelopeError(TypedDict):
-    kind: Annotated[str, Field(description="Stable error kind, e.g. usage, config, lock_busy, rate_limited.")]
+    kind: Annotated[
+        str, Field(description="Stable error kind, e.g. usage, config, lock_busy, rate_limited.")
+    ]
     message: Annotated[str, Field(description="What went wrong and what to do next.")]
 
 
@@ -51,13 +53,21 @@ class Envelope(BaseModel, Generic[ResultT]):
     exit_code: int = Field(description=exit_code_legend())
     # SerializeAsAny: dumped as the model it is, not as the bare BaseModel the unparametrized
     # envelope declares (which would dump as {}).
-    result: SerializeAsAny[ResultT] | None = Field(description="The command's result; null when it failed before "
-                                                              "producing one (a batch keeps its summary even when "
-                                                              "it stopped).")
+    result: SerializeAsAny[ResultT] | None = Field(
+        description="The command's result; null when it failed before "
+        "producing one (a batch keeps its summary even when "
+        "it stopped)."
+    )
     error: EnvelopeError | None
 
-    def __init__(self, ok: bool, command: str, exit_code: int, result: ResultT | None,
-                 error: EnvelopeError | None) -> None:
+    def __init__(
+        self,
+        ok: bool,
+        command: str,
+        exit_code: int,
+        result: ResultT | None,
+        error: EnvelopeError | None,
+    ) -> None:
         super().__init__(ok=ok, command=command, exit_code=exit_code, result=result, error=error)
 
     def to_json(self) -> dict[str, Any]:

@@ -233,8 +233,10 @@ class UnsafePath(StateError):
     kind = "unsafe_path"
 
     def __init__(self, path: Path, what: str, *, fix: str = "move it out of the data dir") -> None:
-        super().__init__(f"{path} is {what}: watcher never follows, moves or writes through it and left "
-                         f"it in place — {fix}, then re-run")
+        super().__init__(
+            f"{path} is {what}: watcher never follows, moves or writes through it and left "
+            f"it in place — {fix}, then re-run"
+        )
         self.path = path
 
 
@@ -255,8 +257,10 @@ class Interrupted(WatcherError):
         import signal
 
         name = signal.Signals(signum).name
-        super().__init__(f"stopped by {name}: the attempt in flight is recorded as interrupted and stays counted; "
-                         "the summary shows what was done")
+        super().__init__(
+            f"stopped by {name}: the attempt in flight is recorded as interrupted and stays counted; "
+            "the summary shows what was done"
+        )
         self.exit_code = EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
 
 
@@ -270,8 +274,10 @@ class Cancelled(Interrupted):
         import signal
 
         super().__init__(signal.SIGINT)
-        self.message = ("cancelled by the client: no further model call was started; the calls already in flight "
-                        "finished and were saved, the rest are not_started")
+        self.message = (
+            "cancelled by the client: no further model call was started; the calls already in flight "
+            "finished and were saved, the rest are not_started"
+        )
         self.args = (self.message,)
 
 

@@ -69,11 +69,27 @@ def sample_of(record: InboxRecord, entry: SeenComment | None) -> Sample | None:
         return None
     judge = next((a for a in reversed(record.attempts) if a.outcome == "ok"), None)
     needed, by = label_of(entry)
-    if needed is not None and record.edits and entry is not None and _before(label_at(entry), judge):
-        needed, by = None, None  # labelled only before this verdict, for an earlier text: not guessed
-    return Sample(id=record.comment.id, provider=judge.provider if judge else "unknown",
-                  model=judge.model if judge else "unknown", prompt=record.prompt.template_sha256[:PROMPT_DIGITS],
-                  said=verdict.needs_reply, needed=needed, by=by, category=verdict.category, summary=verdict.summary)
+    if (
+        needed is not None
+        and record.edits
+        and entry is not None
+        and _before(label_at(entry), judge)
+    ):
+        needed, by = (
+            None,
+            None,
+        )  # labelled only before this verdict, for an earlier text: not guessed
+    return Sample(
+        id=record.comment.id,
+        provider=judge.provider if judge else "unknown",
+        model=judge.model if judge else "unknown",
+        prompt=record.prompt.template_sha256[:PROMPT_DIGITS],
+        said=verdict.needs_reply,
+        needed=needed,
+        by=by,
+        category=verdict.category,
+        summary=verdict.summary,
+    )
 
 
 def collect(store: Store, *, since: datetime | None = None) -> tuple[list[Sample], int, int]:
@@ -111,16 +127,28 @@ def _created(record: InboxRecord) -> datetime:
         return datetime.max.replace(tzinfo=UTC)  # unreadable: kept, as scan --since keeps it
 
 
-def figures(samples: Iterable[Sample], *, considered: int, without_verdict: int, since: str | None = None,
-            kinds: Mapping[str, str] | None = None) -> EvalResult:
+def figures(
+    samples: Iterable[Sample],
+    *,
+    considered: int,
+    without_verdict: int,
+    since: str | None = None,
+    kinds: Mapping[str, str] | None = None,
+) -> EvalResult:
     """The figures per provider, model and prompt version; ``kinds``: the labelled set's kind per id."""
     groups: dict[tuple[str, str, str], list[Sample]] = {}
     for sample in samples:
         groups.setdefault((sample.provider, sample.model, sample.prompt), []).append(sample)
     built = [_group(key, members, kinds or {}) for key, members in groups.items()]
     built.sort(key=lambda g: (-g.judged, -g.unlabelled, g.provider, g.model, g.prompt))
-    return EvalResult(since=since, comments=considered, judged=sum(g.judged for g in built),
-                      unlabelled=sum(g.unlabelled for g in built), without_verdict=without_verdict, groups=built)
+    return EvalResult(
+        since=since,
+        comments=considered,
+        judged=sum(g.judged for g in built),
+        unlabelled=sum(g.unlabelled for g in built),
+        without_verdict=without_verdict,
+        groups=built,
+    )
 
 
 def _group(key: tuple[str, str, str], members: list[Sample], kinds: Mapping[str, str]) -> EvalGroup:
@@ -129,15 +157,34 @@ def _group(key: tuple[str, str, str], members: list[Sample], kinds: Mapping[str,
     fp = sum(1 for s in labelled if s.said and not s.needed)
     fn = sum(1 for s in labelled if not s.said and s.needed)
     tn = len(labelled) - tp - fp - fn
-    disagreements = [Disagreement(id=s.id, said_needs_reply=s.said, author="replied" if s.needed else "ignored",
-                                  by=s.by, category=s.category, summary=s.summary, kind=kinds.get(s.id))
-                     for s in sorted(labelled, key=lambda s: s.id) if s.said != s.needed]
+    disagreements = [
+        Disagreement(
+            id=s.id,
+            said_needs_reply=s.said,
+            author="replied" if s.needed else "ignored",
+            by=s.by,
+            category=s.category,
+            summary=s.summary,
+            kind=kinds.get(s.id),
+        )
+        for s in sorted(labelled, key=lambda s: s.id)
+        if s.said != s.needed
+    ]
     provider, model, prompt = key
-    return EvalGroup(provider=provider, model=model, prompt=prompt, judged=len(labelled),
-                     unlabelled=len(members) - len(labelled), agreement=ratio(tp + tn, len(labelled)),
-                     precision=ratio(tp, tp + fp), recall=ratio(tp, tp + fn),
-                     confusion=Confusion(true_positive=tp, false_positive=fp, false_negative=fn, true_negative=tn),
-                     disagreements=disagreements)
+    return EvalGroup(
+        provider=provider,
+        model=model,
+        prompt=prompt,
+        judged=len(labelled),
+        unlabelled=len(members) - len(labelled),
+        agreement=ratio(tp + tn, len(labelled)),
+        precision=ratio(tp, tp + fp),
+        recall=ratio(tp, tp + fn),
+        confusion=Confusion(
+            true_positive=tp, false_positive=fp, false_negative=fn, true_negative=tn
+        ),
+        disagreements=disagreements,
+    )
 
 
 def ratio(part: int, whole: int) -> float | None:
@@ -145,10 +192,17 @@ def ratio(part: int, whole: int) -> float | None:
     return round(part / whole, 3) if whole else None
 
 
-def evaluate(store: Store, *, since: datetime | None = None, since_text: str | None = None,
-             kinds: Mapping[str, str] | None = None) -> EvalResult:
+def evaluate(
+    store: Store,
+    *,
+    since: datetime | None = None,
+    since_text: str | None = None,
+    kinds: Mapping[str, str] | None = None,
+) -> EvalResult:
     samples, considered, without = collect(store, since=since)
-    return figures(samples, considered=considered, without_verdict=without, since=since_text, kinds=kinds)
+    return figures(
+        samples, considered=considered, without_verdict=without, since=since_text, kinds=kinds
+    )
 
 
 __all__ = ["Sample", "collect", "evaluate", "figures", "label_of", "ratio", "sample_of"]

@@ -50,8 +50,18 @@ ERROR_KINDS: tuple[str, ...] = ErrorKind.__args__  # type: ignore[attr-defined]
 # edited: its text changed after its last verdict and no attempt is left for the new text (the old
 # verdict is in `edits`, `watcher grant` gives one); deleted / hidden: gone from dev.to, or hidden
 # there by the article's author — never called again, kept on disk (SPEC §15.2).
-State = Literal["done", "pending", "failed", "exhausted", "reserved", "baseline", "answered", "edited", "deleted",
-                "hidden"]
+State = Literal[
+    "done",
+    "pending",
+    "failed",
+    "exhausted",
+    "reserved",
+    "baseline",
+    "answered",
+    "edited",
+    "deleted",
+    "hidden",
+]
 TriageBy = Literal["person", "devto"]
 GoneKind = Literal["deleted", "hidden"]
 
@@ -205,7 +215,9 @@ class Edit(_Strict):
     text_sha256: str
     verdict: Verdict | None = None
     verdict_at: str | None = None  # when that verdict was saved (its attempt's finished_at)
-    attempts: int = Field(ge=0)  # attempts spent before this edit; the budget is the comment's, for life
+    attempts: int = Field(
+        ge=0
+    )  # attempts spent before this edit; the budget is the comment's, for life
     # Whether the new text goes to the model: False when the author had replied or marked it (the
     # person's decision stands), or no attempt was left (state ``edited`` until a grant).
     judged: bool
@@ -405,9 +417,22 @@ class SignalCursor(_StateFile):
 
 # The kinds of comment dev.to authors get; a set may hold any of them.
 LabelKind = Literal[
-    "question", "bug_report", "correction", "discussion", "feedback", "praise", "thanks", "spam",
-    "self_promotion", "reply_to_author", "reply_to_reader", "off_topic", "non_english", "code_only",
-    "rhetorical", "self_answered",
+    "question",
+    "bug_report",
+    "correction",
+    "discussion",
+    "feedback",
+    "praise",
+    "thanks",
+    "spam",
+    "self_promotion",
+    "reply_to_author",
+    "reply_to_reader",
+    "off_topic",
+    "non_english",
+    "code_only",
+    "rhetorical",
+    "self_answered",
 ]
 
 
@@ -433,5 +458,7 @@ class LabelFile(_Strict):
     def _safe_ids(cls, value: dict[str, Label]) -> dict[str, Label]:
         bad = [cid for cid in value if not COMMENT_ID_RE.fullmatch(cid)]
         if bad:
-            raise ValueError(f"comment ids must match {COMMENT_ID_SHAPE}: {', '.join(map(repr, bad[:3]))}")
+            raise ValueError(
+                f"comment ids must match {COMMENT_ID_SHAPE}: {', '.join(map(repr, bad[:3]))}"
+            )
         return value

@@ -28,7 +28,9 @@ _PART_RE = re.compile(r"^<!-- part: (\w+) -->\n", re.MULTILINE)
 _PLACEHOLDER_RE = re.compile(r"\{\{(\w+)\}\}")
 # One fenced block of the rendered user text: label, token, content. Used by the offline
 # provider, which only ever sees the cached prompt (see :func:`fenced_blocks`).
-_BLOCK_RE = re.compile(r"^<<<(COMMENT|PARENT) ([0-9a-f]{16})\n(.*?)\n\1 \2>>>$", re.MULTILINE | re.DOTALL)
+_BLOCK_RE = re.compile(
+    r"^<<<(COMMENT|PARENT) ([0-9a-f]{16})\n(.*?)\n\1 \2>>>$", re.MULTILINE | re.DOTALL
+)
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,11 @@ def render(comment: Comment, *, parent_text: str | None = None) -> Prompt:
     outside = (comment.text, title, author) + ((parent_text,) if parent_text is not None else ())
     parent = ""
     if parent_text is not None:
-        parent = _fill(template.parent, parent_text=parent_text, parent_fence=fence_token(parent_text, *outside))
+        parent = _fill(
+            template.parent,
+            parent_text=parent_text,
+            parent_fence=fence_token(parent_text, *outside),
+        )
         parent = parent.strip("\n") + "\n\n"
     user = _fill(
         template.user,
@@ -66,7 +72,9 @@ def render(comment: Comment, *, parent_text: str | None = None) -> Prompt:
         comment_text=comment.text,
         comment_fence=fence_token(comment.text, *outside),
     )
-    return Prompt(template=TEMPLATE_NAME, template_sha256=template.sha256, system=template.system, user=user)
+    return Prompt(
+        template=TEMPLATE_NAME, template_sha256=template.sha256, system=template.system, user=user
+    )
 
 
 def fence_token(text: str, *others: str) -> str:
@@ -82,7 +90,9 @@ def fence_token(text: str, *others: str) -> str:
     """
     counter = 0
     while True:
-        token = hashlib.sha256(f"{counter}:{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        token = hashlib.sha256(f"{counter}:{text}".encode("utf-8", "surrogatepass")).hexdigest()[
+            :16
+        ]
         if token not in text and not any(token in other for other in others):
             return token
         counter += 1
@@ -131,8 +141,12 @@ def _parse(data: bytes, *, sha256: str) -> Template:
     parts = {name: body.strip("\n") for name, body in zip(pieces[1::2], pieces[2::2], strict=True)}
     missing = {"system", "user", "parent"} - set(parts)
     if missing:
-        raise ValueError(f"prompt template {TEMPLATE_NAME}.md lacks part(s): {', '.join(sorted(missing))}")
-    return Template(sha256=sha256, system=parts["system"], user=parts["user"], parent=parts["parent"])
+        raise ValueError(
+            f"prompt template {TEMPLATE_NAME}.md lacks part(s): {', '.join(sorted(missing))}"
+        )
+    return Template(
+        sha256=sha256, system=parts["system"], user=parts["user"], parent=parts["parent"]
+    )
 
 
 def _fill(text: str, **values: str) -> str:

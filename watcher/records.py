@@ -85,12 +85,16 @@ def grant_refusal(record: InboxRecord, n: int) -> str | None:
         return f"{cid} has not been tried yet: `watcher scan` makes its first attempt"
     if state == "baseline":
         # Never called, so no attempt was spent: a grant would only raise a cap nothing uses.
-        return (f"{cid} is baseline (older than the first scan's backlog window): it was never sent to the model "
-                f"and has all its attempts — `watcher scan --since {record.comment.created_at[:10]}` queues it")
+        return (
+            f"{cid} is baseline (older than the first scan's backlog window): it was never sent to the model "
+            f"and has all its attempts — `watcher scan --since {record.comment.created_at[:10]}` queues it"
+        )
     if state == "answered":
-        return (f"you had already replied to {cid} on dev.to before it was checked, so it was never sent to the "
-                f"model and needs no attempt — if it still needs you, `watcher mark {cid} open` reopens it "
-                f"(`watcher show {cid}` has its text)")
+        return (
+            f"you had already replied to {cid} on dev.to before it was checked, so it was never sent to the "
+            f"model and needs no attempt — if it still needs you, `watcher mark {cid} open` reopens it "
+            f"(`watcher show {cid}` has its text)"
+        )
     granted = sum(g.n for g in record.grants)
     left = MAX_GRANTED - granted
     if n > left:
@@ -153,17 +157,26 @@ def edit_on_hold(record: InboxRecord) -> bool:
     return bool(record.edits) and not record.edits[-1].judged and record.verdict is None
 
 
-def apply_edit(record: InboxRecord, text: str, prompt: Prompt, *, judged: bool, at: str | None = None) -> InboxRecord:
+def apply_edit(
+    record: InboxRecord, text: str, prompt: Prompt, *, judged: bool, at: str | None = None
+) -> InboxRecord:
     """The comment's new text (SPEC §15.2): the old text and its verdict move to ``edits``. With
     ``judged`` the new text waits for its first attempt (the verdict goes); without (the author
     replied or marked it) the verdict the person acted on stays, and nothing is called."""
     old = record.comment.text
     ok = next((a for a in reversed(record.attempts) if a.outcome == "ok"), None)
-    edit = Edit(seen_at=at or iso(), text=old, text_sha256=text_sha256(old), verdict=record.verdict,
-                verdict_at=ok.finished_at if ok is not None and record.verdict is not None else None,
-                attempts=len(record.attempts), judged=judged)
+    edit = Edit(
+        seen_at=at or iso(),
+        text=old,
+        text_sha256=text_sha256(old),
+        verdict=record.verdict,
+        verdict_at=ok.finished_at if ok is not None and record.verdict is not None else None,
+        attempts=len(record.attempts),
+        judged=judged,
+    )
     update: dict[str, object] = {
-        "comment": record.comment.model_copy(update={"text": text}), "prompt": prompt,
+        "comment": record.comment.model_copy(update={"text": text}),
+        "prompt": prompt,
         "edits": [*record.edits, edit],
     }
     if judged:
@@ -171,7 +184,9 @@ def apply_edit(record: InboxRecord, text: str, prompt: Prompt, *, judged: bool, 
     return record.model_copy(update=update)
 
 
-def mark_gone(record: InboxRecord, kind: GoneKind, why: str, *, at: str | None = None) -> InboxRecord:
+def mark_gone(
+    record: InboxRecord, kind: GoneKind, why: str, *, at: str | None = None
+) -> InboxRecord:
     """Deleted or hidden on dev.to (SPEC §15.2): kept on disk, never called again. A comment already
     gone keeps when it was first seen gone."""
     if record.gone is not None and record.gone.kind == kind:
@@ -192,18 +207,30 @@ def fingerprint(record: InboxRecord | None) -> Fingerprint:
 
 
 def reserve(
-    record: InboxRecord, *, command: str, entrypoint: str, provider: str, model: str, pid: int | None = None,
+    record: InboxRecord,
+    *,
+    command: str,
+    entrypoint: str,
+    provider: str,
+    model: str,
+    pid: int | None = None,
     lease_until: str | None = None,
 ) -> InboxRecord:
     """Append attempt n+1 with ``outcome: null``. Saved before the call, it *is* the budget.
 
     ``lease_until``: an agent's claim (SPEC §14) — until then the attempt is in flight elsewhere."""
-    if record.verdict is not None or record.gone is not None or len(record.attempts) >= cap_of(record):
+    if (
+        record.verdict is not None
+        or record.gone is not None
+        or len(record.attempts) >= cap_of(record)
+    ):
         raise ValueError(f"comment {record.comment.id}: no attempt left to reserve")
     if record.attempts and record.attempts[-1].outcome is None:
         # An open reservation is either in flight or an orphan; stacking a second one on it
         # would leave an attempt whose outcome can never be recorded. Close it first.
-        raise ValueError(f"comment {record.comment.id}: attempt {len(record.attempts)} is still reserved")
+        raise ValueError(
+            f"comment {record.comment.id}: attempt {len(record.attempts)} is still reserved"
+        )
     attempt = Attempt(
         text_sha256=text_sha256(record.comment.text),
         n=len(record.attempts) + 1,
@@ -242,8 +269,13 @@ def finish(
             "duration_ms": duration_ms,
         }
     )
-    return record.model_copy(update={"attempts": [*record.attempts[:-1], done], "verdict": verdict,
-                                     "verdict_text_sha256": last.text_sha256 if verdict is not None else None})
+    return record.model_copy(
+        update={
+            "attempts": [*record.attempts[:-1], done],
+            "verdict": verdict,
+            "verdict_text_sha256": last.text_sha256 if verdict is not None else None,
+        }
+    )
 
 
 def _first_bytes(text: str, limit: int) -> str:
@@ -269,8 +301,11 @@ def still_reserved(record: InboxRecord, attempt: Attempt) -> bool:
     if not record.attempts:
         return False
     last = record.attempts[-1]
-    return last.outcome is None and (last.n, last.reserved_at, last.pid) == (attempt.n, attempt.reserved_at,
-                                                                            attempt.pid)
+    return last.outcome is None and (last.n, last.reserved_at, last.pid) == (
+        attempt.n,
+        attempt.reserved_at,
+        attempt.pid,
+    )
 
 
 def lease_active(attempt: Attempt, now: datetime) -> bool:
@@ -309,8 +344,15 @@ def _reserved_last(record: InboxRecord) -> Attempt:
 Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]
 
 
-def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, now: datetime,
-           seen_attempts: int = 0, call_in_flight: bool = False) -> Decision:
+def decide(
+    command: Command,
+    record: InboxRecord,
+    planned: Fingerprint,
+    *,
+    now: datetime,
+    seen_attempts: int = 0,
+    call_in_flight: bool = False,
+) -> Decision:
     """What to do with a comment now that we hold the lock. The order is SPEC §7 step 4.
 
     ``now`` judges an agent's lease (SPEC §14). ``seen_attempts`` is seen.json's count: the
@@ -330,7 +372,9 @@ def decide(command: Command, record: InboxRecord, planned: Fingerprint, *, now: 
         return "deferred"
     if max(len(record.attempts), seen_attempts) >= cap_of(record):
         return "exhausted"
-    if awaits_first_attempt(record) and (command == "recheck" or record.baseline or record.replied_at is not None):
+    if awaits_first_attempt(record) and (
+        command == "recheck" or record.baseline or record.replied_at is not None
+    ):
         # Never attempted (or edited since): the first attempt is scan's; a baseline or answered
         # comment gets none.
         return "skipped"

@@ -61,7 +61,9 @@ PIPED_WIDTH = 120
 _TTY = sys.stdout.isatty()
 # markup=False: comment text and model output are untrusted and may contain "[...]". On a terminal
 # rich wraps at word boundaries; colour follows rich's rules (a terminal, NO_COLOR honoured).
-_out = _Console(highlight=False, markup=False, soft_wrap=not _TTY, width=None if _TTY else PIPED_WIDTH)
+_out = _Console(
+    highlight=False, markup=False, soft_wrap=not _TTY, width=None if _TTY else PIPED_WIDTH
+)
 _err = _Console(stderr=True, highlight=False, markup=False)
 HIGH = "bold red"  # how a high-priority comment stands out on a terminal
 
@@ -104,10 +106,22 @@ class BatchProgress:
         self._fetched()
         if not _err.is_terminal:
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), console=_err, transient=True)
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=_err,
+            transient=True,
+        )
         self._progress.start()
         self._task = self._progress.add_task("checking comments", total=max(total, 1))
 
@@ -118,7 +132,9 @@ class BatchProgress:
             _err.print(f"{comment_id}: calling the model")
 
     def advance(self, item: ItemResult) -> None:
-        if item.id in self._out:  # one of this run's calls came back (or was cut): it counts as done
+        if (
+            item.id in self._out
+        ):  # one of this run's calls came back (or was cut): it counts as done
             self._out.remove(item.id)
             self._describe()
             if self._progress is not None:
@@ -193,8 +209,14 @@ def _batch(doc: BatchResult, error: EnvelopeError | None = None) -> None:
         for item, row in zip(doc.items, rows, strict=True):
             # One line per comment: the summary is cut to the terminal's width, not wrapped.
             detail = _detail(item)
-            if item.outcome == "not_started" and error is not None and item.message == error["message"]:
-                detail = "not reached: the run stopped (the reason is below)"  # said once, on stderr
+            if (
+                item.outcome == "not_started"
+                and error is not None
+                and item.message == error["message"]
+            ):
+                detail = (
+                    "not reached: the run stopped (the reason is below)"  # said once, on stderr
+                )
             detail = detail if len(detail) <= room else detail[: room - 1] + "…"
             table.add_row(*row, detail)
         _out.print(table, soft_wrap=False)
@@ -243,21 +265,29 @@ def _next_step(doc: BatchResult, error: EnvelopeError | None) -> str:
     """The one next step that fits what happened (the error itself is printed on stderr)."""
     needs = sum(1 for i in doc.items if i.verdict and i.verdict.needs_reply)
     if error is not None:
-        return _AFTER_STOP.get(error["kind"], "see the error below; `watcher status` shows the state")
+        return _AFTER_STOP.get(
+            error["kind"], "see the error below; `watcher status` shows the state"
+        )
     if doc.for_agent:
-        return (f"{doc.for_agent} comment(s) wait for the agent: claim them over MCP (tool claim) or "
-                "`watcher claim`")
+        return (
+            f"{doc.for_agent} comment(s) wait for the agent: claim them over MCP (tool claim) or "
+            "`watcher claim`"
+        )
     if doc.spent:
         ids = " ".join(doc.spent[:3]) + (" …" if len(doc.spent) > 3 else "")
-        return (f"{len(doc.spent)} comment(s) spent their last attempt without a verdict ({ids}): only "
-                f"`watcher grant {doc.spent[0]}` tries one again — `watcher show {doc.spent[0]}` first")
+        return (
+            f"{len(doc.spent)} comment(s) spent their last attempt without a verdict ({ids}): only "
+            f"`watcher grant {doc.spent[0]}` tries one again — `watcher show {doc.spent[0]}` first"
+        )
     if needs:
         return f"`watcher inbox` shows the {needs} new comment(s) that need a reply"
     if any(i.outcome == "error" for i in doc.items):
         return "`watcher recheck` later retries the failed ones (3 attempts per comment in all)"
     if doc.unmarked:
-        return (f"nothing new needs you; `watcher inbox` lists what still waits for a reply (from {doc.unmarked} "
-                "checked comment(s) you have not marked)")
+        return (
+            f"nothing new needs you; `watcher inbox` lists what still waits for a reply (from {doc.unmarked} "
+            "checked comment(s) you have not marked)"
+        )
     return "nothing needs you now"
 
 
@@ -265,31 +295,45 @@ def _demo(doc: DemoResult) -> None:
     calls = sum(run.calls for run in doc.scans)
     answered = sum(run.answered for run in doc.scans)
     if calls:
-        _out.print(f"demo: {calls} bundled sample comments checked with the offline classifier, through the real "
-                   f"pipeline, in {doc.data_dir}")
+        _out.print(
+            f"demo: {calls} bundled sample comments checked with the offline classifier, through the real "
+            f"pipeline, in {doc.data_dir}"
+        )
     else:
-        _out.print(f"demo: the bundled sample comments were checked by an earlier `watcher demo` in {doc.data_dir} "
-                   "(nothing new to check; remove that directory to see it afresh)")
+        _out.print(
+            f"demo: the bundled sample comments were checked by an earlier `watcher demo` in {doc.data_dir} "
+            "(nothing new to check; remove that directory to see it afresh)"
+        )
     if doc.account_data_dir:
         _out.print(f"      your data dir {doc.account_data_dir} (WATCHER_DATA_DIR) was not touched")
     if answered:
-        _out.print(f"      {answered} more the author had already answered on dev.to: never sent to the model")
+        _out.print(
+            f"      {answered} more the author had already answered on dev.to: never sent to the model"
+        )
     _out.print("")
     _inbox(doc.inbox)
     _out.print("")
     _out.print(f"This was the sample, offline; remove it with: rm -rf {doc.data_dir}")
     if doc.account_ready:
-        _out.print("Your own comments: `watcher check` tests your setup for free, then `watcher scan`.")
+        _out.print(
+            "Your own comments: `watcher check` tests your setup for free, then `watcher scan`."
+        )
     else:
-        _out.print("Your own comments: set DEVTO_USERNAME and WATCHER_PROVIDER (and its key), run `watcher check`, "
-                   "then `watcher scan` — `watcher --help` lists every setting.")
+        _out.print(
+            "Your own comments: set DEVTO_USERNAME and WATCHER_PROVIDER (and its key), run `watcher check`, "
+            "then `watcher scan` — `watcher --help` lists every setting."
+        )
 
 
 def _status(doc: StatusResult) -> None:
     s = doc.settings
-    provider = f"{s.provider} ({s.model})" + (" — offline heuristic, not a language model" if s.offline else "")
+    provider = f"{s.provider} ({s.model})" + (
+        " — offline heuristic, not a language model" if s.offline else ""
+    )
     if s.provider == "agent":
-        provider += " — the agent you work with gives the verdicts (MCP claim/submit, or `watcher claim`)"
+        provider += (
+            " — the agent you work with gives the verdicts (MCP claim/submit, or `watcher claim`)"
+        )
     _out.print(f"data dir:  {s.data_dir}")
     _out.print(f"provider:  {provider}")
     if doc.offline_quality:
@@ -302,16 +346,23 @@ def _status(doc: StatusResult) -> None:
     _out.print(f"cooldown:  {'until ' + doc.cooldown.until if doc.cooldown else 'none'}")
     breaker = doc.breaker
     if breaker:
-        _out.print(f"breaker:   OPEN since {breaker.since} ({breaker.kind}): {_line(breaker.message)} — "
-                   "no model call until a free probe passes; `watcher check` tests it now")
+        _out.print(
+            f"breaker:   OPEN since {breaker.since} ({breaker.kind}): {_line(breaker.message)} — "
+            "no model call until a free probe passes; `watcher check` tests it now"
+        )
     claimed = doc.claimed
     if claimed.in_flight or claimed.lease_ended:
-        _out.print(f"claimed:   {claimed.in_flight} in flight with an agent (first lease ends "
-                   f"{claimed.earliest_lease_until or '-'}), {claimed.lease_ended} lease(s) ended without a "
-                   "submit (the next run closes them as interrupted)")
+        _out.print(
+            f"claimed:   {claimed.in_flight} in flight with an agent (first lease ends "
+            f"{claimed.earliest_lease_until or '-'}), {claimed.lease_ended} lease(s) ended without a "
+            "submit (the next run closes them as interrupted)"
+        )
     counts = doc.signals.counts
-    _out.print("signals:   " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet")
-               + " (what the runs recorded; `watcher signals -h`)")
+    _out.print(
+        "signals:   "
+        + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet")
+        + " (what the runs recorded; `watcher signals -h`)"
+    )
     if doc.signals.warning:
         _out.print(f"warning:   {doc.signals.warning}")
 
@@ -321,7 +372,9 @@ def _inbox(doc: InboxResult) -> None:
     if doc.new and not doc.comments:
         return  # cron mails only what is new: nothing new, no output, no mail
     if not doc.comments:
-        _out.print("Nothing needs a reply." if not doc.all else "No comments yet: run `watcher scan`.")
+        _out.print(
+            "Nothing needs a reply." if not doc.all else "No comments yet: run `watcher scan`."
+        )
     if waiting and not doc.all and not doc.new:
         # "Nothing needs a reply" must never hide comments that have no verdict (SPEC §13).
         states = ", ".join(f"{n} {state}" for state, n in waiting.items())
@@ -338,29 +391,46 @@ def _inbox(doc: InboxResult) -> None:
             if row.verdict_by:
                 rest += f"  verdict by {row.verdict_by}"
         priority = v.priority if v else "-"
-        _out.print(Text.assemble(f"{row.id}  ", (f"{priority:<6}", HIGH if priority == "high" else ""), rest))
+        _out.print(
+            Text.assemble(
+                f"{row.id}  ", (f"{priority:<6}", HIGH if priority == "high" else ""), rest
+            )
+        )
         _out.print(f"    {_line(v.summary) if v else '(no verdict yet)'}")
         if v and v.reply_hint:
             _out.print(f"    hint: {_line(v.reply_hint)}")
         _out.print(f"    {_line(row.url)}  (on “{_line(row.article)}”)")
         if row.hint:
             _out.print(f"    {row.hint}")
-    _out.print(f"{doc.count} comment(s)" + ("" if doc.all else " need a reply · `watcher show ID` for the "
-                                            "whole text · `watcher mark ID replied` (or ignored) when done"))
+    _out.print(
+        f"{doc.count} comment(s)"
+        + (
+            ""
+            if doc.all
+            else " need a reply · `watcher show ID` for the "
+            "whole text · `watcher mark ID replied` (or ignored) when done"
+        )
+    )
 
 
 def _show(doc: CommentRecord) -> None:
     c = doc.comment
     _out.print(f"{c.id} by {_line(c.author)} on “{_line(c.article_title)}” ({c.created_at})")
     _out.print(_line(c.url))
-    _out.print(f"state: {doc.state} · triage: {doc.triage} · attempts: {len(doc.attempts)}/{doc.cap}")
+    _out.print(
+        f"state: {doc.state} · triage: {doc.triage} · attempts: {len(doc.attempts)}/{doc.cap}"
+    )
     if doc.gone:
-        _out.print(f"{doc.gone.kind} on dev.to: {_line(doc.gone.why)} (first seen so at {doc.gone.seen_at}); "
-                   "kept here, never called again")
+        _out.print(
+            f"{doc.gone.kind} on dev.to: {_line(doc.gone.why)} (first seen so at {doc.gone.seen_at}); "
+            "kept here, never called again"
+        )
     if doc.parent:
         p = doc.parent
         who = "you" if p.yours else (f"@{_line(p.author)}" if p.author else "someone")
-        _out.print(f"in reply to {p.id} by {who}" + (" — it answers your comment" if p.yours else "") + ":")
+        _out.print(
+            f"in reply to {p.id} by {who}" + (" — it answers your comment" if p.yours else "") + ":"
+        )
         for line in (p.excerpt or "(its text is not known here)").splitlines():
             _out.print(f"  > {_line(line)}")
     _out.print("")
@@ -369,8 +439,13 @@ def _show(doc: CommentRecord) -> None:
         v = doc.verdict
         _out.print("")
         by = f" — verdict by {doc.verdict_by}" if doc.verdict_by else ""
-        _out.print(Text.assemble(f"verdict: needs_reply={v.needs_reply} {v.category} ",
-                                 (v.priority, HIGH if v.priority == "high" else ""), f": {_line(v.summary)}{by}"))
+        _out.print(
+            Text.assemble(
+                f"verdict: needs_reply={v.needs_reply} {v.category} ",
+                (v.priority, HIGH if v.priority == "high" else ""),
+                f": {_line(v.summary)}{by}",
+            )
+        )
         if v.reply_hint:
             _out.print(f"reply hint: {_line(v.reply_hint)}")
     if doc.replied_at:
@@ -382,16 +457,22 @@ def _show(doc: CommentRecord) -> None:
     for n, e in enumerate(doc.edits, 1):
         said = f"verdict then: {_said(e.verdict)}" if e.verdict else "no verdict then"
         then = "judged again" if e.judged else "not judged again (you had replied or marked it)"
-        _out.print(f"edit {n}, seen at {e.seen_at} after {e.attempts} attempt(s) — {then}; {said}; the text before:")
+        _out.print(
+            f"edit {n}, seen at {e.seen_at} after {e.attempts} attempt(s) — {then}; {said}; the text before:"
+        )
         for line in e.text.splitlines() or [""]:
             _out.print(f"  | {_line(line)}")
     if doc.hint:
         _out.print(doc.hint)
     for a in doc.attempts:
-        what = a.outcome or ("reserved" + (f", claimed until {a.lease_until}" if a.lease_until else ""))
+        what = a.outcome or (
+            "reserved" + (f", claimed until {a.lease_until}" if a.lease_until else "")
+        )
         if a.error:
             what += f" {a.error.kind}: {_line(a.error.message)}"
-        _out.print(f"attempt {a.n}: {a.command} via {a.entrypoint} ({a.provider}) at {a.reserved_at} → {what}")
+        _out.print(
+            f"attempt {a.n}: {a.command} via {a.entrypoint} ({a.provider}) at {a.reserved_at} → {what}"
+        )
 
 
 def _check(doc: CheckResult) -> None:
@@ -406,8 +487,11 @@ def _check(doc: CheckResult) -> None:
         for _ in range(3):
             table.add_column()
         for c in doc.checks:
-            table.add_row("ok" if c.ok else "FAIL", c.name,
-                          _line(c.detail) + (f"\nfix: {c.fix}" if c.fix and not c.ok else ""))
+            table.add_row(
+                "ok" if c.ok else "FAIL",
+                c.name,
+                _line(c.detail) + (f"\nfix: {c.fix}" if c.fix and not c.ok else ""),
+            )
         with _out.capture() as drawn:
             _out.print(table)
         for line in drawn.get().splitlines():  # without the padding rich puts after the last column
@@ -421,12 +505,17 @@ def _claim(doc: ClaimResult) -> None:
     for item in doc.items:
         _out.print(f"{item.id}  {item.outcome}: {_detail(item)}")
     if not doc.claimed:
-        _out.print("nothing to claim: no comment waits for a verdict" + (" that is free now" if doc.items else ""))
+        _out.print(
+            "nothing to claim: no comment waits for a verdict"
+            + (" that is free now" if doc.items else "")
+        )
         return
     more = f" · {doc.remaining} more wait (claim again)" if doc.remaining else ""
     _out.print(f"claimed {len(doc.claimed)} (lease {doc.lease_minutes} min){more}")
-    _out.print("prompts: each is in `watcher show ID --json` (prompt.system, prompt.user; `claim --json` gives them "
-               "with the verdict schema). Answer with `watcher submit ID N VERDICT` before the lease ends")
+    _out.print(
+        "prompts: each is in `watcher show ID --json` (prompt.system, prompt.user; `claim --json` gives them "
+        "with the verdict schema). Answer with `watcher submit ID N VERDICT` before the lease ends"
+    )
 
 
 def _submit(doc: SubmitResult) -> None:
@@ -439,8 +528,10 @@ def _submit(doc: SubmitResult) -> None:
 
 
 def _grant(doc: GrantResult) -> None:
-    _out.print(f"{doc.id}: {doc.granted} more attempt(s) granted — {doc.attempts} of {doc.cap} "
-               f"used, now {doc.state}; `watcher recheck {doc.id}` tries it")
+    _out.print(
+        f"{doc.id}: {doc.granted} more attempt(s) granted — {doc.attempts} of {doc.cap} "
+        f"used, now {doc.state}; `watcher recheck {doc.id}` tries it"
+    )
 
 
 def _signals(doc: SignalsResult) -> None:
@@ -461,40 +552,60 @@ def _eval(doc: EvalResult) -> None:
     if run is not None:
         cost = "free" if run.provider == "offline" else f"budget {run.call_budget}"
         where = run.data_dir or "a temporary data dir, removed"
-        _out.print(f"labelled set {run.path}: {run.comments} comments, {run.needs_reply} need a reply · judged by "
-                   f"{run.provider} {run.model} · {run.calls} call(s) ({cost}) in {where}")
+        _out.print(
+            f"labelled set {run.path}: {run.comments} comments, {run.needs_reply} need a reply · judged by "
+            f"{run.provider} {run.model} · {run.calls} call(s) ({cost}) in {where}"
+        )
         for name, base in (("always yes", run.always_yes), ("always no", run.always_no)):
-            _out.print(f"    for comparison, {name}: agreement {_figure(base.agreement)} · precision "
-                       f"{_figure(base.precision)} · recall {_figure(base.recall)}")
+            _out.print(
+                f"    for comparison, {name}: agreement {_figure(base.agreement)} · precision "
+                f"{_figure(base.precision)} · recall {_figure(base.recall)}"
+            )
         if run.held_out is not None:
             held = run.held_out
-            _out.print(f"    on the {held.judged} held-out comments (written after the offline rules were last "
-                       f"changed): agreement {_figure(held.agreement)} · precision {_figure(held.precision)} · "
-                       f"recall {_figure(held.recall)}")
+            _out.print(
+                f"    on the {held.judged} held-out comments (written after the offline rules were last "
+                f"changed): agreement {_figure(held.agreement)} · precision {_figure(held.precision)} · "
+                f"recall {_figure(held.recall)}"
+            )
     since = f" created since {doc.since}" if doc.since else ""
-    _out.print(f"{doc.comments} comment(s){since}: {doc.judged} judged (a verdict and your reply or mark) · "
-               f"{doc.unlabelled} unlabelled (not replied to or marked: not guessed) · {doc.without_verdict} "
-               "without a verdict")
+    _out.print(
+        f"{doc.comments} comment(s){since}: {doc.judged} judged (a verdict and your reply or mark) · "
+        f"{doc.unlabelled} unlabelled (not replied to or marked: not guessed) · {doc.without_verdict} "
+        "without a verdict"
+    )
     if not doc.groups and not doc.judged:
-        _out.print("nothing to judge yet: eval compares verdicts with what you did — reply on dev.to, or "
-                   "`watcher mark ID replied|ignored`")
+        _out.print(
+            "nothing to judge yet: eval compares verdicts with what you did — reply on dev.to, or "
+            "`watcher mark ID replied|ignored`"
+        )
     for group in doc.groups:
         _eval_group(group)
     if run is not None and run.by_kind:
-        _out.print("by kind (agreed/judged): " + ", ".join(f"{kind} {k.agreed}/{k.judged}"
-                                                          for kind, k in run.by_kind.items()))
+        _out.print(
+            "by kind (agreed/judged): "
+            + ", ".join(f"{kind} {k.agreed}/{k.judged}" for kind, k in run.by_kind.items())
+        )
 
 
 def _eval_group(group: EvalGroup) -> None:
     c = group.confusion
     _out.print("")
-    _out.print(f"{group.provider} {_line(group.model)} · prompt {group.prompt}: {group.judged} judged, "
-               f"{group.unlabelled} unlabelled · agreement {_figure(group.agreement)} · precision "
-               f"{_figure(group.precision)} · recall {_figure(group.recall)}")
-    _out.print(f"    said needs a reply: {c.true_positive} you replied, {c.false_positive} you ignored · said no "
-               f"reply needed: {c.false_negative} you replied, {c.true_negative} you ignored")
+    _out.print(
+        f"{group.provider} {_line(group.model)} · prompt {group.prompt}: {group.judged} judged, "
+        f"{group.unlabelled} unlabelled · agreement {_figure(group.agreement)} · precision "
+        f"{_figure(group.precision)} · recall {_figure(group.recall)}"
+    )
+    _out.print(
+        f"    said needs a reply: {c.true_positive} you replied, {c.false_positive} you ignored · said no "
+        f"reply needed: {c.false_negative} you replied, {c.true_negative} you ignored"
+    )
     for d in group.disagreements:
-        said = "said needs a reply, you ignored it" if d.said_needs_reply else "said no reply, you replied"
+        said = (
+            "said needs a reply, you ignored it"
+            if d.said_needs_reply
+            else "said no reply, you replied"
+        )
         kind = f" [{d.kind}]" if d.kind else ""
         _out.print(f"    {d.id}  {said}{kind} · {d.category}: {_line(d.summary)}")
 
@@ -504,10 +615,15 @@ def _articles(doc: ArticlesResult) -> None:
         _out.print("No articles yet: run `watcher scan`.")
         return
     for a in doc.articles:
-        waiting = (f"{a.need_reply} need a reply, the oldest {a.oldest_waiting_days:g} days"
-                   if a.need_reply and a.oldest_waiting_days is not None else "nothing waits")
-        _out.print(f"{a.id}  “{_line(a.title)}”  {a.comments} comment(s) · {waiting} · last activity "
-                   f"{a.last_activity or '-'}")
+        waiting = (
+            f"{a.need_reply} need a reply, the oldest {a.oldest_waiting_days:g} days"
+            if a.need_reply and a.oldest_waiting_days is not None
+            else "nothing waits"
+        )
+        _out.print(
+            f"{a.id}  “{_line(a.title)}”  {a.comments} comment(s) · {waiting} · last activity "
+            f"{a.last_activity or '-'}"
+        )
         if a.url:
             _out.print(f"    {_line(a.url)}")
     _out.print(f"{doc.count} article(s)")
@@ -532,8 +648,17 @@ def _cron(doc: CronResult) -> None:
 
 # Each result model's human view (STYLE rule 11: one table, no if-chain).
 _VIEWS: dict[type[BaseModel], Callable[[Any], None]] = {
-    DemoResult: _demo, StatusResult: _status, InboxResult: _inbox, CommentRecord: _show, MarkResult: _mark,
-    SignalsResult: _signals, CheckResult: _check, CronResult: _cron, ArticlesResult: _articles, GrantResult: _grant,
-    ClaimResult: _claim, SubmitResult: _submit,
+    DemoResult: _demo,
+    StatusResult: _status,
+    InboxResult: _inbox,
+    CommentRecord: _show,
+    MarkResult: _mark,
+    SignalsResult: _signals,
+    CheckResult: _check,
+    CronResult: _cron,
+    ArticlesResult: _articles,
+    GrantResult: _grant,
+    ClaimResult: _claim,
+    SubmitResult: _submit,
     EvalResult: _eval,
 }

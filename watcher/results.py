@@ -46,8 +46,19 @@ if TYPE_CHECKING:
 Command = Literal["scan", "recheck", "claim", "submit"]
 # SPEC §7.1, plus the two a dry run reports instead of acting.
 ItemOutcome = Literal[
-    "verdict", "error", "interrupted", "deferred", "exhausted", "repaired", "skipped",
-    "reserve_failed", "save_failed", "save_conflict", "not_started", "would_call", "would_skip",
+    "verdict",
+    "error",
+    "interrupted",
+    "deferred",
+    "exhausted",
+    "repaired",
+    "skipped",
+    "reserve_failed",
+    "save_failed",
+    "save_conflict",
+    "not_started",
+    "would_call",
+    "would_skip",
 ]
 ResultT = TypeVar("ResultT", bound=BaseModel)  # any command's result model
 
@@ -72,7 +83,9 @@ def _advertised(schema: JsonDict, cls: type[Any]) -> None:
     """
     schema["additionalProperties"] = True
     fields = cls.model_fields
-    absent = set(cls.sometimes_absent) | {name for name, info in fields.items() if info.exclude_if is not None}
+    absent = set(cls.sometimes_absent) | {
+        name for name, info in fields.items() if info.exclude_if is not None
+    }
     aliases = {fields[name].serialization_alias or fields[name].alias or name for name in absent}
     required = schema.get("required")
     if isinstance(required, list):
@@ -84,8 +97,12 @@ class _Result(BaseModel):
     # reaching a client. defer_build: a run builds the validators of the few models it uses, as
     # the file formats do (watcher/models.py says what building them all cost). defaults_required:
     # a field with a default is still always in the output, unless _advertised says otherwise.
-    model_config = ConfigDict(extra="forbid", defer_build=True, json_schema_extra=_advertised,
-                              json_schema_serialization_defaults_required=True)
+    model_config = ConfigDict(
+        extra="forbid",
+        defer_build=True,
+        json_schema_extra=_advertised,
+        json_schema_serialization_defaults_required=True,
+    )
 
     sometimes_absent: ClassVar[frozenset[str]] = frozenset()
 
@@ -108,32 +125,55 @@ class ItemVerdict(_Result):
 
     @classmethod
     def of(cls, verdict: Verdict) -> ItemVerdict:
-        return cls(needs_reply=verdict.needs_reply, category=verdict.category, priority=verdict.priority,
-                   summary=verdict.summary)
+        return cls(
+            needs_reply=verdict.needs_reply,
+            category=verdict.category,
+            priority=verdict.priority,
+            summary=verdict.summary,
+        )
 
 
 class ItemResult(_Result):
     """One comment the batch reached. Keys that do not apply are absent, not null."""
 
     id: str
-    outcome: ItemOutcome = Field(description="verdict: the model answered · error: the attempt failed (kind says why) · "
-                                         "skipped/deferred/exhausted/interrupted/repaired: no call for it this run · "
-                                         "not_started: the batch stopped before it · would_call/would_skip: dry run")
+    outcome: ItemOutcome = Field(
+        description="verdict: the model answered · error: the attempt failed (kind says why) · "
+        "skipped/deferred/exhausted/interrupted/repaired: no call for it this run · "
+        "not_started: the batch stopped before it · would_call/would_skip: dry run"
+    )
     kind: str | None = _absent_if_none("Error kind (malformed_json, overloaded, rate_limited, …).")
     message: str | None = _absent_if_none()
     attempts: int | None = _absent_if_none("Attempts recorded for this comment after this run.")
     verdict: ItemVerdict | None = _absent_if_none()
 
-    def __init__(self, id: str, outcome: ItemOutcome, *, kind: str | None = None, message: str | None = None,
-                 attempts: int | None = None, verdict: ItemVerdict | None = None) -> None:
+    def __init__(
+        self,
+        id: str,
+        outcome: ItemOutcome,
+        *,
+        kind: str | None = None,
+        message: str | None = None,
+        attempts: int | None = None,
+        verdict: ItemVerdict | None = None,
+    ) -> None:
         # id and outcome positional: how the pipeline writes each of the items it reports.
         # BaseModel's own __init__, named: type checkers see _Result's as taking no fields.
-        BaseModel.__init__(self, id=id, outcome=outcome, kind=kind, message=message, attempts=attempts,
-                           verdict=verdict)
+        BaseModel.__init__(
+            self,
+            id=id,
+            outcome=outcome,
+            kind=kind,
+            message=message,
+            attempts=attempts,
+            verdict=verdict,
+        )
 
 
 class Rejected(_Result):
-    item: str | None = Field(description="The comment id when it is a safe id, else a short description.")
+    item: str | None = Field(
+        description="The comment id when it is a safe id, else a short description."
+    )
     message: str
 
 
@@ -160,38 +200,77 @@ class BatchResult(_Result):
     limit: int
     planned: int = Field(0, description="Comments the batch looked at (callable or not).")
     calls: int = Field(0, description="Model calls made (each spent one attempt).")
-    remaining: int = Field(0, description="Planned comments left for the next run because the limit was reached.")
+    remaining: int = Field(
+        0, description="Planned comments left for the next run because the limit was reached."
+    )
     discovered: int = Field(0, description="New comments found by this scan.")
     articles: int | None = _absent_if_none("Scan only: articles the source listed for the account.")
-    baseline: int = Field(0, description="Discovered comments older than the first scan's backlog window: never "
-                                         "called.")
-    answered: int = Field(0, description="Comments the author had already answered on dev.to: never called.")
-    for_agent: int = Field(0, description="Provider agent only (no model call is made): comments waiting for the "
-                                          "agent's verdict; the claim tool hands them out.")
-    replied: list[str] = Field(default_factory=list, description="Comments marked replied because the author "
-                                                                 "replied on dev.to.")
-    edited: list[str] = Field(default_factory=list, description="Known comments whose text changed on dev.to: "
-                                                                "judged again within their lifetime budget, unless "
-                                                                "you had replied or marked them (SPEC §15.2).")
-    gone: list[str] = Field(default_factory=list, description="Known comments this scan found deleted or hidden on "
-                                                              "dev.to: never called again.")
-    spent: list[str] = Field(default_factory=list, description="Comments whose last attempt failed this run: "
-                                                               "exhausted, only `watcher grant` tries them again.")
-    unmarked: int = Field(0, description="Comments with a verdict you have not marked after this run (the ones "
-                                         "`watcher inbox` lists are those among them that need a reply).")
+    baseline: int = Field(
+        0,
+        description="Discovered comments older than the first scan's backlog window: never called.",
+    )
+    answered: int = Field(
+        0, description="Comments the author had already answered on dev.to: never called."
+    )
+    for_agent: int = Field(
+        0,
+        description="Provider agent only (no model call is made): comments waiting for the "
+        "agent's verdict; the claim tool hands them out.",
+    )
+    replied: list[str] = Field(
+        default_factory=list,
+        description="Comments marked replied because the author replied on dev.to.",
+    )
+    edited: list[str] = Field(
+        default_factory=list,
+        description="Known comments whose text changed on dev.to: "
+        "judged again within their lifetime budget, unless "
+        "you had replied or marked them (SPEC §15.2).",
+    )
+    gone: list[str] = Field(
+        default_factory=list,
+        description="Known comments this scan found deleted or hidden on "
+        "dev.to: never called again.",
+    )
+    spent: list[str] = Field(
+        default_factory=list,
+        description="Comments whose last attempt failed this run: "
+        "exhausted, only `watcher grant` tries them again.",
+    )
+    unmarked: int = Field(
+        0,
+        description="Comments with a verdict you have not marked after this run (the ones "
+        "`watcher inbox` lists are those among them that need a reply).",
+    )
     items: list[ItemResult] = Field(default_factory=list)
     rejected: list[Rejected] = Field(default_factory=list)
     repaired: list[str] = Field(default_factory=list)
-    stopped: str | None = Field(None, description="Why the batch stopped early (rate_limited, auth, …), else null.")
-    already_out: int = Field(0, description="Model calls already in flight when the batch stopped: they finished "
-                                            "and were saved (SPEC §15.1).")
-    would_call: list[str] = Field(default_factory=list, description="Dry run only: ids a real run would call now.")
+    stopped: str | None = Field(
+        None, description="Why the batch stopped early (rate_limited, auth, …), else null."
+    )
+    already_out: int = Field(
+        0,
+        description="Model calls already in flight when the batch stopped: they finished "
+        "and were saved (SPEC §15.1).",
+    )
+    would_call: list[str] = Field(
+        default_factory=list, description="Dry run only: ids a real run would call now."
+    )
     signals: BatchSignals | None = Field(None, description="Real runs only.")
 
-    def __init__(self, command: Command, *, dry_run: bool = False, limit: int, provider: str = "",
-                 model: str = "") -> None:
+    def __init__(
+        self,
+        command: Command,
+        *,
+        dry_run: bool = False,
+        limit: int,
+        provider: str = "",
+        model: str = "",
+    ) -> None:
         # A new batch's summary: nothing found yet. The pipeline fills in the rest as it goes.
-        BaseModel.__init__(self, command=command, dry_run=dry_run, limit=limit, provider=provider, model=model)
+        BaseModel.__init__(
+            self, command=command, dry_run=dry_run, limit=limit, provider=provider, model=model
+        )
 
     @computed_field(description="Items per outcome.")  # type: ignore[prop-decorator]
     @property
@@ -233,21 +312,28 @@ class Claimed(_Result):
 
     id: str
     n: int = Field(description="The attempt number: give it back to submit with the verdict.")
-    lease_until: str = Field(description="ISO time: submit before it. After it the attempt is an orphan, closed as "
-                                         "interrupted by the next run, and still counted.")
+    lease_until: str = Field(
+        description="ISO time: submit before it. After it the attempt is an orphan, closed as "
+        "interrupted by the next run, and still counted."
+    )
     system: str = Field(description="The system prompt: how to judge a comment.")
     user: str = Field(description="The user prompt: the comment and the article it is on.")
-    schema_: JsonSchemaDocument = Field(alias="schema", description="The verdict's JSON schema; submit checks "
-                                                                    "against it.")
+    schema_: JsonSchemaDocument = Field(
+        alias="schema", description="The verdict's JSON schema; submit checks against it."
+    )
 
 
 class ClaimResult(_Result):
     provider: str
     lease_minutes: int | float = Field(description="How long each claim stays open for its submit.")
-    claimed: list[Claimed] = Field(description="Oldest first; each one has spent one of its comment's attempts.")
-    items: list[ItemResult] = Field(description="Comments met but not claimed (deferred: claimed elsewhere, still "
-                                                "in its lease · interrupted: an orphan closed now, claimable next "
-                                                "time · exhausted · skipped).")
+    claimed: list[Claimed] = Field(
+        description="Oldest first; each one has spent one of its comment's attempts."
+    )
+    items: list[ItemResult] = Field(
+        description="Comments met but not claimed (deferred: claimed elsewhere, still "
+        "in its lease · interrupted: an orphan closed now, claimable next "
+        "time · exhausted · skipped)."
+    )
     remaining: int = Field(description="Claimable comments left because the limit was reached.")
     calls: int = Field(description="Model calls made: always 0 (the agent is the model).")
 
@@ -255,13 +341,17 @@ class ClaimResult(_Result):
 class SubmitResult(_Result):
     id: str
     n: int
-    outcome: Literal["verdict", "error"] = Field(description="verdict: saved as the comment's verdict · error: it "
-                                                             "failed the schema (kind invalid_verdict) and counts "
-                                                             "as the attempt.")
+    outcome: Literal["verdict", "error"] = Field(
+        description="verdict: saved as the comment's verdict · error: it "
+        "failed the schema (kind invalid_verdict) and counts "
+        "as the attempt."
+    )
     kind: str | None = Field(description="Error kind (invalid_verdict).")
     message: str | None
     attempts: int = Field(description="Attempts recorded for this comment.")
-    attempts_left: int = Field(description="Attempts it has left (0: exhausted; only the person can grant more).")
+    attempts_left: int = Field(
+        description="Attempts it has left (0: exhausted; only the person can grant more)."
+    )
     state: State
     verdict: Verdict | None
 
@@ -277,10 +367,14 @@ class Cooldown(_Result):
 class AgentClaims(_Result):
     """Attempts agents have claimed and not submitted (SPEC §14)."""
 
-    in_flight: int = Field(description="Claims whose lease still runs: their verdicts come by submit.")
+    in_flight: int = Field(
+        description="Claims whose lease still runs: their verdicts come by submit."
+    )
     earliest_lease_until: str | None = Field(description="When the first of those leases ends.")
-    lease_ended: int = Field(description="Claims past their lease: the next scan, recheck or claim closes them "
-                                         "as interrupted.")
+    lease_ended: int = Field(
+        description="Claims past their lease: the next scan, recheck or claim closes them "
+        "as interrupted."
+    )
 
 
 class StatusSignals(_Result):
@@ -297,10 +391,13 @@ class PublicSettings(_Result):
     model: str
     base_url: str | None
     api_key_set: bool
-    api_key_from: str | None = Field(default=None, description="The variable (or config file) the key came from; "
-                                     "never the key.")
+    api_key_from: str | None = Field(
+        default=None, description="The variable (or config file) the key came from; never the key."
+    )
     timeout_s: float
-    parallel: int = Field(description="Model calls in flight at once in one run (WATCHER_PARALLEL).")
+    parallel: int = Field(
+        description="Model calls in flight at once in one run (WATCHER_PARALLEL)."
+    )
     offline: bool
     provider_defaulted: bool
     devto_username: str | None
@@ -320,15 +417,21 @@ class StatusResult(_Result):
     articles: int
     states: dict[State, int]
     triage: dict[Triage, int]
-    cooldown: Cooldown | None = Field(description="An active provider cooldown (after a 429), else null.")
-    breaker: Breaker | None = Field(description="An open circuit breaker (the setup failed), else null.")
+    cooldown: Cooldown | None = Field(
+        description="An active provider cooldown (after a 429), else null."
+    )
+    breaker: Breaker | None = Field(
+        description="An open circuit breaker (the setup failed), else null."
+    )
     claimed: AgentClaims
     signals: StatusSignals
     settings: PublicSettings
     paths: StatusPaths
-    offline_quality: str | None = _absent_if_none("Provider offline only: how good the heuristic's verdicts are, "
-                                                  "measured on the bundled labelled set (`watcher eval --set "
-                                                  "bundled`).")
+    offline_quality: str | None = _absent_if_none(
+        "Provider offline only: how good the heuristic's verdicts are, "
+        "measured on the bundled labelled set (`watcher eval --set "
+        "bundled`)."
+    )
 
 
 # ---- inbox, show, mark, grant ------------------------------------------------------------------------
@@ -344,9 +447,15 @@ class InboxEntry(_Result):
     url: str = Field(description="The comment on dev.to: where the author posts a reply.")
     created_at: str
     verdict: Verdict | None = Field(description="The model's verdict, with reply_hint.")
-    verdict_by: str | None = Field(description="The provider that gave the verdict (agent: the agent's submit).")
-    hint: str | None = Field(description="What the person can do about a comment stuck without a verdict.")
-    answers_you: bool = Field(False, description="It replies to one of your own comments (SPEC §15.2).")
+    verdict_by: str | None = Field(
+        description="The provider that gave the verdict (agent: the agent's submit)."
+    )
+    hint: str | None = Field(
+        description="What the person can do about a comment stuck without a verdict."
+    )
+    answers_you: bool = Field(
+        False, description="It replies to one of your own comments (SPEC §15.2)."
+    )
 
 
 class InboxResult(_Result):
@@ -369,21 +478,31 @@ class CommentRecord(_Result):
 
     schema_version: int
     comment: Comment
-    prompt: Prompt | None = _absent_if_none("The cached prompt (the MCP tool show: only with prompt=true).")
+    prompt: Prompt | None = _absent_if_none(
+        "The cached prompt (the MCP tool show: only with prompt=true)."
+    )
     cap: int = Field(description="Attempts allowed in total (3 plus what the person granted).")
     attempts: list[Attempt]
     verdict: Verdict | None
     grants: list[Grant]
     baseline: bool
     state: State
-    verdict_by: str | None = Field(description="The provider that gave the verdict (agent: the agent's submit).")
+    verdict_by: str | None = Field(
+        description="The provider that gave the verdict (agent: the agent's submit)."
+    )
     hint: str | None
     triage: Triage
     triage_by: TriageBy | None
     replied_at: str | None
-    parent: Parent | None = Field(None, description="The comment it replies to, as the thread showed it.")
-    your_replies: list[Reply] = Field(default_factory=list, description="Your own direct replies to it on dev.to.")
-    edits: list[Edit] = Field(default_factory=list, description="Earlier texts and their verdicts, oldest first.")
+    parent: Parent | None = Field(
+        None, description="The comment it replies to, as the thread showed it."
+    )
+    your_replies: list[Reply] = Field(
+        default_factory=list, description="Your own direct replies to it on dev.to."
+    )
+    edits: list[Edit] = Field(
+        default_factory=list, description="Earlier texts and their verdicts, oldest first."
+    )
     gone: Gone | None = Field(None, description="Deleted or hidden on dev.to: never called again.")
 
 
@@ -397,19 +516,26 @@ class ArticleRow(_Result):
     id: int
     title: str
     url: str | None
-    comments: int = Field(description="Comments watcher knows on it (yours not included; deleted or hidden ones not "
-                                      "counted).")
+    comments: int = Field(
+        description="Comments watcher knows on it (yours not included; deleted or hidden ones not "
+        "counted)."
+    )
     need_reply: int = Field(description="How many `watcher inbox` lists now.")
-    oldest_waiting: str | None = Field(description="created_at of the oldest comment listed, else null.")
+    oldest_waiting: str | None = Field(
+        description="created_at of the oldest comment listed, else null."
+    )
     oldest_waiting_days: float | None = Field(description="Its age in days, else null.")
-    last_activity: str | None = Field(description="dev.to's last comment activity on it (last_comment_at), else the "
-                                                   "newest comment's created_at.")
+    last_activity: str | None = Field(
+        description="dev.to's last comment activity on it (last_comment_at), else the "
+        "newest comment's created_at."
+    )
 
 
 class ArticlesResult(_Result):
     count: int
-    articles: list[ArticleRow] = Field(description="What waits longest first, then most waiting, then latest "
-                                                   "activity.")
+    articles: list[ArticleRow] = Field(
+        description="What waits longest first, then most waiting, then latest activity."
+    )
 
 
 class GrantResult(_Result):
@@ -451,9 +577,14 @@ class DemoResult(_Result):
     data_dir: str
     scans: list[BatchResult]
     inbox: InboxResult
-    account_ready: bool = Field(False, description="DEVTO_USERNAME and WATCHER_PROVIDER are set for real runs.")
-    account_data_dir: str | None = Field(None, description="The data dir real runs use (untouched by the demo), "
-                                                         "when WATCHER_DATA_DIR names it.")
+    account_ready: bool = Field(
+        False, description="DEVTO_USERNAME and WATCHER_PROVIDER are set for real runs."
+    )
+    account_data_dir: str | None = Field(
+        None,
+        description="The data dir real runs use (untouched by the demo), "
+        "when WATCHER_DATA_DIR names it.",
+    )
 
 
 # ---- cron (SPEC §15.3) -------------------------------------------------------------------------------
@@ -464,7 +595,9 @@ class CronProblemResult(_Result):
     step: str = Field(description="scan, recheck, inbox, or cron (its own memory, or a warning).")
     kind: str = Field(description="The error kind, or warning.")
     line: str = Field(description="The line with its fix, as printed on stderr.")
-    said: bool = Field(description="Printed this round: it started or changed, or was last said a day ago.")
+    said: bool = Field(
+        description="Printed this round: it started or changed, or was last said a day ago."
+    )
     since: str = Field(description="When cron first met it (ISO time, UTC).")
 
 
@@ -475,32 +608,46 @@ class CronNamed(_Result):
     id: str
     state: State
     said: bool = Field(description="Named this round (no earlier round named it).")
-    line: str = Field(description="The line printed, with the command that helps; empty when not said.")
+    line: str = Field(
+        description="The line printed, with the command that helps; empty when not said."
+    )
 
 
 class CronResult(_Result):
     """``watcher cron``: scan, recheck and the new comments in one round, and what it said."""
 
-    scan: BatchResult | None = Field(description="The scan's summary (null: it failed before it had one).")
+    scan: BatchResult | None = Field(
+        description="The scan's summary (null: it failed before it had one)."
+    )
     recheck: BatchResult | None
-    inbox: InboxResult | None = Field(description="The inbox --new listing: new comments that need a reply.")
+    inbox: InboxResult | None = Field(
+        description="The inbox --new listing: new comments that need a reply."
+    )
     problems: list[CronProblemResult]
     named: list[CronNamed]
-    notices: list[str] = Field(description="Every notice the steps gave (the problems among them are in problems).")
+    notices: list[str] = Field(
+        description="Every notice the steps gave (the problems among them are in problems)."
+    )
 
 
 # ---- eval: how good the verdicts are (SPEC §15.6) ----------------------------------------------------
 
 
-Figure = Annotated[float | None, Field(description="0–1, three decimals; null when nothing to divide by.")]
+Figure = Annotated[
+    float | None, Field(description="0–1, three decimals; null when nothing to divide by.")
+]
 
 
 class Confusion(_Result):
     """The verdicts' ``needs_reply`` against what the author did, one count per pairing."""
 
-    true_positive: int = Field(description="Said it needs a reply; the author replied (or marked it replied).")
+    true_positive: int = Field(
+        description="Said it needs a reply; the author replied (or marked it replied)."
+    )
     false_positive: int = Field(description="Said it needs a reply; the author marked it ignored.")
-    false_negative: int = Field(description="Said no reply needed; the author replied (or marked it replied).")
+    false_negative: int = Field(
+        description="Said no reply needed; the author replied (or marked it replied)."
+    )
     true_negative: int = Field(description="Said no reply needed; the author marked it ignored.")
 
 
@@ -509,12 +656,18 @@ class Disagreement(_Result):
 
     id: str
     said_needs_reply: bool
-    author: Literal["replied", "ignored"] = Field(description="What the author did: replied (on dev.to or by "
-                                                              "`mark replied`) or marked it ignored.")
-    by: TriageBy | None = Field(description="devto: the reply was seen on dev.to · person: `watcher mark`.")
+    author: Literal["replied", "ignored"] = Field(
+        description="What the author did: replied (on dev.to or by "
+        "`mark replied`) or marked it ignored."
+    )
+    by: TriageBy | None = Field(
+        description="devto: the reply was seen on dev.to · person: `watcher mark`."
+    )
     category: Category
     summary: str
-    kind: str | None = _absent_if_none("The labelled set's kind of comment (question, spam, …); --set only.")
+    kind: str | None = _absent_if_none(
+        "The labelled set's kind of comment (question, spam, …); --set only."
+    )
 
 
 class EvalGroup(_Result):
@@ -522,15 +675,25 @@ class EvalGroup(_Result):
 
     provider: str
     model: str
-    prompt: str = Field(description="The prompt template's version: the first 12 hex digits of its sha256.")
+    prompt: str = Field(
+        description="The prompt template's version: the first 12 hex digits of its sha256."
+    )
     judged: int = Field(description="Comments with a verdict and a label from the author.")
-    unlabelled: int = Field(description="Comments with a verdict the author has neither replied to nor marked "
-                                        "(or, edited, only before that verdict): counted, not guessed.")
+    unlabelled: int = Field(
+        description="Comments with a verdict the author has neither replied to nor marked "
+        "(or, edited, only before that verdict): counted, not guessed."
+    )
     agreement: Figure
-    precision: Figure = Field(description="Of the comments it said need a reply, the share that did.")
-    recall: Figure = Field(description="Of the comments that needed a reply, the share it said need one.")
+    precision: Figure = Field(
+        description="Of the comments it said need a reply, the share that did."
+    )
+    recall: Figure = Field(
+        description="Of the comments that needed a reply, the share it said need one."
+    )
     confusion: Confusion
-    disagreements: list[Disagreement] = Field(description="Every judged comment where verdict and author differ.")
+    disagreements: list[Disagreement] = Field(
+        description="Every judged comment where verdict and author differ."
+    )
 
 
 class KindFigures(_Result):
@@ -555,24 +718,46 @@ class LabelledSetRun(_Result):
     needs_reply: int = Field(description="Comments the set labels as needing a reply.")
     provider: str
     model: str
-    calls: int = Field(description="Model calls made for this evaluation (the offline classifier's cost nothing).")
-    call_budget: int | None = Field(description="--provider-calls: the most calls this evaluation could make.")
-    data_dir: str | None = Field(description="The evaluation's own data dir (--eval-dir), or null: a temporary "
-                                             "one, removed afterwards.")
-    always_yes: SetFigures = Field(description="Figures of a verdict that always says 'needs a reply'.")
-    always_no: SetFigures = Field(description="Figures of a verdict that always says 'no reply needed'.")
-    held_out: SetFigures | None = Field(description="The judge's figures on the comments written after the offline "
-                                                    "classifier was last tuned (labels.json held_out), else null.")
-    by_kind: dict[str, KindFigures] = Field(description="Judged and agreed per kind of comment in the set.")
+    calls: int = Field(
+        description="Model calls made for this evaluation (the offline classifier's cost nothing)."
+    )
+    call_budget: int | None = Field(
+        description="--provider-calls: the most calls this evaluation could make."
+    )
+    data_dir: str | None = Field(
+        description="The evaluation's own data dir (--eval-dir), or null: a temporary "
+        "one, removed afterwards."
+    )
+    always_yes: SetFigures = Field(
+        description="Figures of a verdict that always says 'needs a reply'."
+    )
+    always_no: SetFigures = Field(
+        description="Figures of a verdict that always says 'no reply needed'."
+    )
+    held_out: SetFigures | None = Field(
+        description="The judge's figures on the comments written after the offline "
+        "classifier was last tuned (labels.json held_out), else null."
+    )
+    by_kind: dict[str, KindFigures] = Field(
+        description="Judged and agreed per kind of comment in the set."
+    )
 
 
 class EvalResult(_Result):
     """``watcher eval``: stored verdicts against what the author did (SPEC §15.6). Free: no call, no write."""
 
-    since: str | None = Field(description="Only comments created on or after this time (--since), else null.")
+    since: str | None = Field(
+        description="Only comments created on or after this time (--since), else null."
+    )
     comments: int = Field(description="Comments considered (after --since).")
     judged: int
-    unlabelled: int = Field(description="With a verdict, without a label from the author: not guessed.")
-    without_verdict: int = Field(description="No verdict to judge (pending, failed, exhausted, baseline, answered).")
-    groups: list[EvalGroup] = Field(description="Per provider, model and prompt version; most judged first.")
+    unlabelled: int = Field(
+        description="With a verdict, without a label from the author: not guessed."
+    )
+    without_verdict: int = Field(
+        description="No verdict to judge (pending, failed, exhausted, baseline, answered)."
+    )
+    groups: list[EvalGroup] = Field(
+        description="Per provider, model and prompt version; most judged first."
+    )
     labelled_set: LabelledSetRun | None = _absent_if_none("--set only: the labelled set's run.")

@@ -44,7 +44,10 @@ def entry_from(record: InboxRecord, old: SeenComment | None, stamp: str | None) 
 
 
 def merge(
-    base: SeenFile, mine: SeenFile, theirs: SeenFile, patches: Mapping[str, Triage] | None = None,
+    base: SeenFile,
+    mine: SeenFile,
+    theirs: SeenFile,
+    patches: Mapping[str, Triage] | None = None,
     marked_at: str | None = None,
 ) -> SeenFile:
     """Apply what changed from ``base`` to ``mine`` onto ``theirs``; then the triage patches.
@@ -63,8 +66,9 @@ def merge(
     marked_at = (marked_at or iso()) if patches else None
     for cid, triage in (patches or {}).items():
         if cid in comments:
-            comments[cid] = comments[cid].model_copy(update={"triage": triage, "triage_by": "person",
-                                                             "triage_at": marked_at})
+            comments[cid] = comments[cid].model_copy(
+                update={"triage": triage, "triage_by": "person", "triage_at": marked_at}
+            )
     articles = dict(theirs.articles)
     for aid, article in mine.articles.items():
         if base.articles.get(aid) != article or aid not in articles:
@@ -76,15 +80,22 @@ def merge(
 _FROM_ONE_READ = frozenset({"article_id", "status", "inbox_stamp", "updated_at"})
 
 
-def _merge_entry(base: SeenComment | None, mine: SeenComment, theirs: SeenComment | None) -> SeenComment:
+def _merge_entry(
+    base: SeenComment | None, mine: SeenComment, theirs: SeenComment | None
+) -> SeenComment:
     if theirs is None:
         return mine
     attempts = max(theirs.attempts, mine.attempts)
     if base is None:
         # Both sides discovered it: the derived fields are mine (I read the inbox just now),
         # but triage is only ever set by a patch, so theirs stands.
-        return mine.model_copy(update={"triage": theirs.triage, "first_seen_at": theirs.first_seen_at,
-                                       "attempts": attempts})
+        return mine.model_copy(
+            update={
+                "triage": theirs.triage,
+                "first_seen_at": theirs.first_seen_at,
+                "attempts": attempts,
+            }
+        )
     # A model's fields are its __dict__: one pass over it instead of two getattr per field
     # (a batch merges every comment it touched: bench/run.py figure 1).
     was = base.__dict__
@@ -109,20 +120,32 @@ def untouched(base: SeenFile, mine: SeenFile) -> bool:
     return all(old.get(cid) is entry for cid, entry in mine.comments.items())
 
 
-def record_article(seen: SeenFile, article_id: int, *, title: str, url: str | None, comments_count: int,
-                   last_comment_at: str | None = None) -> SeenFile:
+def record_article(
+    seen: SeenFile,
+    article_id: int,
+    *,
+    title: str,
+    url: str | None,
+    comments_count: int,
+    last_comment_at: str | None = None,
+) -> SeenFile:
     articles = dict(seen.articles)
-    articles[str(article_id)] = SeenArticle(title=title, url=url, comments_count=comments_count,
-                                            last_comment_at=last_comment_at, checked_at=iso())
+    articles[str(article_id)] = SeenArticle(
+        title=title,
+        url=url,
+        comments_count=comments_count,
+        last_comment_at=last_comment_at,
+        checked_at=iso(),
+    )
     return seen.model_copy(update={"articles": articles})
-
-
 
 
 def with_listed(theirs: SeenFile, ids: Iterable[str], *, now: str) -> tuple[SeenFile, list[str]]:
     """``ids`` marked as listed by ``inbox --new``, and which of them no earlier ``--new`` had listed
     (so a cron that mails the output mails each comment once)."""
-    claimed = [cid for cid in ids if cid in theirs.comments and theirs.comments[cid].listed_at is None]
+    claimed = [
+        cid for cid in ids if cid in theirs.comments and theirs.comments[cid].listed_at is None
+    ]
     if not claimed:
         return theirs, []
     comments = dict(theirs.comments)
@@ -131,8 +154,9 @@ def with_listed(theirs: SeenFile, ids: Iterable[str], *, now: str) -> tuple[Seen
     return theirs.model_copy(update={"comments": comments}), claimed
 
 
-def with_author_replies(theirs: SeenFile, replies: Mapping[str, str],
-                        latest: Mapping[str, str] | None = None) -> tuple[SeenFile, list[str]]:
+def with_author_replies(
+    theirs: SeenFile, replies: Mapping[str, str], latest: Mapping[str, str] | None = None
+) -> tuple[SeenFile, list[str]]:
     """The author answered these comments on dev.to (id -> first reply; ``latest``: id -> latest
     reply): marked replied, recorded as by ``devto`` — unless a person marked them after the
     author's latest reply (the latest of the author's actions wins, SPEC §15.2: `mark open` after a
@@ -149,8 +173,12 @@ def with_author_replies(theirs: SeenFile, replies: Mapping[str, str],
         if entry.last_reply_at is None or later(last, entry.last_reply_at):
             update["last_reply_at"] = last
         undecided = entry.triage_by is None and entry.triage == "open"
-        answered_after_mark = (entry.triage_by == "person" and entry.triage != "replied"
-                               and entry.triage_at is not None and later(last, entry.triage_at))
+        answered_after_mark = (
+            entry.triage_by == "person"
+            and entry.triage != "replied"
+            and entry.triage_at is not None
+            and later(last, entry.triage_at)
+        )
         if undecided or answered_after_mark:
             update.update(triage="replied", triage_by="devto")
             marked.append(cid)

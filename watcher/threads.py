@@ -21,7 +21,9 @@ _MASKABLE = hasattr(signal, "pthread_sigmask")
 _STOPS = {signal.SIGINT, signal.SIGTERM}
 
 
-def start_daemon(target: Callable[..., Any], *, name: str, args: tuple[Any, ...] = ()) -> threading.Thread:
+def start_daemon(
+    target: Callable[..., Any], *, name: str, args: tuple[Any, ...] = ()
+) -> threading.Thread:
     """Start a daemon thread that blocks SIGINT and SIGTERM.
 
     The mask is set here, around the start: a new thread inherits its creator's, so there is no

@@ -79,12 +79,20 @@ class Partial(NamedTuple, Generic[ResultT]):
 
 def check_limit(limit: int) -> int:
     if not 1 <= limit <= MAX_LIMIT:
-        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT} model calls per run, got {limit}")
+        raise UsageError(
+            f"--limit must be between 1 and {MAX_LIMIT} model calls per run, got {limit}"
+        )
     return limit
 
 
-def scan(run: Run, *, source: str | None = None, notice: Callable[[str], None] = lambda _m: None,
-         since: datetime | None = None, full: bool = False) -> Partial[BatchResult]:
+def scan(
+    run: Run,
+    *,
+    source: str | None = None,
+    notice: Callable[[str], None] = lambda _m: None,
+    since: datetime | None = None,
+    full: bool = False,
+) -> Partial[BatchResult]:
     """Fetch, then make the first attempt for new and pending comments (SPEC §7, §13.3)."""
     batch = Batch(run, notice=notice)
     base, index = _read_index(batch)
@@ -98,8 +106,12 @@ def scan(run: Run, *, source: str | None = None, notice: Callable[[str], None] =
     return _carry_out(batch, plan, base, index)
 
 
-def recheck(run: Run, *, ids: Sequence[str] = (), notice: Callable[[str], None] = lambda _m: None,
-            ) -> Partial[BatchResult]:
+def recheck(
+    run: Run,
+    *,
+    ids: Sequence[str] = (),
+    notice: Callable[[str], None] = lambda _m: None,
+) -> Partial[BatchResult]:
     """Retry failed comments and close orphaned reservations, or exactly ``ids`` (SPEC §7)."""
     batch = Batch(run, notice=notice)
     base, index = _read_index(batch)
@@ -123,13 +135,17 @@ def _carry_out(batch: Batch, plan: Plan, base: SeenFile, index: SeenFile) -> Par
         return Partial(batch.result, None)
     if batch.run.hooks.on_planned is not None:
         # The calls planned: none for provider agent, whose comments wait for the agent's claim.
-        batch.run.hooks.on_planned(min(len(plan.items), batch.run.limit) if batch.calls_model else 0)
+        batch.run.hooks.on_planned(
+            min(len(plan.items), batch.run.limit) if batch.calls_model else 0
+        )
     from watcher.pipeline import gate
 
     try:
         with caught_signals(batch):
             # Provider agent: nothing is called, so no cooldown or breaker can stop the run.
-            carry_out(batch, plan, base, gate.evaluate(batch, index) if batch.calls_model else gate.GO)
+            carry_out(
+                batch, plan, base, gate.evaluate(batch, index) if batch.calls_model else gate.GO
+            )
     finally:
         batch.close()
     count_signals(batch)
@@ -169,13 +185,21 @@ def _dry_run(batch: Batch, whole: Plan, index: SeenFile) -> None:
 
             if item.id in requeued and not record.attempts:
                 record = record.model_copy(update={"baseline": False})
-            action = decide(batch.run.command, record, item.fingerprint, now=batch.now(),
-                            call_in_flight=live_call(batch, record))
+            action = decide(
+                batch.run.command,
+                record,
+                item.fingerprint,
+                now=batch.now(),
+                call_in_flight=live_call(batch, record),
+            )
         if action == "call" and not batch.calls_model:
             result.for_agent += 1
         elif action == "call":
             result.would_call.append(item.id)
-            batch.add(ItemResult(item.id, "not_started", message=str(cooldown)) if cooldown
-                      else ItemResult(item.id, "would_call"))
+            batch.add(
+                ItemResult(item.id, "not_started", message=str(cooldown))
+                if cooldown
+                else ItemResult(item.id, "would_call")
+            )
         else:
             batch.add(ItemResult(item.id, "would_skip", kind=action))

@@ -45,7 +45,8 @@ def require_agent(provider: str) -> None:
     if provider != NAME:
         raise ConfigError(
             f"claim hands comments to the agent to judge, but the provider is {provider}: set WATCHER_PROVIDER=agent "
-            "for this server or command (with a real provider, `watcher scan` and `watcher recheck` make the calls)")
+            "for this server or command (with a real provider, `watcher scan` and `watcher recheck` make the calls)"
+        )
 
 
 def _minutes() -> int | float:
@@ -76,8 +77,14 @@ def claim(run: Run, *, notice: Callable[[str], None] = lambda _m: None) -> Parti
     finally:
         batch.close()
     count_signals(batch)
-    result = ClaimResult(provider=NAME, lease_minutes=_minutes(), claimed=claimed, items=batch.result.items,
-                         remaining=batch.result.remaining, calls=0)
+    result = ClaimResult(
+        provider=NAME,
+        lease_minutes=_minutes(),
+        claimed=claimed,
+        items=batch.result.items,
+        remaining=batch.result.remaining,
+        calls=0,
+    )
     return Partial(result, batch.error)
 
 
@@ -90,8 +97,9 @@ def _candidates(batch: Batch, index: SeenFile) -> list[InboxRecord]:
     return sorted(found, key=lambda r: (r.comment.created_at, r.comment.id))
 
 
-def _claim_each(batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile,
-                claimed: list[Claimed]) -> None:
+def _claim_each(
+    batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile, claimed: list[Claimed]
+) -> None:
     run = batch.run
     for position, planned in enumerate(candidates):
         cid = planned.comment.id
@@ -109,9 +117,16 @@ def _claim_each(batch: Batch, candidates: Sequence[InboxRecord], index: SeenFile
         if reserved is None:
             continue
         batch.emit("attempt.claimed", comment=cid)
-        claimed.append(Claimed(id=cid, n=len(reserved.attempts), lease_until=reserved.attempts[-1].lease_until or "",
-                               system=reserved.prompt.system, user=reserved.prompt.user,
-                               schema=verdict_json_schema()))
+        claimed.append(
+            Claimed(
+                id=cid,
+                n=len(reserved.attempts),
+                lease_until=reserved.attempts[-1].lease_until or "",
+                system=reserved.prompt.system,
+                user=reserved.prompt.user,
+                schema=verdict_json_schema(),
+            )
+        )
 
 
 def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxRecord | None:
@@ -121,17 +136,31 @@ def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxR
         return None
     now = batch.now()
     live = locked.live_call(batch, record)
-    action = records.decide("claim", record, records.fingerprint(planned), now=now, call_in_flight=live,
-                            seen_attempts=seen_attempts)
+    action = records.decide(
+        "claim",
+        record,
+        records.fingerprint(planned),
+        now=now,
+        call_in_flight=live,
+        seen_attempts=seen_attempts,
+    )
     if action != "call":
         locked.no_call(batch, record, action, live=live)
         return None
-    reserved = records.reserve(record, command="claim", entrypoint=batch.run.entrypoint, provider=NAME,
-                               model=batch.settings.model, lease_until=iso(now + records.LEASE))
+    reserved = records.reserve(
+        record,
+        command="claim",
+        entrypoint=batch.run.entrypoint,
+        provider=NAME,
+        model=batch.settings.model,
+        lease_until=iso(now + records.LEASE),
+    )
     try:
         batch.store.write_reservation(reserved)
     except SaveFailed as exc:
-        locked.state_stop(batch, record.comment.id, "reserve_failed", exc)  # not on disk: not handed out
+        locked.state_stop(
+            batch, record.comment.id, "reserve_failed", exc
+        )  # not on disk: not handed out
         return None
     return reserved
 
@@ -146,19 +175,29 @@ def validate_verdict(text: str) -> Verdict | AttemptError:
 
     answer = parse_verdict_text(text)
     if isinstance(answer, AttemptError):
-        return answer.model_copy(update={"message": answer.message.replace("model answer", "the submitted verdict", 1)})
+        return answer.model_copy(
+            update={"message": answer.message.replace("model answer", "the submitted verdict", 1)}
+        )
     return answer
 
 
-def submit(run: Run, comment_id: str, n: int, verdict: Any, *,
-           notice: Callable[[str], None] = lambda _m: None) -> Partial[SubmitResult]:
+def submit(
+    run: Run,
+    comment_id: str,
+    n: int,
+    verdict: Any,
+    *,
+    notice: Callable[[str], None] = lambda _m: None,
+) -> Partial[SubmitResult]:
     """Store the agent's verdict on attempt ``n`` of ``comment_id`` if it is still the open claim.
 
     Raises :class:`SubmitRefused` (exit 2, nothing written) for any other attempt; an invalid
     verdict is recorded as the attempt's ``invalid_verdict`` / ``malformed_json`` (exit 0)."""
     check_id(comment_id)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise UsageError(f"n must be the attempt number claim handed out (a whole number from 1), got {n!r}")
+        raise UsageError(
+            f"n must be the attempt number claim handed out (a whole number from 1), got {n!r}"
+        )
     text = _verdict_text(verdict)
     # Checked and redacted before the lock: they read nothing on disk, and building the redaction
     # compiles a pattern (~30 ms on a busy machine) that every other run would wait for.
@@ -169,14 +208,25 @@ def submit(run: Run, comment_id: str, n: int, verdict: Any, *,
     with store.pipeline_lock():
         record = store.load_record(comment_id)
         if record is None:
-            raise UsageError(f"no comment {comment_id} in {store.paths.inbox}: submit the id claim handed out")
+            raise UsageError(
+                f"no comment {comment_id} in {store.paths.inbox}: submit the id claim handed out"
+            )
         attempt = _open_claim(record, n)
         base = store.load_index()
-        took = batch.now() - parse_iso(attempt.reserved_at)  # how long the agent took, for the record
-        finished = records.finish(record, verdict=answer.verdict, error=error, raw=answer.raw,
-                                  duration_ms=max(0, int(took.total_seconds() * 1000)))
+        took = batch.now() - parse_iso(
+            attempt.reserved_at
+        )  # how long the agent took, for the record
+        finished = records.finish(
+            record,
+            verdict=answer.verdict,
+            error=error,
+            raw=answer.raw,
+            duration_ms=max(0, int(took.total_seconds() * 1000)),
+        )
         store.save_record(finished)  # SaveFailed → exit 5; the claim stays open and counted
-        batch.emit("verdict.ok" if error is None else f"verdict.error.{error.kind}", comment=comment_id)
+        batch.emit(
+            "verdict.ok" if error is None else f"verdict.error.{error.kind}", comment=comment_id
+        )
         locked.save_index(batch, base, base, {}, touched=[comment_id])
     count_signals(batch)
     return Partial(_submitted(finished, n, error), batch.error)
@@ -188,7 +238,9 @@ def _redacted(settings: Settings, text: str, answer: Verdict | AttemptError) -> 
     base URL's credentials. An agent reads the shell's environment, and what it pastes into a
     verdict would otherwise be stored verbatim and shown by every `show`."""
     auth = settings.base_url_auth.get_secret_value() if settings.base_url_auth is not None else None
-    redaction = Redaction(*(as_key(key.get_secret_value()) for key in settings.known_keys), *credential_secrets(auth))
+    redaction = Redaction(
+        *(as_key(key.get_secret_value()) for key in settings.known_keys), *credential_secrets(auth)
+    )
     verdict, error = (answer, None) if isinstance(answer, Verdict) else (None, answer)
     return redaction.call(CallResult(verdict=verdict, error=error, raw=text))
 
@@ -196,33 +248,47 @@ def _redacted(settings: Settings, text: str, answer: Verdict | AttemptError) -> 
 def _verdict_text(verdict: Any) -> str:
     """The verdict as the JSON text a model would have answered (agents send objects and strings)."""
     if verdict is None:
-        raise UsageError("verdict is missing: send the verdict object (or its JSON text) for the claimed attempt")
+        raise UsageError(
+            "verdict is missing: send the verdict object (or its JSON text) for the claimed attempt"
+        )
     if isinstance(verdict, str):
         return verdict
     try:
         return json.dumps(verdict, ensure_ascii=False)
     except (TypeError, ValueError):
-        raise UsageError(f"verdict must be a JSON object (or its JSON text), got {type(verdict).__name__}") from None
+        raise UsageError(
+            f"verdict must be a JSON object (or its JSON text), got {type(verdict).__name__}"
+        ) from None
 
 
 def _open_claim(record: InboxRecord, n: int) -> Attempt:
     """Attempt ``n`` if it is the record's open, agent-claimed last attempt; else :class:`SubmitRefused`."""
     cid, count = record.comment.id, len(record.attempts)
     if n > count:
-        raise SubmitRefused(f"{cid} has no attempt {n} (it has {count}): submit the n that claim handed out")
+        raise SubmitRefused(
+            f"{cid} has no attempt {n} (it has {count}): submit the n that claim handed out"
+        )
     attempt = record.attempts[n - 1]
     if attempt.provider != NAME:
-        raise SubmitRefused(f"attempt {n} of {cid} was reserved by a {attempt.entrypoint} {attempt.command} run for "
-                            f"provider {attempt.provider}, not claimed by an agent: nothing changed")
+        raise SubmitRefused(
+            f"attempt {n} of {cid} was reserved by a {attempt.entrypoint} {attempt.command} run for "
+            f"provider {attempt.provider}, not claimed by an agent: nothing changed"
+        )
     if n != count:
-        raise SubmitRefused(f"attempt {n} is not {cid}'s open attempt (it has {count}; attempt {n} "
-                            f"{_ended(attempt)}): nothing changed")
+        raise SubmitRefused(
+            f"attempt {n} is not {cid}'s open attempt (it has {count}; attempt {n} "
+            f"{_ended(attempt)}): nothing changed"
+        )
     if attempt.outcome is None:
         return attempt
     if attempt.error is not None and attempt.error.kind == "interrupted":
-        raise SubmitRefused(f"attempt {n} of {cid} was closed as interrupted after its lease ended at "
-                            f"{attempt.lease_until}: nothing changed — claim it again")
-    raise SubmitRefused(f"attempt {n} of {cid} already has an outcome ({_outcome(attempt)}): nothing changed")
+        raise SubmitRefused(
+            f"attempt {n} of {cid} was closed as interrupted after its lease ended at "
+            f"{attempt.lease_until}: nothing changed — claim it again"
+        )
+    raise SubmitRefused(
+        f"attempt {n} of {cid} already has an outcome ({_outcome(attempt)}): nothing changed"
+    )
 
 
 def _outcome(attempt: Attempt) -> str:
@@ -238,10 +304,21 @@ def _submitted(record: InboxRecord, n: int, error: AttemptError | None) -> Submi
     left = max(0, cap - len(record.attempts))
     message = None
     if error is not None:
-        after = (f"claim it again for attempt {n + 1} of {cap}" if left else
-                 f"that was attempt {n} of {cap}: no attempts left; only the person can grant more "
-                 f"(`watcher grant {cid}`)")
+        after = (
+            f"claim it again for attempt {n + 1} of {cap}"
+            if left
+            else f"that was attempt {n} of {cap}: no attempts left; only the person can grant more "
+            f"(`watcher grant {cid}`)"
+        )
         message = f"{error.message} — {after}"
-    return SubmitResult(id=cid, n=n, outcome="error" if error else "verdict", kind=error.kind if error else None,
-                        message=message, attempts=len(record.attempts), attempts_left=left,
-                        state=records.state_of(record), verdict=record.verdict)
+    return SubmitResult(
+        id=cid,
+        n=n,
+        outcome="error" if error else "verdict",
+        kind=error.kind if error else None,
+        message=message,
+        attempts=len(record.attempts),
+        attempts_left=left,
+        state=records.state_of(record),
+        verdict=record.verdict,
+    )

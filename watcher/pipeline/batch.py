@@ -123,8 +123,13 @@ class Batch:
     def __init__(self, run: Run, *, notice: Callable[[str], None] = lambda _msg: None) -> None:
         self.run = run
         self.notice = notice
-        self.result = BatchResult(run.command, dry_run=run.dry_run, limit=run.limit,
-                                  provider=run.settings.provider, model=run.settings.model)
+        self.result = BatchResult(
+            run.command,
+            dry_run=run.dry_run,
+            limit=run.limit,
+            provider=run.settings.provider,
+            model=run.settings.model,
+        )
         # A comment that gets no call has its item made under the pipeline lock (locked.no_call):
         # its model is built here, where no other run waits for it (watcher.models.build).
         build(ItemResult, ItemVerdict)
@@ -227,8 +232,16 @@ class Batch:
         if self.run.dry_run:
             return  # a dry run writes nothing, not even an observation
         try:
-            self.store.append_signals([{"key": key, "comment": comment, "run": self.run.run_id,
-                                        "entrypoint": self.run.entrypoint}])
+            self.store.append_signals(
+                [
+                    {
+                        "key": key,
+                        "comment": comment,
+                        "run": self.run.run_id,
+                        "entrypoint": self.run.entrypoint,
+                    }
+                ]
+            )
         except WatcherError as exc:
             self.notice(f"warning: observation {key} not recorded: {exc}")
             self._lost_signal = self._lost_signal or exc

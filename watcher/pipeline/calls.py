@@ -58,9 +58,14 @@ class Flight:
 class Calls:
     """Up to ``capacity`` calls in flight at once, on as many worker threads."""
 
-    def __init__(self, capacity: int, new_provider: Callable[[], Provider], *,
-                 inline: Callable[[], Provider] | None = None,
-                 calling: Callable[[], AbstractContextManager[None]] | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        new_provider: Callable[[], Provider],
+        *,
+        inline: Callable[[], Provider] | None = None,
+        calling: Callable[[], AbstractContextManager[None]] | None = None,
+    ) -> None:
         """``inline``: the provider for a call made on this thread when one call at a time is
         allowed (``None``: always on workers); ``calling`` wraps that call (a signal ends it)."""
         self.capacity = capacity
@@ -89,8 +94,11 @@ class Calls:
             self._done.put(flight)
             return
         if len(self._workers) < min(self.capacity, len(self._out) + 1):
-            worker = start_daemon(self._work, args=(self._new_provider(),),
-                                  name=f"watcher-call-{len(self._workers) + 1}")
+            worker = start_daemon(
+                self._work,
+                args=(self._new_provider(),),
+                name=f"watcher-call-{len(self._workers) + 1}",
+            )
             self._workers.append(worker)
         self._out.append(flight)
         self._todo.put(flight)
@@ -139,5 +147,9 @@ def _complete(provider: Provider, prompt: Prompt) -> CallResult:
     try:
         return provider.complete(prompt)
     except Exception as exc:  # noqa: BLE001 - the worker's boundary: anything becomes the attempt's error
-        return CallResult(error=AttemptError(kind="network", message=f"the call failed inside watcher: "
-                                                                       f"{type(exc).__name__}: {exc}"))
+        return CallResult(
+            error=AttemptError(
+                kind="network",
+                message=f"the call failed inside watcher: {type(exc).__name__}: {exc}",
+            )
+        )

@@ -36,7 +36,9 @@ from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch
 
 # SPEC §6 table, "stops the batch" column.
-STOP_AT_ONCE = frozenset({"rate_limited", "quota_exhausted", "auth", "model_not_found", "bad_request", "unreachable"})
+STOP_AT_ONCE = frozenset(
+    {"rate_limited", "quota_exhausted", "auth", "model_not_found", "bad_request", "unreachable"}
+)
 # Worth another try later, but two in a row in one batch is an outage, not bad luck.
 TRANSIENT_KINDS = frozenset({"overloaded", "server_error", "timeout", "network"})
 TRANSIENT_STREAK = 2
@@ -78,8 +80,10 @@ def evaluate(batch: Batch, index: SeenFile) -> Gate:
         return Gate("closed", cooldown, "cooldown")
     pending = provider_state.pending_cooldown(batch.store, index, state, now=now)
     if pending is not None and pending.cooldown_until is not None:
-        waited = CooldownActive(pending.cooldown_until, f"{pending.reason} (recorded on its attempt; its cooldown "
-                                "could not be written then)")
+        waited = CooldownActive(
+            pending.cooldown_until,
+            f"{pending.reason} (recorded on its attempt; its cooldown could not be written then)",
+        )
         return Gate("closed", waited, "cooldown", pending=pending)
     breaker = provider_state.breaker_of(settings, state)
     if breaker is None:
@@ -88,7 +92,9 @@ def evaluate(batch: Batch, index: SeenFile) -> Gate:
     if breaker.kind not in NO_PROBE_KINDS:
         probe = batch.provider().probe()
         if probe.ok:
-            batch.notice(f"note: the provider answers again (the breaker opened {breaker.since} is closed)")
+            batch.notice(
+                f"note: the provider answers again (the breaker opened {breaker.since} is closed)"
+            )
             return Gate("go", close_breaker=True)
         if probe.kind != "no_models_endpoint":
             return _closed(breaker.since, probe.kind or breaker.kind, probe.message)
@@ -96,9 +102,11 @@ def evaluate(batch: Batch, index: SeenFile) -> Gate:
         return Gate("half_open")
     due = provider_state.next_half_open(breaker)
     if breaker.kind == "model_not_found":
-        why = (f"{breaker.message} (a real call said so; a models list naming the model does not undo that: the next "
-               f"real attempt is allowed at {due}, or change WATCHER_MODEL or WATCHER_BASE_URL to try another setup "
-               "now)")
+        why = (
+            f"{breaker.message} (a real call said so; a models list naming the model does not undo that: the next "
+            f"real attempt is allowed at {due}, or change WATCHER_MODEL or WATCHER_BASE_URL to try another setup "
+            "now)"
+        )
     else:
         why = f"{breaker.message} (one real attempt per hour is allowed where no probe can tell; the next at {due})"
     return _closed(breaker.since, breaker.kind, why)
@@ -117,7 +125,9 @@ def setup_error(kind: str, message: str) -> WatcherError:
 def stops(error: AttemptError, streak: int) -> bool:
     """Whether this outcome stops the batch; ``streak`` counts transient failures in a row so far,
     this one included."""
-    return error.kind in STOP_AT_ONCE or (error.kind in TRANSIENT_KINDS and streak >= TRANSIENT_STREAK)
+    return error.kind in STOP_AT_ONCE or (
+        error.kind in TRANSIENT_KINDS and streak >= TRANSIENT_STREAK
+    )
 
 
 def answer_of(error: AttemptError | None) -> provider_state.Answer:
@@ -129,7 +139,9 @@ def answer_of(error: AttemptError | None) -> provider_state.Answer:
     return "rate_limited" if error.kind == "rate_limited" else "other"
 
 
-def stop_for(batch: Batch, state: ProviderState, error: AttemptError) -> tuple[tuple[str, WatcherError], ProviderState]:
+def stop_for(
+    batch: Batch, state: ProviderState, error: AttemptError
+) -> tuple[tuple[str, WatcherError], ProviderState]:
     """Name the stop and its error, and the provider state the next run must honour (cooldown,
     breaker): ``state`` (as the answer left it) with them. Writes nothing.
 
@@ -138,15 +150,32 @@ def stop_for(batch: Batch, state: ProviderState, error: AttemptError) -> tuple[t
     """
     settings, kind, said = batch.settings, error.kind, error.message
     if kind == "quota_exhausted":
-        return (kind, QuotaExhausted(f"provider quota exhausted: {said} — check your plan or spend limit")), state
+        return (
+            kind,
+            QuotaExhausted(f"provider quota exhausted: {said} — check your plan or spend limit"),
+        ), state
     if kind == "rate_limited":
-        wait = provider_state.cooldown_wait(error.retry_after_s, in_a_row=state.rate_limited_in_a_row)
-        state = provider_state.with_cooldown(state, wait, reason=f"rate_limited: {said}", now=batch.now())
+        wait = provider_state.cooldown_wait(
+            error.retry_after_s, in_a_row=state.rate_limited_in_a_row
+        )
+        state = provider_state.with_cooldown(
+            state, wait, reason=f"rate_limited: {said}", now=batch.now()
+        )
         own = error.retry_after_s is None or not error.retry_after_s > 0
-        how = (f" (it gave no usable Retry-After: watcher waits {wait / 60:g} min, doubling while the 429s "
-               "continue, at most an hour)") if own else ""
-        return (kind, RateLimited(f"provider rate limit (HTTP 429); no model calls until {state.cooldown_until}"
-                                  f"{how}")), state
+        how = (
+            (
+                f" (it gave no usable Retry-After: watcher waits {wait / 60:g} min, doubling while the 429s "
+                "continue, at most an hour)"
+            )
+            if own
+            else ""
+        )
+        return (
+            kind,
+            RateLimited(
+                f"provider rate limit (HTTP 429); no model calls until {state.cooldown_until}{how}"
+            ),
+        ), state
     state = provider_state.with_breaker(state, settings, kind=kind, message=said, now=batch.now())
     return (kind, _setup_stop(batch, kind, said)), state
 
@@ -159,20 +188,35 @@ def _setup_stop(batch: Batch, kind: str, said: str) -> WatcherError:
         return ProviderSetup(f"{said} — no further attempts until it is fixed", cause=kind)
     if kind == "model_not_found":
         # ``said`` already names the model, the fix and how to list the server's models.
-        return ProviderSetup(f"{said} — `watcher check` asks the server for it (free); one real attempt an "
-                             "hour until then", cause=kind)
+        return ProviderSetup(
+            f"{said} — `watcher check` asks the server for it (free); one real attempt an "
+            "hour until then",
+            cause=kind,
+        )
     if kind == "bad_request":
-        return ProviderSetup(f"{setup}: the provider refused the request ({said}) — check WATCHER_MODEL "
-                             "and WATCHER_BASE_URL", cause=kind)
+        return ProviderSetup(
+            f"{setup}: the provider refused the request ({said}) — check WATCHER_MODEL "
+            "and WATCHER_BASE_URL",
+            cause=kind,
+        )
     if kind == "unreachable":
-        return ProviderUnavailable(f"provider unreachable: {said} — the next run checks it for free "
-                                   "before spending an attempt")
-    return ProviderUnavailable(f"the provider failed {TRANSIENT_STREAK} times in a row (last: {kind}: {said}); "
-                               "stopped to save attempts — the next run checks it for free first")
+        return ProviderUnavailable(
+            f"provider unreachable: {said} — the next run checks it for free "
+            "before spending an attempt"
+        )
+    return ProviderUnavailable(
+        f"the provider failed {TRANSIENT_STREAK} times in a row (last: {kind}: {said}); "
+        "stopped to save attempts — the next run checks it for free first"
+    )
 
 
-def after_answer(batch: Batch, error: AttemptError | None, *, streak: int, half_open: bool,
-                 ) -> tuple[tuple[str, WatcherError] | None, StateError | None, bool]:
+def after_answer(
+    batch: Batch,
+    error: AttemptError | None,
+    *,
+    streak: int,
+    half_open: bool,
+) -> tuple[tuple[str, WatcherError] | None, StateError | None, bool]:
     """Under the pipeline lock, before the answer's outcome is written: the provider state this
     answer leaves — its failures in a row, a stop's cooldown or breaker, a half-open attempt's
     breaker closed — written once if it changed (SPEC §13.1, §13.5, §15.5).
@@ -185,11 +229,15 @@ def after_answer(batch: Batch, error: AttemptError | None, *, streak: int, half_
         state = store.load_provider_state()
     except StateError as exc:  # quarantined just now: the stop still stops, nothing is remembered
         transient = error is not None and error.kind in TRANSIENT_KINDS
-        stop = stop_for(batch, ProviderState(), error)[0] if error is not None and stops(error, streak + transient) \
+        stop = (
+            stop_for(batch, ProviderState(), error)[0]
+            if error is not None and stops(error, streak + transient)
             else None
+        )
         return stop, exc, False
-    new = provider_state.remember(state, answer_of(error), kind=error.kind if error is not None else "",
-                                  now=batch.now())
+    new = provider_state.remember(
+        state, answer_of(error), kind=error.kind if error is not None else "", now=batch.now()
+    )
     stop, closed = None, False
     transient = error is not None and error.kind in TRANSIENT_KINDS
     if error is not None and stops(error, max(streak, state.transient is not None) + transient):

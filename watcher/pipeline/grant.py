@@ -18,8 +18,15 @@ from watcher.store import Store
 MAX_GRANT = 3  # per grant; records.MAX_GRANTED in all
 
 
-def grant(store: Store, comment_id: str, attempts: int, *, entrypoint: str, run_id: str,
-          confirm: Callable[[str], bool] | None = None) -> GrantResult:
+def grant(
+    store: Store,
+    comment_id: str,
+    attempts: int,
+    *,
+    entrypoint: str,
+    run_id: str,
+    confirm: Callable[[str], bool] | None = None,
+) -> GrantResult:
     """Append ``{"at", "n"}`` to the comment's ``grants`` durably; the cap becomes 3 + grants.
 
     ``confirm`` (the front end's, SPEC §15.5) is asked the question once the grant is known to
@@ -30,24 +37,37 @@ def grant(store: Store, comment_id: str, attempts: int, *, entrypoint: str, run_
         raise UsageError(f"--attempts must be between 1 and {MAX_GRANT}, got {attempts}")
     record = _grantable(store, comment_id, attempts)
     if confirm is not None and not confirm(_question(record, attempts)):
-        raise UsageError(f"nothing granted: {comment_id} keeps its {records.cap_of(record)} attempts")
+        raise UsageError(
+            f"nothing granted: {comment_id} keeps its {records.cap_of(record)} attempts"
+        )
     with store.pipeline_lock():
-        record = _grantable(store, comment_id, attempts)  # read again: decided before the lock (SPEC §1.3)
+        record = _grantable(
+            store, comment_id, attempts
+        )  # read again: decided before the lock (SPEC §1.3)
         granted = records.grant(record, attempts)
         store.save_record(granted)
         base = store.load_index()
         index, _ = store.reconcile_index(base, [comment_id])
         store.save_index(base, index)
-    store.append_signals([{"key": "item.granted", "comment": comment_id, "run": run_id, "entrypoint": entrypoint}])
-    return GrantResult(id=comment_id, granted=attempts, attempts=len(granted.attempts), cap=records.cap_of(granted),
-                       state=records.state_of(granted))
+    store.append_signals(
+        [{"key": "item.granted", "comment": comment_id, "run": run_id, "entrypoint": entrypoint}]
+    )
+    return GrantResult(
+        id=comment_id,
+        granted=attempts,
+        attempts=len(granted.attempts),
+        cap=records.cap_of(granted),
+        state=records.state_of(granted),
+    )
 
 
 def _grantable(store: Store, comment_id: str, attempts: int) -> InboxRecord:
     record = store.load_record(comment_id)
     if record is None:
-        raise UsageError(f"no comment {comment_id} in {store.paths.inbox} — `watcher inbox --all` lists the "
-                         "known ones")
+        raise UsageError(
+            f"no comment {comment_id} in {store.paths.inbox} — `watcher inbox --all` lists the "
+            "known ones"
+        )
     refusal = records.grant_refusal(record, attempts)
     if refusal is not None:
         raise UsageError(refusal)
@@ -56,5 +76,7 @@ def _grantable(store: Store, comment_id: str, attempts: int) -> InboxRecord:
 
 def _question(record: InboxRecord, attempts: int) -> str:
     cap = records.cap_of(record)
-    return (f"Give {record.comment.id} {attempts} more attempt{'s' if attempts > 1 else ''}? It has used "
-            f"{len(record.attempts)} of {cap}; each more may be a paid model call (cap {cap} -> {cap + attempts})")
+    return (
+        f"Give {record.comment.id} {attempts} more attempt{'s' if attempts > 1 else ''}? It has used "
+        f"{len(record.attempts)} of {cap}; each more may be a paid model call (cap {cap} -> {cap + attempts})"
+    )

@@ -50,7 +50,7 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     if plan.items and batch.calls_model and gate.error is None:
         # The call locks of the comments this run may call, made in a row before the run's first
         # durable write rather than one by one between them (watcher.store.locks.make_call_locks).
-        store.make_call_locks(item.id for item in plan.items[:batch.run.limit])
+        store.make_call_locks(item.id for item in plan.items[: batch.run.limit])
     _create_discovered(batch, plan.discovered)
     if gate.close_breaker or gate.pending is not None:
         with store.pipeline_lock():  # a hold only when there is a write to make
@@ -66,9 +66,17 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     # Without the lock: reading every changed record would make the hold grow with the account
     # (bench/run.py figure 8). Each comment is re-read under the lock before anything is decided,
     # and the index's attempt counts only ever grow, so an index a moment old is safe for decide.
-    ours = {*batch.result.edited, *batch.result.gone, *plan.restored, *plan.reply_nodes, *plan.answered,
-            *plan.requeued}
-    mine = _record_articles(reconcile_index(batch, base, ours), [a for a in plan.articles if a.id not in held])
+    ours = {
+        *batch.result.edited,
+        *batch.result.gone,
+        *plan.restored,
+        *plan.reply_nodes,
+        *plan.answered,
+        *plan.requeued,
+    }
+    mine = _record_articles(
+        reconcile_index(batch, base, ours), [a for a in plan.articles if a.id not in held]
+    )
     mine = _relisted(mine, judged)
     counted = {cid: entry.attempts for cid, entry in mine.comments.items()}
     try:
@@ -76,8 +84,14 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     finally:
         try:
             with store.pipeline_lock():
-                save_index(batch, base, mine, plan.replies, [*plan.edits, *plan.gone, *plan.restored],
-                           latest=plan.latest_replies)
+                save_index(
+                    batch,
+                    base,
+                    mine,
+                    plan.replies,
+                    [*plan.edits, *plan.gone, *plan.restored],
+                    latest=plan.latest_replies,
+                )
         except LockBusy as exc:
             # The inbox files hold the truth; the next command repairs the index from them (§4.2).
             batch.fail(exc)
@@ -88,14 +102,23 @@ def reconcile_index(batch: Batch, base: SeenFile, ours: Iterable[str] = ()) -> S
     run itself just changed (``ours``): the index following them is no repair."""
     mine, changed = batch.store.reconcile_index(base)
     skip = set(ours)
-    batch.result.repaired = sorted(cid for cid in changed if cid in base.comments and cid not in skip)
+    batch.result.repaired = sorted(
+        cid for cid in changed if cid in base.comments and cid not in skip
+    )
     for cid in batch.result.repaired:
         batch.emit("state.repaired", comment=cid)
     return mine
 
 
-def save_index(batch: Batch, base: SeenFile, mine: SeenFile, replies: Mapping[str, str],
-               touched: Iterable[str] = (), *, latest: Mapping[str, str] | None = None) -> None:
+def save_index(
+    batch: Batch,
+    base: SeenFile,
+    mine: SeenFile,
+    replies: Mapping[str, str],
+    touched: Iterable[str] = (),
+    *,
+    latest: Mapping[str, str] | None = None,
+) -> None:
     """Save seen.json last, reconciled for every comment the run reached (and ``touched``)."""
     # The index is saved last: if we die before this, the inbox files already hold the truth and
     # the next command repairs the index from them (SPEC §4.2). A failed save fails the run
@@ -109,10 +132,16 @@ def save_index(batch: Batch, base: SeenFile, mine: SeenFile, replies: Mapping[st
         marked = store.note_author_replies(replies, latest)
         # Comments answered before any attempt are counted as answered already: "replied" is the
         # ones the inbox held until the author's reply was seen (one count each, not both).
-        batch.result.replied = [cid for cid in marked if (entry := mine.comments.get(cid)) is None
-                                or entry.status != "answered"]
-        batch.result.unmarked = sum(1 for cid, entry in mine.comments.items()
-                                    if entry.status == "done" and entry.triage == "open" and cid not in marked)
+        batch.result.replied = [
+            cid
+            for cid in marked
+            if (entry := mine.comments.get(cid)) is None or entry.status != "answered"
+        ]
+        batch.result.unmarked = sum(
+            1
+            for cid, entry in mine.comments.items()
+            if entry.status == "done" and entry.triage == "open" and cid not in marked
+        )
     except StateError as exc:
         batch.fail(exc)
 
@@ -124,9 +153,14 @@ def _record_articles(index: SeenFile, articles: Sequence[SourceArticle]) -> Seen
         # that a deletion cancelled out; last_comment_at moves on every comment create and delete.
         signal = (article.comments_count, article.title, article.last_comment_at)
         if known is None or (known.comments_count, known.title, known.last_comment_at) != signal:
-            index = seen.record_article(index, article.id, title=article.title, url=article.url,
-                                        comments_count=article.comments_count,
-                                        last_comment_at=article.last_comment_at)
+            index = seen.record_article(
+                index,
+                article.id,
+                title=article.title,
+                url=article.url,
+                comments_count=article.comments_count,
+                last_comment_at=article.last_comment_at,
+            )
     return index
 
 
@@ -147,16 +181,23 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
     for item in plan:
         if item.comment is None or store.has_record(item.id):
             continue
-        record = records.new_record(item.comment, prompts.render(item.comment, parent_text=item.parent_text))
+        record = records.new_record(
+            item.comment, prompts.render(item.comment, parent_text=item.parent_text)
+        )
         if item.baseline or item.replied_at or item.replies:
-            record = record.model_copy(update={"baseline": item.baseline, "replied_at": item.replied_at,
-                                               "author_replies": list(item.replies)})
+            record = record.model_copy(
+                update={
+                    "baseline": item.baseline,
+                    "replied_at": item.replied_at,
+                    "author_replies": list(item.replies),
+                }
+            )
         fresh.append(record)
     known: dict[str, SeenComment] | None = None
     for start in range(0, len(fresh), CREATE_PER_HOLD):
         with store.pipeline_lock():
             known = store.load_index().comments if known is None else known  # read under the lock
-            for record in fresh[start:start + CREATE_PER_HOLD]:
+            for record in fresh[start : start + CREATE_PER_HOLD]:
                 cid = record.comment.id
                 if store.has_record(cid) or store.history_lost(cid, known.get(cid)):
                     # Made meanwhile by another run; or its attempts and any saved verdict live only
@@ -174,7 +215,9 @@ def _update_uncalled(batch: Batch, plan: Plan) -> None:
     (never to be called), or `scan --since` queued a baseline one. Re-read first: a comment that
     got an attempt since planning is left as it is."""
     store = batch.store
-    changes: dict[str, dict[str, object]] = {cid: {"replied_at": when} for cid, when in plan.answered.items()}
+    changes: dict[str, dict[str, object]] = {
+        cid: {"replied_at": when} for cid, when in plan.answered.items()
+    }
     for cid in plan.requeued:
         changes.setdefault(cid, {})["baseline"] = False
     for cid, update in changes.items():
@@ -214,8 +257,9 @@ def _apply_known_changes(batch: Batch, plan: Plan) -> tuple[set[int], set[str]]:
     return held, judged_ids
 
 
-def _apply_known_change(batch: Batch, plan: Plan, cid: str, index: SeenFile | None, held: set[int],
-                        judged_ids: set[str]) -> None:
+def _apply_known_change(
+    batch: Batch, plan: Plan, cid: str, index: SeenFile | None, held: set[int], judged_ids: set[str]
+) -> None:
     store, result = batch.store, batch.result
     record = store.load_record(cid)
     if record is None:
@@ -231,7 +275,9 @@ def _apply_known_change(batch: Batch, plan: Plan, cid: str, index: SeenFile | No
             held.add(edit.article_id)
         else:
             entry = index.comments.get(cid) if index is not None else None
-            judged = changed.gone is None and not answered_or_marked(entry, plan.latest_replies.get(cid))
+            judged = changed.gone is None and not answered_or_marked(
+                entry, plan.latest_replies.get(cid)
+            )
             changed = records.apply_edit(changed, edit.text, edit.prompt, judged=judged)
             result.edited.append(cid)
             batch.emit("comment.edited", comment=cid)
@@ -259,8 +305,12 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
     # Nothing can abort a call from outside when no ``aborted`` hook is set (the MCP server sets
     # one): one call at a time is then made on this thread (watcher/pipeline/calls.py).
     inline = batch.provider if batch.run.hooks.aborted is None else None
-    calls = Calls(1 if gate.mode == "half_open" else batch.run.parallel, batch.new_provider,
-                  inline=inline, calling=batch.waiting_for_calls)
+    calls = Calls(
+        1 if gate.mode == "half_open" else batch.run.parallel,
+        batch.new_provider,
+        inline=inline,
+        calling=batch.waiting_for_calls,
+    )
     if plan and batch.calls_model and gate.error is None:
         # Built before any lock: the first build imports httpx and makes a client (~0.1 s of CPU,
         # seconds on a starved machine), and a reservation names the provider (bench/run.py figure 8).
@@ -269,7 +319,9 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
     unreached = 0  # items a stop left not_started, which count toward the limit like calls
     try:
         for position, item in enumerate(plan):
-            while calls.in_flight and (len(calls.in_flight) >= calls.capacity or run.gate.mode == "half_open"):
+            while calls.in_flight and (
+                len(calls.in_flight) >= calls.capacity or run.gate.mode == "half_open"
+            ):
                 _collect(batch, calls, run)
             begun = position + 1
             _front_end_stop(batch)
@@ -344,14 +396,22 @@ def _begin(batch: Batch, item: Planned, gate: Gate, counted: Mapping[str, int]) 
         held.__exit__(None, None, None)
 
 
-def _decide_and_reserve(batch: Batch, item: Planned, gate: Gate, counted: Mapping[str, int]) -> Flight | None:
+def _decide_and_reserve(
+    batch: Batch, item: Planned, gate: Gate, counted: Mapping[str, int]
+) -> Flight | None:
     store, result = batch.store, batch.result
     record = reread(batch, item.id)
     if record is None:
         return None
     live = live_call(batch, record)
-    action = decide(batch.run.command, record, item.fingerprint, now=batch.now(),
-                    seen_attempts=counted.get(item.id, 0), call_in_flight=live)
+    action = decide(
+        batch.run.command,
+        record,
+        item.fingerprint,
+        now=batch.now(),
+        seen_attempts=counted.get(item.id, 0),
+        call_in_flight=live,
+    )
     if action != "call":
         no_call(batch, record, action, live=live)
         return None
@@ -364,15 +424,22 @@ def _decide_and_reserve(batch: Batch, item: Planned, gate: Gate, counted: Mappin
         return None
     cid = record.comment.id
     call_lock = store.call_lock(cid)
-    if call_lock is None:  # another run is calling for it right now (it took the lock after our read)
+    if (
+        call_lock is None
+    ):  # another run is calling for it right now (it took the lock after our read)
         no_call(batch, record, "deferred", live=True)
         return None
     if gate.mode == "half_open":
         # The one real attempt this hour where no probe can tell; recorded before the call.
         provider_state.mark_half_open(store, now=batch.now())
     provider = batch.provider()
-    reserved = records.reserve(record, command=batch.run.command, entrypoint=batch.run.entrypoint,
-                               provider=provider.name, model=provider.model)
+    reserved = records.reserve(
+        record,
+        command=batch.run.command,
+        entrypoint=batch.run.entrypoint,
+        provider=provider.name,
+        model=provider.model,
+    )
     try:
         reservation = store.write_reservation(reserved)
     except SaveFailed as exc:
@@ -400,7 +467,9 @@ def _collect(batch: Batch, calls: Calls, run: _Progress) -> None:
         flight = calls.next_done(batch.run.hooks.aborted)
     error = _finish(batch, flight, run)
     if run.gate.mode == "go":
-        calls.capacity = batch.run.parallel  # a half-open attempt that answered: the setup works again
+        calls.capacity = (
+            batch.run.parallel
+        )  # a half-open attempt that answered: the setup works again
     run.streak = run.streak + 1 if error is not None and error.kind in TRANSIENT_KINDS else 0
     _note_out(batch, calls)
 
@@ -420,13 +489,23 @@ def _finish(batch: Batch, flight: Flight, run: _Progress) -> AttemptError | None
     try:
         with store.pipeline_lock():
             # On disk before the outcome: what the next run must honour survives a failed save.
-            stop, unsaved, closed = after_answer(batch, error, streak=run.streak, half_open=flight.half_open)
+            stop, unsaved, closed = after_answer(
+                batch, error, streak=run.streak, half_open=flight.half_open
+            )
             if closed:
                 run.gate = GO  # the half-open attempt answered: the setup works again
             try:
-                finished = store.write_outcome(flight.reservation, lambda current: records.finish(
-                    current, verdict=answer.verdict, error=error, raw=answer.raw, usage=answer.usage,
-                    duration_ms=answer.duration_ms))
+                finished = store.write_outcome(
+                    flight.reservation,
+                    lambda current: records.finish(
+                        current,
+                        verdict=answer.verdict,
+                        error=error,
+                        raw=answer.raw,
+                        usage=answer.usage,
+                        duration_ms=answer.duration_ms,
+                    ),
+                )
             except SaveConflict as exc:
                 # Someone wrote this file without the lock: writing our copy back would erase their
                 # attempts (5 calls for one comment, once). Write nothing; stop loudly.
@@ -480,8 +559,10 @@ def _interrupted_in_flight(batch: Batch, calls: Calls, signum: int) -> None:
         try:
             with batch.store.pipeline_lock():
                 try:
-                    batch.store.write_outcome(flight.reservation, functools.partial(records.mark_interrupted,
-                                                                                    message=message))
+                    batch.store.write_outcome(
+                        flight.reservation,
+                        functools.partial(records.mark_interrupted, message=message),
+                    )
                 finally:
                     flight.call_lock.release()
         except (StateError, LockBusy) as exc:
@@ -504,8 +585,14 @@ def reread(batch: Batch, cid: str) -> InboxRecord | None:
         batch.add(ItemResult(cid, "skipped", kind=exc.kind, message=str(exc)))
         return None
     if record is None:
-        batch.add(ItemResult(cid, "skipped", message=f"its inbox file is gone (see {store.paths.quarantine}); "
-                             "restore it to go on — a new record would restart its 3-attempt budget"))
+        batch.add(
+            ItemResult(
+                cid,
+                "skipped",
+                message=f"its inbox file is gone (see {store.paths.quarantine}); "
+                "restore it to go on — a new record would restart its 3-attempt budget",
+            )
+        )
     return record
 
 
@@ -513,23 +600,54 @@ def no_call(batch: Batch, record: InboxRecord, action: Decision, *, live: bool =
     """Record what a comment got instead of a call (steps 4.2–4.5): its outcome, signal and item."""
     cid, n = record.comment.id, len(record.attempts)
     if action == "skipped" and record.gone is not None:
-        batch.add(ItemResult(cid, "skipped", message=f"{record.gone.kind} on dev.to ({record.gone.why}): "
-                             "never called again", attempts=n))
+        batch.add(
+            ItemResult(
+                cid,
+                "skipped",
+                message=f"{record.gone.kind} on dev.to ({record.gone.why}): never called again",
+                attempts=n,
+            )
+        )
     elif action == "skipped" and records.edit_on_hold(record):
-        batch.add(ItemResult(cid, "skipped", message="edited after you replied or marked it: recorded, "
-                             "not judged again", attempts=n))
+        batch.add(
+            ItemResult(
+                cid,
+                "skipped",
+                message="edited after you replied or marked it: recorded, not judged again",
+                attempts=n,
+            )
+        )
     elif action == "skipped" and record.verdict is not None:
         outcome: ItemOutcome = "repaired" if cid in batch.result.repaired else "skipped"
         batch.add(ItemResult(cid, outcome, message="verdict already saved", attempts=n))
     elif action == "skipped" and record.replied_at is not None:
-        batch.add(ItemResult(cid, "skipped", message=f"you replied on dev.to at {record.replied_at}: no call needed",
-                             attempts=n))
+        batch.add(
+            ItemResult(
+                cid,
+                "skipped",
+                message=f"you replied on dev.to at {record.replied_at}: no call needed",
+                attempts=n,
+            )
+        )
     elif action == "skipped" and record.baseline:
-        batch.add(ItemResult(cid, "skipped", message="baseline (older than the first scan's backlog window): "
-                             "`watcher scan --since DATE` queues it", attempts=n))
+        batch.add(
+            ItemResult(
+                cid,
+                "skipped",
+                message="baseline (older than the first scan's backlog window): "
+                "`watcher scan --since DATE` queues it",
+                attempts=n,
+            )
+        )
     elif action == "skipped":  # recheck asked for a comment that has never been tried
-        batch.add(ItemResult(cid, "skipped", message="never attempted: `watcher scan` makes the first attempt",
-                             attempts=n))
+        batch.add(
+            ItemResult(
+                cid,
+                "skipped",
+                message="never attempted: `watcher scan` makes the first attempt",
+                attempts=n,
+            )
+        )
     elif action == "interrupted":
         try:
             batch.store.save_record(records.mark_interrupted(record))
@@ -537,31 +655,73 @@ def no_call(batch: Batch, record: InboxRecord, action: Decision, *, live: bool =
             state_stop(batch, cid, "save_failed", exc)
             return
         lease = record.attempts[-1].lease_until
-        why = (f"was claimed by an agent (lease until {lease}) and never submitted" if lease
-               else "was left reserved by a process that died")
+        why = (
+            f"was claimed by an agent (lease until {lease}) and never submitted"
+            if lease
+            else "was left reserved by a process that died"
+        )
         batch.emit("attempt.interrupted", comment=cid)
-        batch.add(ItemResult(cid, "interrupted", kind="interrupted",
-                             message=f"attempt {n} {why}; no call this run", attempts=n))
+        batch.add(
+            ItemResult(
+                cid,
+                "interrupted",
+                kind="interrupted",
+                message=f"attempt {n} {why}; no call this run",
+                attempts=n,
+            )
+        )
     elif action == "deferred" and (lease := records.open_lease(record)) is not None:
         batch.emit("item.deferred", comment=cid)
-        batch.add(ItemResult(cid, "deferred", message=f"attempt {n} is claimed by an agent until {lease}: "
-                             "its verdict comes by submit; after that time the next run closes it", attempts=n))
+        batch.add(
+            ItemResult(
+                cid,
+                "deferred",
+                message=f"attempt {n} is claimed by an agent until {lease}: "
+                "its verdict comes by submit; after that time the next run closes it",
+                attempts=n,
+            )
+        )
     elif action == "deferred" and live:
         batch.emit("item.deferred", comment=cid)
-        batch.add(ItemResult(cid, "deferred", message=f"attempt {n} is in flight in pid {record.attempts[-1].pid} "
-                             "(another run's call): its outcome comes from that run", attempts=n))
+        batch.add(
+            ItemResult(
+                cid,
+                "deferred",
+                message=f"attempt {n} is in flight in pid {record.attempts[-1].pid} "
+                "(another run's call): its outcome comes from that run",
+                attempts=n,
+            )
+        )
     elif action == "deferred":
         batch.emit("item.deferred", comment=cid)
-        batch.add(ItemResult(cid, "deferred", message="changed by another command while this one waited; "
-                                                      "run again to act on the new state", attempts=n))
+        batch.add(
+            ItemResult(
+                cid,
+                "deferred",
+                message="changed by another command while this one waited; "
+                "run again to act on the new state",
+                attempts=n,
+            )
+        )
     else:
         batch.emit("item.exhausted", comment=cid)
-        batch.add(ItemResult(cid, "exhausted", message=f"all {records.cap_of(record)} attempts spent; "
-                             f"`watcher grant {cid}` gives it another try", attempts=n))
+        batch.add(
+            ItemResult(
+                cid,
+                "exhausted",
+                message=f"all {records.cap_of(record)} attempts spent; "
+                f"`watcher grant {cid}` gives it another try",
+                attempts=n,
+            )
+        )
 
 
-def state_stop(batch: Batch, cid: str, outcome: Literal["reserve_failed", "save_failed"],
-                exc: StateError | LockBusy) -> None:
+def state_stop(
+    batch: Batch,
+    cid: str,
+    outcome: Literal["reserve_failed", "save_failed"],
+    exc: StateError | LockBusy,
+) -> None:
     # A disk that cannot hold our state must not keep buying calls: stop the batch (exit 5).
     batch.stop(outcome, exc, comment=cid)
     batch.add(ItemResult(cid, outcome, kind="save_failed", message=str(exc)))

@@ -28,7 +28,9 @@ class Planned:
     parent_text: str | None = None
     baseline: bool = False  # a discovered comment older than the first scan's backlog window
     replied_at: str | None = None  # a discovered comment the author had already answered
-    replies: tuple[Reply, ...] = ()  # the author's direct replies to a discovered comment (for show)
+    replies: tuple[
+        Reply, ...
+    ] = ()  # the author's direct replies to a discovered comment (for show)
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,9 @@ class Plan:
 
 def check_id(comment_id: str) -> None:
     if not records.is_valid_id(comment_id):
-        raise UsageError(f"{comment_id!r} is not a comment id (expected 1–16 lower-case letters or digits)")
+        raise UsageError(
+            f"{comment_id!r} is not a comment id (expected 1–16 lower-case letters or digits)"
+        )
 
 
 def _fetch(batch: Batch, source: Source, index: SeenFile, *, full: bool) -> FetchResult:
@@ -80,8 +84,14 @@ def _fetch(batch: Batch, source: Source, index: SeenFile, *, full: bool) -> Fetc
     return source.fetch(batch.settings, index, full=full)
 
 
-def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datetime | None = None,
-              full: bool = False) -> Plan:
+def plan_scan(
+    batch: Batch,
+    index: SeenFile,
+    source: str | None,
+    *,
+    since: datetime | None = None,
+    full: bool = False,
+) -> Plan:
     """New comments (no inbox file yet), pending ones (no attempt) and orphaned reservations,
     oldest first. On an account's first scan, comments older than the backlog window are recorded
     as baseline, not called (``since`` moves the window); answered ones are never called."""
@@ -111,8 +121,15 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
             continue
         parent = fetched.parent_texts.get(comment.parent_id) if comment.parent_id else None
         old = cutoff is not None and _created(comment.created_at) < cutoff
-        item = Planned(comment.id, records.EMPTY, comment, parent, baseline=old, replied_at=replies.get(comment.id),
-                       replies=tuple(fetched.reply_nodes.get(comment.id, ())))
+        item = Planned(
+            comment.id,
+            records.EMPTY,
+            comment,
+            parent,
+            baseline=old,
+            replied_at=replies.get(comment.id),
+            replies=tuple(fetched.reply_nodes.get(comment.id, ())),
+        )
         discovered.append(item)
         if not item.baseline and item.replied_at is None:
             planned[comment.id] = (comment.created_at, item)
@@ -143,9 +160,20 @@ def plan_scan(batch: Batch, index: SeenFile, source: str | None, *, since: datet
     changes = _known_changes(batch, index, fetched, known, planned)
     items = [p for _, p in sorted(planned.values(), key=lambda pair: (pair[0], pair[1].id))]
     articles = [a for a in fetched.articles if a.id in fetched.fetched_article_ids]
-    return Plan(items, articles, discovered, answered, replies, frozenset(requeued), fetched.interrupted,
-                edits=changes.edits, gone=changes.gone, restored=frozenset(changes.restored),
-                reply_nodes=changes.reply_nodes, latest_replies=dict(fetched.latest_replies))
+    return Plan(
+        items,
+        articles,
+        discovered,
+        answered,
+        replies,
+        frozenset(requeued),
+        fetched.interrupted,
+        edits=changes.edits,
+        gone=changes.gone,
+        restored=frozenset(changes.restored),
+        reply_nodes=changes.reply_nodes,
+        latest_replies=dict(fetched.latest_replies),
+    )
 
 
 @dataclass
@@ -159,8 +187,13 @@ class _Changes:
 MISSING = "missing from its thread on dev.to (deleted there)"
 
 
-def _known_changes(batch: Batch, index: SeenFile, fetched: FetchResult, known: Mapping[str, Comment],
-                   planned: dict[str, tuple[str, Planned]]) -> _Changes:
+def _known_changes(
+    batch: Batch,
+    index: SeenFile,
+    fetched: FetchResult,
+    known: Mapping[str, Comment],
+    planned: dict[str, tuple[str, Planned]],
+) -> _Changes:
     """What the fetched threads changed about comments already on disk (SPEC §15.2): edits (a new
     first attempt is planned for each that goes to the model), deletions and hiding, the author's
     replies. Only a thread fetched whole can delete by absence (a partial fetch deletes nothing)."""
@@ -180,11 +213,16 @@ def _known_changes(batch: Batch, index: SeenFile, fetched: FetchResult, known: M
         if comment.text == record.comment.text:
             continue
         parent = fetched.parent_texts.get(comment.parent_id) if comment.parent_id else None
-        prompt = prompts.render(record.comment.model_copy(update={"text": comment.text}), parent_text=parent)
+        prompt = prompts.render(
+            record.comment.model_copy(update={"text": comment.text}), parent_text=parent
+        )
         changes.edits[cid] = PlannedEdit(comment.article_id, comment.text, prompt)
         entry = index.comments.get(cid)
-        if (_open_reservation(record) or record.gone is not None
-                or answered_or_marked(entry, fetched.latest_replies.get(cid))):
+        if (
+            _open_reservation(record)
+            or record.gone is not None
+            or answered_or_marked(entry, fetched.latest_replies.get(cid))
+        ):
             continue  # applied (or deferred) under the lock, never called this run
         after = records.apply_edit(record, comment.text, prompt, judged=True)
         if records.state_of(after) == "pending" and not after.baseline and after.replied_at is None:
@@ -196,7 +234,11 @@ def _known_changes(batch: Batch, index: SeenFile, fetched: FetchResult, known: M
     # An idle scan fetches no thread: no walk over a 50k-comment index (bench/run.py figure 3).
     for cid, entry in index.comments.items() if fetched.whole else ():
         aid = entry.article_id
-        if aid in fetched.whole and cid not in fetched.thread_ids.get(aid, ()) and entry.status != "deleted":
+        if (
+            aid in fetched.whole
+            and cid not in fetched.thread_ids.get(aid, ())
+            and entry.status != "deleted"
+        ):
             changes.gone[cid] = ("deleted", MISSING)
     return changes
 
@@ -233,13 +275,17 @@ def plan_recheck(batch: Batch, index: SeenFile, ids: Sequence[str]) -> Plan:
             check_id(cid)
         candidates = list(dict.fromkeys(ids))
     else:
-        candidates = [cid for cid, e in index.comments.items() if e.status in ("failed", "reserved")]
+        candidates = [
+            cid for cid, e in index.comments.items() if e.status in ("failed", "reserved")
+        ]
     planned: list[tuple[str, Planned]] = []
     for cid in candidates:
         record = store.load_record(cid)
         if record is None:
             if ids:
-                raise UsageError(f"no comment {cid} in {store.paths.inbox} — run `watcher scan` first, or check the id")
+                raise UsageError(
+                    f"no comment {cid} in {store.paths.inbox} — run `watcher scan` first, or check the id"
+                )
             # The index knows it but its inbox file is gone (quarantined?): keep it in the plan so
             # the run reports it as skipped instead of passing over it in silence.
             planned.append(("", Planned(cid, records.EMPTY)))

@@ -48,8 +48,12 @@ def _now(now: datetime | None) -> datetime:
     return utcnow() if now is None else now
 
 
-def read_cooldown(store: Store, state: ProviderState | None = None, *, now: datetime | None = None,
-                  ) -> CooldownActive | None:
+def read_cooldown(
+    store: Store,
+    state: ProviderState | None = None,
+    *,
+    now: datetime | None = None,
+) -> CooldownActive | None:
     """The active cooldown, or ``None`` once it has passed or when it cannot be a real one."""
     state = store.load_provider_state() if state is None else state
     if state.cooldown_until is None:
@@ -58,7 +62,10 @@ def read_cooldown(store: Store, state: ProviderState | None = None, *, now: date
     until = parse_iso(state.cooldown_until)
     if until <= now:
         return None
-    if state.retry_after_s is not None and until - now > timedelta(seconds=state.retry_after_s) + CLOCK_SLACK:
+    if (
+        state.retry_after_s is not None
+        and until - now > timedelta(seconds=state.retry_after_s) + CLOCK_SLACK
+    ):
         # Set while the clock ran ahead: a "Retry-After: 60" stamped a year early would block runs
         # for the 7 days of the cap once the clock is right. Dropped, and written down: judged
         # again as the true time nears it, it would look honest for its last minute.
@@ -85,7 +92,9 @@ def _rewrite(store: Store, far: str, replacement: str | None) -> None:
             state = store.load_provider_state()
             if state.cooldown_until == far:
                 dropped = {"reason": None, "retry_after_s": None} if replacement is None else {}
-                store.save_provider_state(state.model_copy(update={"cooldown_until": replacement, **dropped}))
+                store.save_provider_state(
+                    state.model_copy(update={"cooldown_until": replacement, **dropped})
+                )
     except (LockBusy, StateError):
         pass
 
@@ -95,21 +104,35 @@ def cooldown_wait(retry_after_s: float | None, *, in_a_row: int) -> float:
     (at most 7 days), else 1, 2, 4 … minutes for the ``in_a_row``-th 429 in a row, at most an hour."""
     if retry_after_s is not None and not math.isnan(retry_after_s) and retry_after_s > 0:
         return min(retry_after_s, MAX_COOLDOWN.total_seconds())
-    doubled = math.ldexp(FIRST_BACKOFF.total_seconds(), min(max(in_a_row, 1) - 1, 20))  # 60 s * 2**(n-1)
+    doubled = math.ldexp(
+        FIRST_BACKOFF.total_seconds(), min(max(in_a_row, 1) - 1, 20)
+    )  # 60 s * 2**(n-1)
     return min(doubled, MAX_BACKOFF.total_seconds())
 
 
-def with_cooldown(state: ProviderState, seconds: float, *, reason: str, now: datetime | None = None,
-                  ) -> ProviderState:
+def with_cooldown(
+    state: ProviderState,
+    seconds: float,
+    *,
+    reason: str,
+    now: datetime | None = None,
+) -> ProviderState:
     """``state`` with "no model call for ``seconds``" (at most 7 days; infinite or NaN: 7 days),
     the wait recorded beside it."""
     limit = MAX_COOLDOWN.total_seconds()
     wait = limit if not math.isfinite(seconds) else min(max(0.0, seconds), limit)
-    return state.model_copy(update={"cooldown_until": iso(_now(now) + timedelta(seconds=wait)), "reason": reason,
-                                    "retry_after_s": wait})
+    return state.model_copy(
+        update={
+            "cooldown_until": iso(_now(now) + timedelta(seconds=wait)),
+            "reason": reason,
+            "retry_after_s": wait,
+        }
+    )
 
 
-def write_cooldown(store: Store, seconds: float, *, reason: str, now: datetime | None = None) -> str:
+def write_cooldown(
+    store: Store, seconds: float, *, reason: str, now: datetime | None = None
+) -> str:
     """Record a cooldown of ``seconds`` from ``now`` (see :func:`with_cooldown`); returns its end."""
     state = with_cooldown(store.load_provider_state(), seconds, reason=reason, now=now)
     store.save_provider_state(state)
@@ -117,8 +140,13 @@ def write_cooldown(store: Store, seconds: float, *, reason: str, now: datetime |
     return state.cooldown_until
 
 
-def pending_cooldown(store: Store, index: SeenFile, state: ProviderState, *, now: datetime | None = None,
-                     ) -> ProviderState | None:
+def pending_cooldown(
+    store: Store,
+    index: SeenFile,
+    state: ProviderState,
+    *,
+    now: datetime | None = None,
+) -> ProviderState | None:
     """The state with the cooldown of a 429 that never reached it, or ``None`` when there is none.
 
     A 429's cooldown is written before its outcome; when that write fails (a full disk) the run
@@ -138,7 +166,12 @@ def pending_cooldown(store: Store, index: SeenFile, state: ProviderState, *, now
         except StateError:
             continue  # the run meets it again where it reads that comment, and says so there
         last = record.attempts[-1] if record is not None and record.attempts else None
-        if last is None or last.error is None or last.error.kind != "rate_limited" or last.finished_at is None:
+        if (
+            last is None
+            or last.error is None
+            or last.error.kind != "rate_limited"
+            or last.finished_at is None
+        ):
             continue
         wait = cooldown_wait(last.error.retry_after_s, in_a_row=state.rate_limited_in_a_row)
         until = parse_iso(last.finished_at) + timedelta(seconds=wait)
@@ -151,19 +184,34 @@ def pending_cooldown(store: Store, index: SeenFile, state: ProviderState, *, now
     until, wait, said = found
     if state.cooldown_until is not None and parse_iso(state.cooldown_until) >= until - CLOCK_SLACK:
         return None  # written: this is the cooldown on disk (it is stamped just before the outcome)
-    return state.model_copy(update={"cooldown_until": iso(until), "reason": f"rate_limited: {said}",
-                                    "retry_after_s": wait})
+    return state.model_copy(
+        update={
+            "cooldown_until": iso(until),
+            "reason": f"rate_limited: {said}",
+            "retry_after_s": wait,
+        }
+    )
 
 
 def write_pending(store: Store, pending: ProviderState) -> None:
     """Under the pipeline lock: write the cooldown :func:`pending_cooldown` found, unless one as
     long is on disk by now. Raises :class:`watcher.errors.SaveFailed` if it cannot be written."""
     state = store.load_provider_state()
-    if state.cooldown_until is not None and pending.cooldown_until is not None \
-            and parse_iso(state.cooldown_until) >= parse_iso(pending.cooldown_until):
+    if (
+        state.cooldown_until is not None
+        and pending.cooldown_until is not None
+        and parse_iso(state.cooldown_until) >= parse_iso(pending.cooldown_until)
+    ):
         return
-    store.save_provider_state(state.model_copy(update={
-        "cooldown_until": pending.cooldown_until, "reason": pending.reason, "retry_after_s": pending.retry_after_s}))
+    store.save_provider_state(
+        state.model_copy(
+            update={
+                "cooldown_until": pending.cooldown_until,
+                "reason": pending.reason,
+                "retry_after_s": pending.retry_after_s,
+            }
+        )
+    )
 
 
 # ---- the provider's failures in a row ---------------------------------------------------------------
@@ -171,7 +219,9 @@ def write_pending(store: Store, pending: ProviderState) -> None:
 Answer = Literal["answered", "transient", "rate_limited", "other"]
 
 
-def remember(state: ProviderState, answer: Answer, *, kind: str = "", now: datetime | None = None) -> ProviderState:
+def remember(
+    state: ProviderState, answer: Answer, *, kind: str = "", now: datetime | None = None
+) -> ProviderState:
     """``state`` after one more answer (SPEC §13.1, §15.5). A transient failure is remembered until
     the provider answers (a verdict, or an answer that did not parse), so the next one is the second
     in a row whichever run it falls in; 429s are counted until then, for the wait of the next one."""
@@ -180,7 +230,9 @@ def remember(state: ProviderState, answer: Answer, *, kind: str = "", now: datet
             return state  # the usual case writes nothing
         return state.model_copy(update={"transient": None, "rate_limited_in_a_row": 0})
     if answer == "transient" and state.transient is None:
-        return state.model_copy(update={"transient": TransientFailure(kind=kind, at=iso(_now(now)))})
+        return state.model_copy(
+            update={"transient": TransientFailure(kind=kind, at=iso(_now(now)))}
+        )
     if answer == "rate_limited":
         return state.model_copy(update={"rate_limited_in_a_row": state.rate_limited_in_a_row + 1})
     return state
@@ -198,13 +250,26 @@ def breaker_of(settings: Settings, state: ProviderState) -> Breaker | None:
     return breaker
 
 
-def with_breaker(state: ProviderState, settings: Settings, *, kind: str, message: str,
-                 now: datetime | None = None) -> ProviderState:
+def with_breaker(
+    state: ProviderState,
+    settings: Settings,
+    *,
+    kind: str,
+    message: str,
+    now: datetime | None = None,
+) -> ProviderState:
     """``state`` with the breaker open (or kept open) for this setup; ``since`` stays the outage's."""
     old = breaker_of(settings, state)
     provider, model, base_url = _setup(settings)
-    breaker = Breaker(kind=kind, message=message, since=old.since if old else iso(_now(now)), provider=provider,
-                      model=model, base_url=base_url, half_open_at=old.half_open_at if old else None)
+    breaker = Breaker(
+        kind=kind,
+        message=message,
+        since=old.since if old else iso(_now(now)),
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        half_open_at=old.half_open_at if old else None,
+    )
     return state.model_copy(update={"breaker": breaker})
 
 
@@ -234,8 +299,13 @@ def _last_real_attempt(breaker: Breaker) -> datetime:
 def mark_half_open(store: Store, *, now: datetime | None = None) -> None:
     state = store.load_provider_state()
     if state.breaker is not None:
-        store.save_provider_state(state.model_copy(update={"breaker": state.breaker.model_copy(
-            update={"half_open_at": iso(_now(now))})}))
+        store.save_provider_state(
+            state.model_copy(
+                update={
+                    "breaker": state.breaker.model_copy(update={"half_open_at": iso(_now(now))})
+                }
+            )
+        )
 
 
 def _setup(settings: Settings) -> tuple[str, str, str]:

@@ -56,7 +56,9 @@ __all__ = [
 ]
 
 
-def make_provider(settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None) -> Provider:
+def make_provider(
+    settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None
+) -> Provider:
     """The provider ``settings.provider`` names; ``transport`` replaces the network (tests).
 
     Raises :class:`ConfigError` for an unknown provider, a missing key or an unusable base URL.
@@ -67,4 +69,3 @@ def make_provider(settings: ProviderSettings, *, transport: httpx.BaseTransport 
     if spec.is_remote:  # config checked it already, but Settings may be built by hand
         check_http_url(settings.base_url, "WATCHER_BASE_URL")
     return spec.build(settings, transport=transport)
-

@@ -28,7 +28,14 @@ from urllib.parse import quote, unquote
 import httpx
 
 from watcher.models import AttemptError, ErrorKind, Prompt, Usage, Verdict
-from watcher.providers._wire import DeadlinePassed, Received, ResponseTooLarge, Sockets, exchange, limits
+from watcher.providers._wire import (
+    DeadlinePassed,
+    Received,
+    ResponseTooLarge,
+    Sockets,
+    exchange,
+    limits,
+)
 from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
 from watcher.providers.parse import parse_verdict_text
@@ -72,7 +79,9 @@ class HttpProvider:
     # Names of the input and output token counts inside the body's "usage" object.
     usage_keys: ClassVar[tuple[str, str]]
 
-    def __init__(self, settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self, settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None
+    ) -> None:
         self.model = settings.model
         self._secret = settings.api_key.get_secret_value() if settings.api_key is not None else ""
         self._key_from = settings.api_key_from or "WATCHER_API_KEY"
@@ -121,7 +130,9 @@ class HttpProvider:
         if not isinstance(counts, dict):
             return Usage()
         input_key, output_key = self.usage_keys
-        return Usage(input_tokens=_count(counts.get(input_key)), output_tokens=_count(counts.get(output_key)))
+        return Usage(
+            input_tokens=_count(counts.get(input_key)), output_tokens=_count(counts.get(output_key))
+        )
 
     def error_fields(self, data: dict[str, Any] | None) -> ErrorFields:
         """The error object of a JSON body (any status), for :func:`classify`.
@@ -136,7 +147,9 @@ class HttpProvider:
             return ErrorFields(message=error)
         if not isinstance(error, dict):
             return ErrorFields()
-        return ErrorFields(_str(error.get("type")), _str(error.get("code")), _str(error.get("message")))
+        return ErrorFields(
+            _str(error.get("type")), _str(error.get("code")), _str(error.get("message"))
+        )
 
     # ---- the call ------------------------------------------------------------------------------
 
@@ -149,8 +162,12 @@ class HttpProvider:
         body = self.request_body(prompt)
         started = time.monotonic()
         try:
-            response = exchange(self._client, self._request("POST", self.path, body), timeout_s=self._timeout_s,
-                                sockets=self._sockets)
+            response = exchange(
+                self._client,
+                self._request("POST", self.path, body),
+                timeout_s=self._timeout_s,
+                sockets=self._sockets,
+            )
         except ResponseTooLarge as exc:
             message = f"{self.name} HTTP {exc.status_code}: {exc} from {self._url}"
             error = AttemptError(kind="network", message=message, http_status=exc.status_code)
@@ -176,8 +193,13 @@ class HttpProvider:
         url = self._urls.get(path)
         if url is None:
             url = self._urls[path] = self._client.build_request(method, path).url
-        return httpx.Request(method, url, headers=self._client.headers, json=body,
-                             extensions={"timeout": self._timeouts})
+        return httpx.Request(
+            method,
+            url,
+            headers=self._client.headers,
+            json=body,
+            extensions={"timeout": self._timeouts},
+        )
 
     def interpret(self, response: Received, *, duration_ms: int) -> CallResult:
         """Classify a response that arrived. Raw body, usage and duration are always kept (the
@@ -234,7 +256,9 @@ class HttpProvider:
         if isinstance(answer, ProbeResult):
             return answer
         if 200 <= answer.status_code < 300:
-            return ProbeResult(ok=True, message=f"{self.name}: model {self.model} found at {answer.url}")
+            return ProbeResult(
+                ok=True, message=f"{self.name}: model {self.model} found at {answer.url}"
+            )
         if answer.status_code not in _NO_ROUTE:
             return self._probe_refused(answer)
         # OpenAI names the missing model in its 404; a bare 404 may just mean no such route
@@ -258,14 +282,20 @@ class HttpProvider:
             )
             return ProbeResult(ok=False, kind="no_models_endpoint", message=message)
         if _listed(self.model, listed):
-            return ProbeResult(ok=True, message=f"{self.name}: model {self.model} listed at {listing.url}")
+            return ProbeResult(
+                ok=True, message=f"{self.name}: model {self.model} listed at {listing.url}"
+            )
         return self._model_not_found(listing, listed=listed)
 
     def _probe_get(self, path: str) -> Received | ProbeResult:
         url = self._base_url + path
         try:
-            return exchange(self._client, self._request("GET", path), timeout_s=self._timeout_s,
-                            sockets=self._sockets)
+            return exchange(
+                self._client,
+                self._request("GET", path),
+                timeout_s=self._timeout_s,
+                sockets=self._sockets,
+            )
         except ResponseTooLarge as exc:
             message = f"{self.name} HTTP {exc.status_code}: {exc} from {url}"
             return ProbeResult(ok=False, kind="network", message=message)
@@ -277,10 +307,16 @@ class HttpProvider:
         """The kind and message for a request that got no complete response (call and probe)."""
         if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
             said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            return "unreachable", f"{self.name}: could not connect to {url} ({said}); {self.hint('unreachable')}"
+            return (
+                "unreachable",
+                f"{self.name}: could not connect to {url} ({said}); {self.hint('unreachable')}",
+            )
         if isinstance(exc, httpx.TimeoutException):
             what = "no complete response" if isinstance(exc, DeadlinePassed) else "no response"
-            return "timeout", f"{self.name}: {what} from {url} within {self._timeout_s:g} s (WATCHER_TIMEOUT)"
+            return (
+                "timeout",
+                f"{self.name}: {what} from {url} within {self._timeout_s:g} s (WATCHER_TIMEOUT)",
+            )
         return "network", f"{self.name}: could not reach {url}: {type(exc).__name__}: {exc}"
 
     def _fields(self, response: Received) -> ErrorFields:
@@ -288,8 +324,15 @@ class HttpProvider:
 
     def _probe_refused(self, response: Received) -> ProbeResult:
         err = self._fields(response)
-        kind = classify(status=response.status_code, error_type=err.type, error_code=err.code,
-                        error_message=err.message) or "server_error"
+        kind = (
+            classify(
+                status=response.status_code,
+                error_type=err.type,
+                error_code=err.code,
+                error_message=err.message,
+            )
+            or "server_error"
+        )
         retry = retry_after_seconds(
             response.headers.get("retry-after"), value_ms=response.headers.get("retry-after-ms")
         )
@@ -305,11 +348,15 @@ class HttpProvider:
             said = self._fields(response).message
             what = f"{self.name} HTTP {response.status_code}: model {self.model} not found at {response.url}"
             what += f" (provider said: {self.said(said)})" if said else ""
-        return ProbeResult(ok=False, kind="model_not_found", message=f"{what}; {self._list_models_hint()}")
+        return ProbeResult(
+            ok=False, kind="model_not_found", message=f"{what}; {self._list_models_hint()}"
+        )
 
     def _read_answer(self, data: dict[str, Any] | None) -> tuple[Answer, Verdict | AttemptError]:
         answer = (
-            self.extract(data) if data is not None else Answer(None, note="the response body is not JSON")
+            self.extract(data)
+            if data is not None
+            else Answer(None, note="the response body is not JSON")
         )
         if answer.text is None:
             return answer, AttemptError(kind="malformed_json", message=answer.note)
@@ -333,7 +380,9 @@ class HttpProvider:
         fixed = text.encode("utf-8", "replace").decode("utf-8")
         return _clip(self.redact(" ".join(fixed.split())))
 
-    def describe(self, kind: ErrorKind, status: int, detail: str | None, retry: float | None) -> str:
+    def describe(
+        self, kind: ErrorKind, status: int, detail: str | None, retry: float | None
+    ) -> str:
         """A message that says what happened and what the user can do about it."""
         hint = self.hint(kind, retry)
         if kind in ("malformed_json", "invalid_verdict") and detail:

@@ -99,7 +99,11 @@ class Sockets:
 
 
 def exchange(
-    client: httpx.Client, request: httpx.Request, *, timeout_s: float, sockets: Sockets | None = None,
+    client: httpx.Client,
+    request: httpx.Request,
+    *,
+    timeout_s: float,
+    sockets: Sockets | None = None,
 ) -> Received:
     """Send ``request`` (built for ``client``) and read its response to the end within
     ``timeout_s`` (connect to last byte).
@@ -121,7 +125,9 @@ def exchange(
         if watchdog.fired and not isinstance(exc, DeadlinePassed):
             # The socket was shut by the watchdog: whatever the read then raised, the cause
             # is the deadline.
-            raise DeadlinePassed(f"no complete response within {timeout_s:g} s", request=request) from exc
+            raise DeadlinePassed(
+                f"no complete response within {timeout_s:g} s", request=request
+            ) from exc
         raise
     finally:
         watchdog.disarm()

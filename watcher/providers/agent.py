@@ -14,8 +14,10 @@ from watcher.models import Prompt
 from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 
 NAME = "agent"
-HOW = ("the agent you work with (Codex, Claude Code) gives the verdicts over MCP: tool claim hands it "
-       "the comments, tool submit stores its verdicts (or `watcher claim` / `watcher submit`); no API key is needed")
+HOW = (
+    "the agent you work with (Codex, Claude Code) gives the verdicts over MCP: tool claim hands it "
+    "the comments, tool submit stores its verdicts (or `watcher claim` / `watcher submit`); no API key is needed"
+)
 
 
 class AgentProvider:
@@ -23,13 +25,17 @@ class AgentProvider:
 
     name = NAME
 
-    def __init__(self, settings: ProviderSettings | None = None, *, transport: object = None) -> None:
+    def __init__(
+        self, settings: ProviderSettings | None = None, *, transport: object = None
+    ) -> None:
         """Takes what every provider's factory takes (the registry builds them alike)."""
         self.model = settings.model if settings is not None else NAME
 
     def complete(self, prompt: Prompt) -> CallResult:
         # A bug, not an outcome: an attempt reserved for a call that cannot happen would be spent.
-        raise RuntimeError("the agent provider is never called: the agent claims and submits (SPEC §14)")
+        raise RuntimeError(
+            "the agent provider is never called: the agent claims and submits (SPEC §14)"
+        )
 
     def probe(self) -> ProbeResult:
         """Always passes: there is no server to be down and no key to be wrong."""

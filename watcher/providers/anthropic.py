@@ -64,7 +64,11 @@ class AnthropicProvider(HttpProvider):
         stop = data.get("stop_reason")
         text = _tool_input(blocks)
         if text is None:
-            texts = [b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
+            texts = [
+                b["text"]
+                for b in blocks
+                if b.get("type") == "text" and isinstance(b.get("text"), str)
+            ]
             text = "".join(texts) if texts else None
         if stop in _TRUNCATED:
             return Answer(text, stop="length", note=f"stop_reason {stop}")

@@ -48,7 +48,9 @@ QUOTA_PHRASES = (
 )
 # Error codes that name the model as the problem (OpenAI 404 model_not_found; Groq and several
 # gateways model_decommissioned / model_not_available / invalid_model).
-MODEL_CODES = frozenset({"model_not_found", "model_decommissioned", "model_not_available", "invalid_model"})
+MODEL_CODES = frozenset(
+    {"model_not_found", "model_decommissioned", "model_not_available", "invalid_model"}
+)
 # A 400/422 whose message names the model: LiteLLM 400 "Invalid model name passed in model=…",
 # OpenAI "The model `x` does not exist or you do not have access to it", Ollama 404
 # 'model "x" not found, try pulling it first', vLLM 404 "The model `x` does not exist".

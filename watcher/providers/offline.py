@@ -42,12 +42,20 @@ class Measured:
     held_out_recall: float
 
     def said(self) -> str:
-        return (f"labelled set: precision {self.precision:.2f}, recall {self.recall:.2f}; unseen comments: "
-                f"{self.held_out_precision:.2f}, {self.held_out_recall:.2f}")
+        return (
+            f"labelled set: precision {self.precision:.2f}, recall {self.recall:.2f}; unseen comments: "
+            f"{self.held_out_precision:.2f}, {self.held_out_recall:.2f}"
+        )
 
 
-MEASURED = Measured(comments=192, precision=0.988, recall=0.903, held_out=32, held_out_precision=0.9,
-                    held_out_recall=0.6)
+MEASURED = Measured(
+    comments=192,
+    precision=0.988,
+    recall=0.903,
+    held_out=32,
+    held_out_precision=0.9,
+    held_out_recall=0.6,
+)
 
 
 def _words(alternatives: str) -> re.Pattern[str]:
@@ -118,7 +126,12 @@ _PRAISE = _words(
 )
 _PRAISE_EMOJI = re.compile("[\U0001f525\U0001f44f\u2764\U0001f64c\U0001f64f\U0001f60d\U0001f680]")
 
-_PRIORITY = {"bug_report": "high", "question": "normal", "discussion": "normal", "feedback": "normal"}
+_PRIORITY = {
+    "bug_report": "high",
+    "question": "normal",
+    "discussion": "normal",
+    "feedback": "normal",
+}
 _HINTS = {
     "question": "Answer the question directly; link the relevant part of the article if it already covers it.",
     "bug_report": "Ask for versions and exact steps or the full error if missing; confirm or fix the problem.",
@@ -133,7 +146,9 @@ class OfflineProvider:
     name = "offline"
     model = MODEL
 
-    def __init__(self, settings: ProviderSettings | None = None, *, transport: object = None) -> None:
+    def __init__(
+        self, settings: ProviderSettings | None = None, *, transport: object = None
+    ) -> None:
         """Takes what every provider's factory takes (the registry builds them alike), uses neither."""
 
     def complete(self, prompt: Prompt) -> CallResult:
@@ -172,7 +187,9 @@ def categorize(text: str) -> Category:
     flat = " ".join(text.replace("\u2019", "'").split())
     strong, weak = len(_PROMO_STRONG.findall(flat)), len(_PROMO_WEAK.findall(flat))
     linked = _LINK.search(flat) is not None
-    if 2 * strong + weak >= 4 or (linked and (strong >= 1 or weak >= 3 or _SELF_PROMO.search(flat))):
+    if 2 * strong + weak >= 4 or (
+        linked and (strong >= 1 or weak >= 3 or _SELF_PROMO.search(flat))
+    ):
         return "spam"
     if _RESOLVED.search(flat):
         return "other"
@@ -184,7 +201,9 @@ def categorize(text: str) -> Category:
         return "discussion"
     asks = "?" in flat or "\uff1f" in flat or _QUESTION_START.match(flat)
     impersonal = not _SECOND_PERSON.search(flat)
-    if asks and (_JOKE.search(flat) or (impersonal and (_TAG_QUESTION.search(flat) or _CROWD.search(flat)))):
+    if asks and (
+        _JOKE.search(flat) or (impersonal and (_TAG_QUESTION.search(flat) or _CROWD.search(flat)))
+    ):
         return "other"
     if asks:
         return "question"

@@ -49,13 +49,17 @@ class OpenAIProvider(HttpProvider):
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             return Answer(None, note="the response has no choices")
         choice = choices[0]
-        message: dict[str, Any] = choice["message"] if isinstance(choice.get("message"), dict) else {}
+        message: dict[str, Any] = (
+            choice["message"] if isinstance(choice.get("message"), dict) else {}
+        )
         finish = choice.get("finish_reason")
         refusal = message.get("refusal")
         if isinstance(refusal, str) and refusal.strip():
             return Answer(None, stop="refusal", note=f"refusal: {refusal}")
         if finish == "length":
-            return Answer(_content_text(message.get("content")), stop="length", note="finish_reason length")
+            return Answer(
+                _content_text(message.get("content")), stop="length", note="finish_reason length"
+            )
         if finish == "content_filter":
             return Answer(None, stop="content_filter", note="finish_reason content_filter")
         text = _content_text(message.get("content"))
@@ -67,6 +71,8 @@ def _content_text(content: object) -> str | None:
         return content
     # Some compatible servers send content as a list of {"type": "text", "text": …} parts.
     if isinstance(content, list):
-        texts = [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        texts = [
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
         return "".join(texts) if texts else None
     return None

@@ -22,7 +22,10 @@ _MESSAGE_SNIPPET = 200
 _SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "needs_reply": {"type": "boolean", "description": "Whether the article author should reply."},
+        "needs_reply": {
+            "type": "boolean",
+            "description": "Whether the article author should reply.",
+        },
         "category": {"type": "string", "enum": list(Category.__args__)},  # type: ignore[attr-defined]
         "priority": {"type": "string", "enum": list(Priority.__args__)},  # type: ignore[attr-defined]
         # Length limits are stated in words: OpenAI's strict mode rejects minLength/maxLength
@@ -52,10 +55,13 @@ def parse_verdict_text(text: str) -> Verdict | AttemptError:
         data = json.loads(_strip_fence(text.strip()))
     except (ValueError, RecursionError, TypeError) as exc:
         # ValueError covers JSONDecodeError and the int-digits limit; RecursionError a "[[[[…".
-        return AttemptError(kind="malformed_json", message=f"model answer is not JSON: {_short(str(exc))}")
+        return AttemptError(
+            kind="malformed_json", message=f"model answer is not JSON: {_short(str(exc))}"
+        )
     if not isinstance(data, dict):
         return AttemptError(
-            kind="malformed_json", message=f"model answer is JSON {type(data).__name__}, not an object"
+            kind="malformed_json",
+            message=f"model answer is JSON {type(data).__name__}, not an object",
         )
     try:
         return Verdict.model_validate(data)
@@ -63,9 +69,13 @@ def parse_verdict_text(text: str) -> Verdict | AttemptError:
         return AttemptError(
             kind="invalid_verdict", message=f"model answer fails the verdict schema: {_errors(exc)}"
         )
-    except (ValueError, RecursionError) as exc:  # defensive: model text must never escape as an exception
+    except (
+        ValueError,
+        RecursionError,
+    ) as exc:  # defensive: model text must never escape as an exception
         return AttemptError(
-            kind="invalid_verdict", message=f"model answer fails the verdict schema: {_short(str(exc))}"
+            kind="invalid_verdict",
+            message=f"model answer fails the verdict schema: {_short(str(exc))}",
         )
 
 

@@ -66,7 +66,9 @@ class Redaction:
 
     def __init__(self, *secrets: str) -> None:
         secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
-        self._pattern = re.compile("|".join(f"(?:{_secret_pattern(s)})" for s in secrets)) if secrets else None
+        self._pattern = (
+            re.compile("|".join(f"(?:{_secret_pattern(s)})" for s in secrets)) if secrets else None
+        )
         self.marker = _marker(secrets, self._pattern) if self._pattern is not None else REDACTED
 
     def text(self, text: str) -> str:
@@ -93,7 +95,9 @@ class Redaction:
         summary that was nothing but a key every marker contains, so it was deleted) becomes
         ``invalid_verdict``.
         """
-        raw = _first_bytes(self.text(result.raw), RAW_LIMIT_BYTES) if result.raw is not None else None
+        raw = (
+            _first_bytes(self.text(result.raw), RAW_LIMIT_BYTES) if result.raw is not None else None
+        )
         error = self._error(result.error)
         verdict = result.verdict
         if verdict is not None:
@@ -181,7 +185,9 @@ def _marker(secrets: tuple[str, ...], pattern: re.Pattern[str]) -> str:
     # A marker whose brackets are in no secret cannot be part of a new match across its edge
     # (escapes contain no brackets), and one the pattern finds nothing in cannot hold one.
     for marker in _MARKERS:
-        if all(marker[0] not in s and marker[-1] not in s for s in secrets) and not pattern.search(marker):
+        if all(marker[0] not in s and marker[-1] not in s for s in secrets) and not pattern.search(
+            marker
+        ):
             return marker
     return ""
 

@@ -37,8 +37,10 @@ class ModelsEndpoint:
 
 
 def _openai_models_hint(base_url: str) -> str:
-    return (f"list the server's models with GET {base_url}/models (Ollama: `ollama list`), and check that "
-            "WATCHER_BASE_URL includes the API path (OpenAI, Ollama, vLLM, llama.cpp: …/v1)")
+    return (
+        f"list the server's models with GET {base_url}/models (Ollama: `ollama list`), and check that "
+        "WATCHER_BASE_URL includes the API path (OpenAI, Ollama, vLLM, llama.cpp: …/v1)"
+    )
 
 
 def _anthropic_models_hint(base_url: str) -> str:
@@ -91,7 +93,9 @@ class ProviderSpec:
         """The name of the variable :meth:`fallback_key` reads (for messages), else ``None``."""
         return next((var for var in self.key_env if env.get(var)), None)
 
-    def build(self, settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None) -> Provider:
+    def build(
+        self, settings: ProviderSettings, *, transport: httpx.BaseTransport | None = None
+    ) -> Provider:
         """Import the implementation and build it; ``transport`` replaces the network (tests)."""
         module_name, _, attribute = self.factory.partition(":")
         factory: Any = getattr(importlib.import_module(module_name), attribute)
@@ -158,6 +162,8 @@ def provider_spec(name: str) -> ProviderSpec:
         return PROVIDERS[name]
     except KeyError:
         choices = ", ".join(PROVIDERS)
-        raise ConfigError(f"unknown provider {name!r}: choose one of {choices} (WATCHER_PROVIDER); for Ollama, vLLM, "
-                          "llama.cpp or another OpenAI-compatible server use openai with WATCHER_BASE_URL (Ollama: "
-                          "http://localhost:11434/v1)") from None
+        raise ConfigError(
+            f"unknown provider {name!r}: choose one of {choices} (WATCHER_PROVIDER); for Ollama, vLLM, "
+            "llama.cpp or another OpenAI-compatible server use openai with WATCHER_BASE_URL (Ollama: "
+            "http://localhost:11434/v1)"
+        ) from None

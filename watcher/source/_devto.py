@@ -64,14 +64,18 @@ def fetch_devto(
             "no dev.to account configured: set DEVTO_USERNAME (or DEVTO_API_KEY), "
             "or use --source FILE to read a Forem-format export"
         )
-    collector = Collector(include_own=settings.include_own_comments, site=api_site(settings.devto_base_url))
+    collector = Collector(
+        include_own=settings.include_own_comments, site=api_site(settings.devto_base_url)
+    )
     with ForemClient(settings, transport=transport, clock=clock, sleep=sleep) as client:
         listed = _list_articles(client, settings, collector, per_page=per_page)
         collector.articles.extend(article for article, _ in listed)
         due = [(a, author) for a, author in listed if full or _changed(a, seen)]
         for done, (article, author) in enumerate(due):
             if article.comments_count == 0:
-                collector.fetched.add(article.id)  # nothing to fetch: its comment list is known empty
+                collector.fetched.add(
+                    article.id
+                )  # nothing to fetch: its comment list is known empty
                 continue
             if collector.interrupted is not None:
                 continue
@@ -96,7 +100,9 @@ def check_user(
     """
     name = settings.devto_username
     if not name:
-        raise ConfigError("DEVTO_USERNAME is not set: set it to the dev.to account whose articles to watch")
+        raise ConfigError(
+            "DEVTO_USERNAME is not set: set it to the dev.to account whose articles to watch"
+        )
     with ForemClient(settings, transport=transport, clock=clock, sleep=sleep) as client:
         _check_user(client, settings, name)
 
@@ -106,8 +112,10 @@ def _check_user(client: ForemClient, settings: Settings, name: str) -> None:
         base = shown_url(settings.devto_base_url)
         if not settings.devto_base_url.rstrip("/").endswith("/api"):
             # https://dev.to answers 404 for every /users/… path: the base, not the name, is wrong.
-            raise ConfigError(f"{base} has no /users/by_username (HTTP 404) — check DEVTO_BASE_URL: a Forem API "
-                              "base ends in /api (https://dev.to/api)")
+            raise ConfigError(
+                f"{base} has no /users/by_username (HTTP 404) — check DEVTO_BASE_URL: a Forem API "
+                "base ends in /api (https://dev.to/api)"
+            )
         raise ConfigError(f"no dev.to user {name} at {base} — check DEVTO_USERNAME")
 
 
@@ -121,13 +129,19 @@ def _changed(article: SourceArticle, seen: SeenFile) -> bool:
     return article.last_comment_at is not None and article.last_comment_at != known.last_comment_at
 
 
-def _list_articles(client: ForemClient, settings: Settings, collector: Collector, *, per_page: int) -> Listed:
+def _list_articles(
+    client: ForemClient, settings: Settings, collector: Collector, *, per_page: int
+) -> Listed:
     """The author's articles, each with ``last_comment_at`` where the public listing has it."""
     name = settings.devto_username or ""  # fetch_devto made sure one of the two is set
     if settings.devto_api_key is None:
-        listed = _read_pages(client, settings, "/articles", {"username": name}, collector, per_page=per_page)
+        listed = _read_pages(
+            client, settings, "/articles", {"username": name}, collector, per_page=per_page
+        )
         if not listed:
-            _check_user(client, settings, name)  # nothing listed: a typo must not look like "nothing new"
+            _check_user(
+                client, settings, name
+            )  # nothing listed: a typo must not look like "nothing new"
         return listed
     mine = _read_pages(client, settings, "/articles/me/published", {}, collector, per_page=per_page)
     owner = next((author for _, author in mine if author), None)
@@ -135,22 +149,39 @@ def _list_articles(client: ForemClient, settings: Settings, collector: Collector
     if not mine or not name:
         return mine
     # Rejections of the public copy of the same articles would be reported twice: dropped.
-    public = _read_pages(client, settings, "/articles", {"username": name}, Collector(include_own=False),
-                         per_page=per_page)
+    public = _read_pages(
+        client,
+        settings,
+        "/articles",
+        {"username": name},
+        Collector(include_own=False),
+        per_page=per_page,
+    )
     if not public and owner is None:
         _check_user(client, settings, name)
     signal = {article.id: article.last_comment_at for article, _ in public}
-    return [(dataclasses.replace(a, last_comment_at=signal.get(a.id)), author) for a, author in mine]
+    return [
+        (dataclasses.replace(a, last_comment_at=signal.get(a.id)), author) for a, author in mine
+    ]
 
 
-def _read_pages(client: ForemClient, settings: Settings, path: str, query: dict[str, Any], collector: Collector,
-                *, per_page: int) -> Listed:
+def _read_pages(
+    client: ForemClient,
+    settings: Settings,
+    path: str,
+    query: dict[str, Any],
+    collector: Collector,
+    *,
+    per_page: int,
+) -> Listed:
     listed: dict[int, tuple[SourceArticle, str | None]] = {}
     for page in range(1, MAX_PAGES + 1):
         response = client.get(path, {**query, "page": page, "per_page": per_page})
         if response.status_code == 404:
-            raise ConfigError(f"dev.to has no {path} at {shown_url(settings.devto_base_url)} (HTTP 404): "
-                              "check DEVTO_BASE_URL")
+            raise ConfigError(
+                f"dev.to has no {path} at {shown_url(settings.devto_base_url)} (HTTP 404): "
+                "check DEVTO_BASE_URL"
+            )
         items = _json_list(response, what=f"GET {path} page {page}")
         if not items:
             break
@@ -182,17 +213,24 @@ def _json_list(response: httpx.Response, *, what: str) -> list[Any]:
     return data
 
 
-def _fetch_thread(client: ForemClient, article: SourceArticle, author: str | None, collector: Collector) -> None:
+def _fetch_thread(
+    client: ForemClient, article: SourceArticle, author: str | None, collector: Collector
+) -> None:
     where = f"article {article.id}"
     response = client.get("/comments", {"a_id": article.id})
     if response.status_code == 404:
-        collector.rejected.append(Rejection(f"{where}: dev.to has no comments for it (HTTP 404; deleted?)", where))
+        collector.rejected.append(
+            Rejection(f"{where}: dev.to has no comments for it (HTTP 404; deleted?)", where)
+        )
         return
     try:
         nodes = response.json()
     except (ValueError, RecursionError) as exc:
         collector.rejected.append(
-            Rejection(f"{where}: dev.to returned invalid JSON for its comments ({exc}); skipped this scan", where)
+            Rejection(
+                f"{where}: dev.to returned invalid JSON for its comments ({exc}); skipped this scan",
+                where,
+            )
         )
         return
     if collector.add_thread(nodes, article=article, author=author):

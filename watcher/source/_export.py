@@ -29,7 +29,9 @@ def read_export(path: Path, settings: Settings) -> FetchResult:
     data = _load(path)
     username = data.get("username")
     if username is not None and not isinstance(username, str):
-        raise UsageError(f"{path}: top-level username must be a string, got {type(username).__name__}")
+        raise UsageError(
+            f"{path}: top-level username must be a string, got {type(username).__name__}"
+        )
     collector = Collector(include_own=settings.include_own_comments)
     for i, raw in enumerate(data["articles"]):
         parsed = parse_article(raw, where=f"article #{i + 1}")
@@ -39,12 +41,18 @@ def read_export(path: Path, settings: Settings) -> FetchResult:
         article, article_author = parsed
         if any(known.id == article.id for known in collector.articles):
             where = f"article {article.id}"
-            collector.rejected.append(Rejection(f"{where} appears twice in {path.name}; the later copy was skipped", where))
+            collector.rejected.append(
+                Rejection(
+                    f"{where} appears twice in {path.name}; the later copy was skipped", where
+                )
+            )
             continue
         collector.articles.append(article)
         if "comments" not in raw:
             where = f"article {article.id}"
-            collector.rejected.append(Rejection(f"{where}: missing field comments; its comments were skipped", where))
+            collector.rejected.append(
+                Rejection(f"{where}: missing field comments; its comments were skipped", where)
+            )
             continue
         author = username or article_author or settings.devto_username
         if collector.add_thread(raw["comments"], article=article, author=author):
@@ -56,12 +64,17 @@ def _load(path: Path) -> dict[str, Any]:
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
-        raise UsageError(f"source file {path} does not exist: give the path of a Forem-format export") from None
+        raise UsageError(
+            f"source file {path} does not exist: give the path of a Forem-format export"
+        ) from None
     except OSError as exc:
         raise UsageError(f"cannot read source file {path}: {exc.strerror or exc}") from None
     try:
         data = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError; "[[[[…" recurses
+    except (
+        ValueError,
+        RecursionError,
+    ) as exc:  # UnicodeDecodeError is a ValueError; "[[[[…" recurses
         raise UsageError(f"source file {path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("articles"), list):
         raise UsageError(
@@ -87,4 +100,6 @@ def bundled_sample() -> Path:
         if candidate.is_file():
             return candidate
     looked = ", ".join(str(c) for c in candidates)
-    raise UsageError(f"the bundled sample export is missing (looked in {looked}); reinstall devto-watcher")
+    raise UsageError(
+        f"the bundled sample export is missing (looked in {looked}); reinstall devto-watcher"
+    )

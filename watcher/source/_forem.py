@@ -90,7 +90,9 @@ class ForemClient:
                 break
             delay = retry_after_seconds(response.headers.get("retry-after"))
             if delay is None or delay > self._budget:
-                raise SourceUnavailable(_rate_limit_message(path, delay, self._budget, again=waited))
+                raise SourceUnavailable(
+                    _rate_limit_message(path, delay, self._budget, again=waited)
+                )
             self._budget -= max(delay, MIN_WAIT_CHARGE_S)
             waited = True
             self._sleep(delay)
@@ -139,16 +141,22 @@ class ForemClient:
                 "later, from another network, or report it if it persists"
             )
         if status >= 500:
-            raise SourceUnavailable(f"dev.to is unavailable (HTTP {status} for GET {path}); try again later")
+            raise SourceUnavailable(
+                f"dev.to is unavailable (HTTP {status} for GET {path}); try again later"
+            )
         raise SourceUnavailable(
             f"dev.to answered HTTP {status} for GET {path}; check DEVTO_BASE_URL and try again later"
         )
 
 
 def _rate_limit_message(path: str, delay: float | None, budget: float, *, again: bool) -> str:
-    head = f"dev.to rate limit (HTTP 429) for GET {path}" + (" again after waiting" if again else "")
+    head = f"dev.to rate limit (HTTP 429) for GET {path}" + (
+        " again after waiting" if again else ""
+    )
     if delay is None:
         return f"{head}, without a usable Retry-After; wait a minute and try again"
     until = iso(utcnow() + timedelta(seconds=delay))
-    return (f"{head}: dev.to asks to wait {delay:.0f} s, more than the {max(budget, 0):.0f} s left of "
-            f"this scan's {RETRY_BUDGET_S:.0f} s of waiting; try again after {until}")
+    return (
+        f"{head}: dev.to asks to wait {delay:.0f} s, more than the {max(budget, 0):.0f} s left of "
+        f"this scan's {RETRY_BUDGET_S:.0f} s of waiting; try again after {until}"
+    )

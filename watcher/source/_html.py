@@ -12,17 +12,61 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-_BLOCKS = frozenset({
-    "p", "div", "section", "article", "header", "footer", "aside", "main", "nav", "figure",
-    "figcaption", "details", "summary", "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead",
-    "tbody", "tr", "ul", "ol", "li", "dl", "dt", "dd", "blockquote", "hr",
-})
+_BLOCKS = frozenset(
+    {
+        "p",
+        "div",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "aside",
+        "main",
+        "nav",
+        "figure",
+        "figcaption",
+        "details",
+        "summary",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "ul",
+        "ol",
+        "li",
+        "dl",
+        "dt",
+        "dd",
+        "blockquote",
+        "hr",
+    }
+)
 _DROPPED = frozenset({"script", "style", "svg", "template", "button", "noscript", "iframe"})
 _DROPPED_CLASSES = ("highlight__panel",)
-_VOID = frozenset({
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
-    "track", "wbr",
-})
+_VOID = frozenset(
+    {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    }
+)
 # A line break from <br> must survive whitespace collapsing, so it travels as a private-use char.
 _BR = "\ue000"
 _SPACES = re.compile(r"[ \t\r\n\f\v]+")
@@ -42,7 +86,9 @@ def _control_ref(match: re.Match[str]) -> str:
 class _TextBuilder(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.blocks: list[tuple[str, bool]] = []  # (text, joins the previous block with one newline)
+        self.blocks: list[
+            tuple[str, bool]
+        ] = []  # (text, joins the previous block with one newline)
         self._after_item = False  # the last block was a list item of a list still open
         self._line: list[str] = []
         self._pre: list[str] | None = None
@@ -153,7 +199,9 @@ class _TextBuilder(HTMLParser):
 
     def _add(self, text: str, *, is_item: bool) -> None:
         if self._quote_depth:
-            text = "\n".join(("> " * self._quote_depth + line).rstrip() for line in text.split("\n"))
+            text = "\n".join(
+                ("> " * self._quote_depth + line).rstrip() for line in text.split("\n")
+            )
         self.blocks.append((text, is_item and self._after_item))
         self._after_item = is_item
 

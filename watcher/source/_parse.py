@@ -39,6 +39,8 @@ def excerpt(text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()][:EXCERPT_LINES]
     short = "\n".join(lines)
     return short if len(short) <= EXCERPT_CHARS else short[: EXCERPT_CHARS - 1] + "…"
+
+
 _SHOW = 40  # characters of a bad value quoted in a message
 
 
@@ -72,7 +74,10 @@ def parse_article(raw: Any, *, where: str) -> tuple[SourceArticle, str | None] |
     author = user.get("username") if isinstance(user, dict) else None
     # Read back from the payload (Any) rather than from `count` (Any | None): each was checked above.
     article = SourceArticle(
-        id=raw["id"], title=raw["title"], url=raw["url"], comments_count=raw["comments_count"],
+        id=raw["id"],
+        title=raw["title"],
+        url=raw["url"],
+        comments_count=raw["comments_count"],
         last_comment_at=_timestamp_or_none(raw.get("last_comment_at")),
     )
     return article, author if isinstance(author, str) and author else None
@@ -117,8 +122,11 @@ class Collector:
             latest_replies=dict(self.latest_replies),
             reply_nodes={cid: list(nodes) for cid, nodes in self.reply_nodes.items()},
             thread_ids={aid: set(ids) for aid, ids in self.thread_ids.items()},
-            whole={a.id for a in self.articles
-                   if a.id in self.fetched and self.node_counts.get(a.id, 0) >= a.comments_count},
+            whole={
+                a.id
+                for a in self.articles
+                if a.id in self.fetched and self.node_counts.get(a.id, 0) >= a.comments_count
+            },
             gone=dict(self.gone),
             interrupted=self.interrupted,
         )
@@ -128,7 +136,10 @@ class Collector:
         if not isinstance(nodes, list):
             where = f"article {article.id}"
             self.rejected.append(
-                Rejection(f"{where}: comments must be a JSON list, got {type(nodes).__name__}; skipped", where)
+                Rejection(
+                    f"{where}: comments must be a JSON list, got {type(nodes).__name__}; skipped",
+                    where,
+                )
             )
             return False
         self.thread_ids.setdefault(article.id, set())
@@ -139,11 +150,15 @@ class Collector:
         ]
         while stack:
             node, parent_id, position = stack.pop()
-            own_id = self._add_node(node, article=article, author=author, parent_id=parent_id, position=position)
+            own_id = self._add_node(
+                node, article=article, author=author, parent_id=parent_id, position=position
+            )
             children = node.get("children", []) if isinstance(node, dict) else []
             if not isinstance(children, list):
                 where = own_id or f"article {article.id}, comment #{position}"
-                self.rejected.append(Rejection(f"{where}: children must be a list; its replies were skipped", where))
+                self.rejected.append(
+                    Rejection(f"{where}: children must be a list; its replies were skipped", where)
+                )
                 continue
             if own_id is not None and author:
                 self._note_author_reply(own_id, children, author)
@@ -153,13 +168,21 @@ class Collector:
         return True
 
     def _add_node(
-        self, node: Any, *, article: SourceArticle, author: str | None, parent_id: str | None, position: str
+        self,
+        node: Any,
+        *,
+        article: SourceArticle,
+        author: str | None,
+        parent_id: str | None,
+        position: str,
     ) -> str | None:
         """Check and keep one comment; return its id when replies may point at it."""
         where = f"article {article.id}, comment #{position}"
         self.node_counts[article.id] = self.node_counts.get(article.id, 0) + 1
         if not isinstance(node, dict):
-            return self._reject(f"{where} is not a JSON object ({type(node).__name__}); skipped", where)
+            return self._reject(
+                f"{where} is not a JSON object ({type(node).__name__}); skipped", where
+            )
         id_code = node.get("id_code")
         if not isinstance(id_code, str) or not COMMENT_ID_RE.fullmatch(id_code):
             return self._reject(
@@ -168,12 +191,17 @@ class Collector:
                 where,
             )
         if id_code in self._ids:
-            return self._reject(f"comment {id_code} ({where}) appears twice; the later copy was skipped", id_code)
+            return self._reject(
+                f"comment {id_code} ({where}) appears twice; the later copy was skipped", id_code
+            )
         # Present in the thread, whatever its content: a known comment with a bad body is not deleted.
         self.thread_ids.setdefault(article.id, set()).add(id_code)
         body = node.get("body_html")
         if not isinstance(body, str):
-            return self._reject(f"comment {id_code}: body_html must be a string, got {_show(body)}; skipped", id_code)
+            return self._reject(
+                f"comment {id_code}: body_html must be a string, got {_show(body)}; skipped",
+                id_code,
+            )
         self._ids.add(id_code)
         text = html_to_text(body)
         self.parent_texts[id_code] = text
@@ -188,18 +216,34 @@ class Collector:
         if isinstance(username, str):
             self._authors[id_code] = username
         if isinstance(username, Rejection):
-            return self._reject(f"comment {id_code}: {username.message}; skipped", id_code, keep_id=True)
+            return self._reject(
+                f"comment {id_code}: {username.message}; skipped", id_code, keep_id=True
+            )
         if author and username.lower() == author.lower() and not self.include_own:
             return id_code
-        comment = self._build(node, id_code=id_code, article=article, parent_id=parent_id, username=username, text=text,
-                              article_author=author)
+        comment = self._build(
+            node,
+            id_code=id_code,
+            article=article,
+            parent_id=parent_id,
+            username=username,
+            text=text,
+            article_author=author,
+        )
         if comment is not None:
             self.comments.append(comment)
         return id_code
 
     def _build(
-        self, node: dict[str, Any], *, id_code: str, article: SourceArticle, parent_id: str | None,
-        username: str, text: str, article_author: str | None,
+        self,
+        node: dict[str, Any],
+        *,
+        id_code: str,
+        article: SourceArticle,
+        parent_id: str | None,
+        username: str,
+        text: str,
+        article_author: str | None,
     ) -> Comment | None:
         created_at = node.get("created_at")
         problem = _created_at_problem(created_at)
@@ -213,16 +257,29 @@ class Collector:
         parent_text = self.parent_texts.get(parent_id) if parent_id else None
         try:
             return Comment(
-                id=id_code, article_id=article.id, article_title=article.title, article_url=article.url,
-                parent_id=parent_id, author=username, created_at=node["created_at"], text=text,
+                id=id_code,
+                article_id=article.id,
+                article_title=article.title,
+                article_url=article.url,
+                parent_id=parent_id,
+                author=username,
+                created_at=node["created_at"],
+                text=text,
                 url=url or comment_url(self.site or site_of(article.url), username, id_code),
                 parent_author=parent_author,
-                parent_excerpt=excerpt(parent_text) if parent_text and parent_text not in SKIPPED_BODIES else None,
-                answers_author=bool(parent_author and article_author
-                                    and parent_author.lower() == article_author.lower()),
+                parent_excerpt=excerpt(parent_text)
+                if parent_text and parent_text not in SKIPPED_BODIES
+                else None,
+                answers_author=bool(
+                    parent_author
+                    and article_author
+                    and parent_author.lower() == article_author.lower()
+                ),
             )
         except ValidationError as exc:  # defensive: every field was checked above
-            self._reject(f"comment {id_code}: {exc.errors()[0]['msg']}; skipped", id_code, keep_id=True)
+            self._reject(
+                f"comment {id_code}: {exc.errors()[0]['msg']}; skipped", id_code, keep_id=True
+            )
             return None
 
     def _note_author_reply(self, comment_id: str, children: list[Any], author: str) -> None:
@@ -246,8 +303,14 @@ class Collector:
             if latest is None or moment > latest[0]:
                 latest = (moment, created_at)
             id_code, body = child.get("id_code"), child.get("body_html")
-            if isinstance(id_code, str) and COMMENT_ID_RE.fullmatch(id_code) and isinstance(body, str):
-                nodes.append(Reply(id=id_code, created_at=created_at, excerpt=excerpt(html_to_text(body))))
+            if (
+                isinstance(id_code, str)
+                and COMMENT_ID_RE.fullmatch(id_code)
+                and isinstance(body, str)
+            ):
+                nodes.append(
+                    Reply(id=id_code, created_at=created_at, excerpt=excerpt(html_to_text(body)))
+                )
         if earliest is not None and latest is not None:
             self.author_replies[comment_id] = earliest[1]
             self.latest_replies[comment_id] = latest[1]
@@ -289,7 +352,11 @@ def _created_at_problem(value: Any) -> str | None:
 def site_of(url: str) -> str:
     """The ``scheme://host`` of ``url`` (an article's url, or DEVTO_BASE_URL), else ``https://dev.to``."""
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else "https://dev.to"
+    return (
+        f"{parts.scheme}://{parts.netloc}"
+        if parts.scheme in ("http", "https") and parts.netloc
+        else "https://dev.to"
+    )
 
 
 def api_site(base_url: str) -> str:

@@ -23,7 +23,15 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from watcher.models import CronState, InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
+from watcher.models import (
+    CronState,
+    InboxRecord,
+    ProviderState,
+    SeenComment,
+    SeenFile,
+    SignalState,
+    Triage,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -108,7 +116,9 @@ class Store(Protocol):
     def write_reservation(self, record: InboxRecord) -> Reservation:
         """Durably write ``record`` whose last attempt is the one just reserved (before the call)."""
 
-    def write_outcome(self, reservation: Reservation, finish: Callable[[InboxRecord], InboxRecord]) -> InboxRecord:
+    def write_outcome(
+        self, reservation: Reservation, finish: Callable[[InboxRecord], InboxRecord]
+    ) -> InboxRecord:
         """Write ``finish(current)`` if the reserved attempt is still the record's open last
         attempt, else write nothing and raise :class:`SaveConflict` (SPEC §13.5)."""
 
@@ -121,24 +131,35 @@ class Store(Protocol):
     def load_index(self) -> SeenFile:
         """The index as stored; an empty one before the first save."""
 
-    def reconcile_index(self, index: SeenFile, ids: Iterable[str] | None = None) -> tuple[SeenFile, list[str]]:
+    def reconcile_index(
+        self, index: SeenFile, ids: Iterable[str] | None = None
+    ) -> tuple[SeenFile, list[str]]:
         """``index`` brought up to the records (all, or ``ids``), and the ids added or repaired."""
 
-    def save_index(self, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None) -> SeenFile:
+    def save_index(
+        self, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None
+    ) -> SeenFile:
         """The three-way merge-on-save of :func:`watcher.seen.merge`; returns what was saved."""
 
     def patch_triage(self, comment_id: str, triage: Triage) -> SeenComment | None:
         """A person's mark, applied as given (``None``: no such comment)."""
 
-    def patch_triages(self, comment_ids: Iterable[str], triage: Triage, *, at: str | None = None,
-                      ) -> dict[str, SeenComment] | None:
+    def patch_triages(
+        self,
+        comment_ids: Iterable[str],
+        triage: Triage,
+        *,
+        at: str | None = None,
+    ) -> dict[str, SeenComment] | None:
         """The same mark for several comments in one save, made at ``at`` (now); ``None`` (nothing
         written) if any is unknown."""
 
     def claim_listed(self, ids: Iterable[str]) -> list[str]:
         """Mark ``ids`` listed by ``inbox --new``; return those no earlier listing had."""
 
-    def note_author_replies(self, replies: Mapping[str, str], latest: Mapping[str, str] | None = None) -> list[str]:
+    def note_author_replies(
+        self, replies: Mapping[str, str], latest: Mapping[str, str] | None = None
+    ) -> list[str]:
         """Mark the comments the author answered on dev.to replied; return those newly marked."""
 
     # ---- the provider state (SPEC §7.2, §13.1) -----------------------------------------------------
@@ -170,4 +191,3 @@ class Store(Protocol):
 
     def signal_trouble(self, state: SignalState | None = None) -> str | None:
         """Why the counter would stop (log replaced, truncated, removed), else ``None``; never raises."""
-

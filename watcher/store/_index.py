@@ -25,7 +25,10 @@ LoadRecord = Callable[[str], "InboxRecord | None"]
 
 def load(paths: Paths) -> SeenFile:
     """The index as on disk; an empty one if it does not exist yet."""
-    return read_model(paths.seen, SeenFile, quarantine_dir=paths.quarantine, within=paths.user_part) or SeenFile()
+    return (
+        read_model(paths.seen, SeenFile, quarantine_dir=paths.quarantine, within=paths.user_part)
+        or SeenFile()
+    )
 
 
 def stamp(path: str | Path) -> str | None:
@@ -57,13 +60,22 @@ def list_ids(paths: Paths) -> list[str]:
     except FileNotFoundError:
         return []
     except OSError as exc:  # a loop, a file where inbox/ belongs: exit 5 naming it, not exit 1
-        raise UnsafePath(paths.inbox, f"not a directory watcher can list ({exc.strerror or exc})",
-                         fix="make it a plain directory again") from exc
+        raise UnsafePath(
+            paths.inbox,
+            f"not a directory watcher can list ({exc.strerror or exc})",
+            fix="make it a plain directory again",
+        ) from exc
     return sorted(n[:-5] for n in names if n.endswith(".json") and records.is_valid_id(n[:-5]))
 
 
-def reconcile(paths: Paths, index: SeenFile, ids: Iterable[str] | None, *, load_record: LoadRecord,
-              written: Mapping[str, tuple[str, InboxRecord]]) -> tuple[SeenFile, list[str]]:
+def reconcile(
+    paths: Paths,
+    index: SeenFile,
+    ids: Iterable[str] | None,
+    *,
+    load_record: LoadRecord,
+    written: Mapping[str, tuple[str, InboxRecord]],
+) -> tuple[SeenFile, list[str]]:
     """Bring the index up to the inbox files, without any model call.
 
     Returns the new index and the ids whose entry was added or repaired (``index`` itself when
@@ -93,8 +105,13 @@ def reconcile(paths: Paths, index: SeenFile, ids: Iterable[str] | None, *, load_
     return result, changed
 
 
-def _reconcile(paths: Paths, index: SeenFile, ids: Iterable[str] | None, load_record: LoadRecord,
-               written: Mapping[str, tuple[str, InboxRecord]]) -> tuple[SeenFile, list[str]]:
+def _reconcile(
+    paths: Paths,
+    index: SeenFile,
+    ids: Iterable[str] | None,
+    load_record: LoadRecord,
+    written: Mapping[str, tuple[str, InboxRecord]],
+) -> tuple[SeenFile, list[str]]:
     comments = index.comments
     known = comments.get
     stale: list[tuple[str, str]] = []

@@ -31,14 +31,25 @@ def real_directories(directory: Path, *, below: Path) -> None:
         except FileNotFoundError:
             return  # made later by mkdir, which makes a real directory
         except OSError as exc:
-            raise UnsafePath(Path(level), f"a directory that cannot be checked ({exc.strerror or exc})",
-                             fix="make it a plain directory again") from exc
+            raise UnsafePath(
+                Path(level),
+                f"a directory that cannot be checked ({exc.strerror or exc})",
+                fix="make it a plain directory again",
+            ) from exc
         if stat.S_ISLNK(st.st_mode):
-            raise UnsafePath(Path(level), f"a symbolic link (to {link_target(Path(level))!r}) where watcher's own "
-                             "directory belongs", fix=_link_fix(Path(level)))
+            raise UnsafePath(
+                Path(level),
+                f"a symbolic link (to {link_target(Path(level))!r}) where watcher's own "
+                "directory belongs",
+                fix=_link_fix(Path(level)),
+            )
         if not stat.S_ISDIR(st.st_mode):
-            raise UnsafePath(Path(level), f"{kind_of(st) if not stat.S_ISREG(st.st_mode) else 'a file'} where a "
-                             "directory belongs", fix="move it out of the data dir")
+            raise UnsafePath(
+                Path(level),
+                f"{kind_of(st) if not stat.S_ISREG(st.st_mode) else 'a file'} where a "
+                "directory belongs",
+                fix="move it out of the data dir",
+            )
 
 
 @lru_cache(maxsize=256)
@@ -52,7 +63,7 @@ def _levels(here: str, below: str) -> tuple[str, ...]:
     if not here.startswith(top + os.sep):
         return ()  # the chosen part itself, or not under it: nothing of ours to judge
     levels, level = [], top
-    for part in here[len(top) + 1:].split(os.sep):
+    for part in here[len(top) + 1 :].split(os.sep):
         if part:
             level = f"{level}{os.sep}{part}"
             levels.append(level)
@@ -66,14 +77,20 @@ _STATE_DIRS = frozenset({"inbox", "signals", "locks", "calls", "quarantine"})
 def _link_fix(level: Path) -> str:
     if level.name in _STATE_DIRS:
         return "put the directory itself there (e.g. `rm LINK && mv TARGET LINK`)"
-    return ("put the directory itself there, or set WATCHER_DATA_DIR to the path you mean (a data dir you "
-            "name may be reached through links)")
+    return (
+        "put the directory itself there, or set WATCHER_DATA_DIR to the path you mean (a data dir you "
+        "name may be reached through links)"
+    )
 
 
 def kind_of(st: os.stat_result) -> str:
     mode = st.st_mode
-    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
         if test(mode):
             return name
     return "a special file"

@@ -65,7 +65,9 @@ def write_json(path: Path, data: Any, *, within: Path | None = None, sync: bool 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def write_model(path: Path, model: BaseModel, *, within: Path | None = None, sync: bool = True) -> bool:
+def write_model(
+    path: Path, model: BaseModel, *, within: Path | None = None, sync: bool = True
+) -> bool:
     """:func:`write_json` of a model, serialised by pydantic's Rust encoder (this runs twice per
     model call: the Python encoder with indentation was a measurable share of bookkeeping).
 
@@ -75,7 +77,9 @@ def write_model(path: Path, model: BaseModel, *, within: Path | None = None, syn
     try:
         payload = (model.model_dump_json(indent=1) + "\n").encode("utf-8")
     except PydanticSerializationError:
-        write_json(path, model.model_dump(mode="json"), within=within, sync=sync)  # lone surrogates: see write_json
+        write_json(
+            path, model.model_dump(mode="json"), within=within, sync=sync
+        )  # lone surrogates: see write_json
         return False
     _write_bytes_as(path, payload, within=within, sync=sync)
     return True
@@ -99,7 +103,9 @@ def _write(path: Path, payload: bytes, *, within: Path | None, sync: bool) -> No
     """``sync=False`` (a scratch data dir, :mod:`watcher.store.scratch`, removed when its command ends):
     the same temp file and rename, so readers still see the old file or the new one, without the
     fsyncs that only a power loss needs."""
-    parent = path.parent  # builds a new Path each time it is asked for: once per write, not four times
+    parent = (
+        path.parent
+    )  # builds a new Path each time it is asked for: once per write, not four times
     if within is not None:
         real_directories(parent, below=within)
     tmp: str | None = None
@@ -130,7 +136,9 @@ def _write(path: Path, payload: bytes, *, within: Path | None, sync: bool) -> No
 STALE_TEMP_S = 3600.0
 
 
-def sweep_stale_temps(directory: Path, *, older_than_s: float = STALE_TEMP_S, within: Path | None = None) -> int:
+def sweep_stale_temps(
+    directory: Path, *, older_than_s: float = STALE_TEMP_S, within: Path | None = None
+) -> int:
     """Delete temp files that writers killed mid-write left in ``directory``; return how many.
 
     Only our own ``.<name>.<random>.tmp`` names, and only old ones: a younger temp file may be
@@ -199,8 +207,14 @@ def _unlink_quietly(name: str) -> None:
 
 
 def read_model(
-    path: Path, model: type[M], *, quarantine_dir: Path, check: Callable[[M], str | None] | None = None,
-    one_pass: bool = False, within: Path | None = None, on_read: Callable[[os.stat_result], None] | None = None,
+    path: Path,
+    model: type[M],
+    *,
+    quarantine_dir: Path,
+    check: Callable[[M], str | None] | None = None,
+    one_pass: bool = False,
+    within: Path | None = None,
+    on_read: Callable[[os.stat_result], None] | None = None,
 ) -> M | None:
     """Load ``path`` as ``model``; ``None`` if it does not exist.
 
@@ -235,7 +249,9 @@ def read_model(
         try:
             moved = quarantine(path, quarantine_dir, expected=found.stat, within=within)
         except OSError as exc:
-            raise CorruptState(path, None, f"{reason}; could not move it to quarantine ({exc})") from exc
+            raise CorruptState(
+                path, None, f"{reason}; could not move it to quarantine ({exc})"
+            ) from exc
         if moved is not None:
             raise CorruptState(path, moved, reason)
     raise CorruptState(path, None, f"{reason}; it kept changing while being moved aside")
@@ -254,11 +270,19 @@ class _Corrupt:
 # to escape as exit 1 from every command, status included). O_NONBLOCK: a FIFO opens at once
 # instead of waiting for a writer forever (it would hang every command: tests/test_special_paths.py); on a regular file
 # it changes nothing.
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def _read_once(
-    path: Path, model: type[M], check: Callable[[M], str | None] | None, one_pass: bool = False,
+    path: Path,
+    model: type[M],
+    check: Callable[[M], str | None] | None,
+    one_pass: bool = False,
     on_read: Callable[[os.stat_result], None] | None = None,
 ) -> M | None | _Corrupt:
     try:
@@ -285,7 +309,9 @@ def _read_once(
             pass  # judged below, where every reason and message is made
         else:
             problem = check(loaded) if check is not None else None
-            return _loaded(loaded, before, on_read) if problem is None else _Corrupt(problem, before)
+            return (
+                _loaded(loaded, before, on_read) if problem is None else _Corrupt(problem, before)
+            )
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -303,7 +329,9 @@ def _read_once(
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top)"
-        return _Corrupt(f"invalid at {where}: {first['msg']} ({exc.error_count()} problem(s))", before)
+        return _Corrupt(
+            f"invalid at {where}: {first['msg']} ({exc.error_count()} problem(s))", before
+        )
     problem = check(loaded) if check is not None else None
     return _loaded(loaded, before, on_read) if problem is None else _Corrupt(problem, before)
 
@@ -340,12 +368,18 @@ def _not_openable(path: Path, exc: OSError) -> _Corrupt:
         raise CorruptState(path, None, f"cannot be read ({exc})") from exc
     except OSError as lexc:
         if lexc.errno == errno.ELOOP:  # a loop in the directories above the name, not the name
-            raise UnsafePath(path, "unreachable: the directories above it form a symbolic link loop",
-                             fix="fix the links above it") from exc
+            raise UnsafePath(
+                path,
+                "unreachable: the directories above it form a symbolic link loop",
+                fix="fix the links above it",
+            ) from exc
         raise CorruptState(path, None, f"cannot be read ({exc})") from exc
     if stat.S_ISLNK(st.st_mode):
-        return _Corrupt(f"a symbolic link (to {link_target(path)!r}), not a regular file; it was not "
-                        "followed, and its target was not touched", st)
+        return _Corrupt(
+            f"a symbolic link (to {link_target(path)!r}), not a regular file; it was not "
+            "followed, and its target was not touched",
+            st,
+        )
     if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
         raise CorruptState(path, None, f"cannot be read ({exc})") from exc
     return _not_regular(path, st)
@@ -359,13 +393,22 @@ def _not_regular(path: Path, st: os.stat_result) -> _Corrupt:
     except OSError:
         entries = -1
     if entries != 0:
-        held = "entries that could not be listed" if entries < 0 else f"{entries} entr{'y' if entries == 1 else 'ies'}"
+        held = (
+            "entries that could not be listed"
+            if entries < 0
+            else f"{entries} entr{'y' if entries == 1 else 'ies'}"
+        )
         raise UnsafePath(path, f"a directory holding {held}, where a state file belongs")
     return _Corrupt("an empty directory, not a regular file", st)
 
 
-def quarantine(path: Path, quarantine_dir: Path, *, expected: os.stat_result | None = None,
-               within: Path | None = None) -> Path | None:
+def quarantine(
+    path: Path,
+    quarantine_dir: Path,
+    *,
+    expected: os.stat_result | None = None,
+    within: Path | None = None,
+) -> Path | None:
     """Move ``path`` aside under a name that never collides; return where it went.
 
     ``expected`` guards a race: a concurrent durable write may have replaced the corrupt file
@@ -404,7 +447,9 @@ def _free_name(path: Path, quarantine_dir: Path) -> Path:
     # rename would overwrite an existing name, so the name must be unique, not just unused now:
     # pid keeps processes apart, the random token keeps threads (and same-second repeats) apart.
     # lexists: a quarantined dangling symlink is a name in use too.
-    while os.path.lexists(target := quarantine_dir / f"{label}.{stamp}.{os.getpid()}.{secrets.token_hex(4)}"):
+    while os.path.lexists(
+        target := quarantine_dir / f"{label}.{stamp}.{os.getpid()}.{secrets.token_hex(4)}"
+    ):
         pass
     return target
 
@@ -428,7 +473,9 @@ def _put_back(grabbed: Path, path: Path) -> None:
     fsync_dir(path.parent)
 
 
-def quarantined_names(quarantine_dir: Path, label: str, *, within: Path | None = None) -> list[Path]:
+def quarantined_names(
+    quarantine_dir: Path, label: str, *, within: Path | None = None
+) -> list[Path]:
     """Quarantined copies of a file whose label (see :func:`quarantine`) is ``label``."""
     if within is not None:
         real_directories(quarantine_dir, below=within)

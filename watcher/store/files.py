@@ -20,7 +20,15 @@ from pydantic import BaseModel
 from watcher import models, records, seen
 from watcher.config import Paths
 from watcher.errors import SaveConflict
-from watcher.models import CronState, InboxRecord, ProviderState, SeenComment, SeenFile, SignalState, Triage
+from watcher.models import (
+    CronState,
+    InboxRecord,
+    ProviderState,
+    SeenComment,
+    SeenFile,
+    SignalState,
+    Triage,
+)
 from watcher.store import CallLock, Reservation, _index, durable, locks, signals
 from watcher.store.dirs import real_directories
 from watcher.timeutil import iso
@@ -29,9 +37,22 @@ from watcher.timeutil import iso
 # watcher/pipeline/provider_state.py build the nested ones directly). Built before the first hold:
 # tests/test_lock_holds.py runs every command that takes the lock and fails on a build under it.
 LOCKED_MODELS: tuple[type[BaseModel], ...] = (
-    models.InboxRecord, models.Attempt, models.AttemptError, models.Grant, models.Edit, models.Gone,
-    models.Reply, models.Verdict, models.Usage, models.SeenFile, models.SeenComment, models.SeenArticle,
-    models.ProviderState, models.Breaker, models.TransientFailure)
+    models.InboxRecord,
+    models.Attempt,
+    models.AttemptError,
+    models.Grant,
+    models.Edit,
+    models.Gone,
+    models.Reply,
+    models.Verdict,
+    models.Usage,
+    models.SeenFile,
+    models.SeenComment,
+    models.SeenArticle,
+    models.ProviderState,
+    models.Breaker,
+    models.TransientFailure,
+)
 
 
 class FileStore:
@@ -66,8 +87,16 @@ class FileStore:
 
     def state_entries(self) -> list[Path]:
         paths = self._paths
-        names = (paths.inbox, paths.seen, paths.provider_state, paths.cron_state, paths.observations,
-                 paths.signals_dir, paths.quarantine, paths.config_file)
+        names = (
+            paths.inbox,
+            paths.seen,
+            paths.provider_state,
+            paths.cron_state,
+            paths.observations,
+            paths.signals_dir,
+            paths.quarantine,
+            paths.config_file,
+        )
         return [path for path in names if os.path.lexists(path)]
 
     def holds_state(self) -> bool:
@@ -123,7 +152,9 @@ class FileStore:
         return locks.try_call_lock(self._paths.call_lock(comment_id), within=self._paths.user_part)
 
     def make_call_locks(self, comment_ids: Iterable[str]) -> None:
-        locks.make_call_locks([self._paths.call_lock(cid) for cid in comment_ids], within=self._paths.user_part)
+        locks.make_call_locks(
+            [self._paths.call_lock(cid) for cid in comment_ids], within=self._paths.user_part
+        )
 
     def call_in_flight(self, comment_id: str) -> bool:
         return locks.held_elsewhere(self._paths.call_lock(comment_id), within=self._paths.user_part)
@@ -148,8 +179,14 @@ class FileStore:
                 return known[1]
 
         read: list[os.stat_result] = []
-        record = durable.read_model(path, InboxRecord, quarantine_dir=self._paths.quarantine, check=named_right,
-                                    within=within, on_read=read.append)
+        record = durable.read_model(
+            path,
+            InboxRecord,
+            quarantine_dir=self._paths.quarantine,
+            check=named_right,
+            within=within,
+            on_read=read.append,
+        )
         if record is not None and read:
             self._known[comment_id] = (_index.stamp_of(read[0]), record)
         return record
@@ -174,7 +211,9 @@ class FileStore:
         own = self._known.get(record.comment.id)
         return Reservation(record, own[0] if own is not None and own[1] is record else None)
 
-    def write_outcome(self, reservation: Reservation, finish: Callable[[InboxRecord], InboxRecord]) -> InboxRecord:
+    def write_outcome(
+        self, reservation: Reservation, finish: Callable[[InboxRecord], InboxRecord]
+    ) -> InboxRecord:
         finished = finish(self._still_reserved(reservation))
         self.save_record(finished)
         return finished
@@ -196,24 +235,34 @@ class FileStore:
                 f"{path}: attempt {mine.n}, reserved by this run, is no longer the file's open last attempt — "
                 "another process wrote it without the pipeline lock (was locks/pipeline.lock deleted, or is "
                 "inbox/ shared with another data dir?). Nothing was written; this call's answer is lost and its "
-                "attempt stays counted")
+                "attempt stays counted"
+            )
         return current
 
     def history_lost(self, comment_id: str, entry: SeenComment | None) -> bool:
         if entry is not None and (entry.attempts > 0 or entry.status != "pending"):
             return True
-        return bool(durable.quarantined_names(self._paths.quarantine, f"inbox-{comment_id}.json",
-                                              within=self._paths.user_part))
+        return bool(
+            durable.quarantined_names(
+                self._paths.quarantine, f"inbox-{comment_id}.json", within=self._paths.user_part
+            )
+        )
 
     # ---- the index ---------------------------------------------------------------------------------
 
     def load_index(self) -> SeenFile:
         return _index.load(self._paths)
 
-    def reconcile_index(self, index: SeenFile, ids: Iterable[str] | None = None) -> tuple[SeenFile, list[str]]:
-        return _index.reconcile(self._paths, index, ids, load_record=self.load_record, written=self._known)
+    def reconcile_index(
+        self, index: SeenFile, ids: Iterable[str] | None = None
+    ) -> tuple[SeenFile, list[str]]:
+        return _index.reconcile(
+            self._paths, index, ids, load_record=self.load_record, written=self._known
+        )
 
-    def save_index(self, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None) -> SeenFile:
+    def save_index(
+        self, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None
+    ) -> SeenFile:
         if not patches and seen.untouched(base, mine) and self._paths.seen.exists():
             # merge(base, base, theirs) is theirs: nothing to write, so skip the lock and the
             # re-read (an idle scan of a large index would otherwise parse seen.json twice).
@@ -235,15 +284,22 @@ class FileStore:
         entries = self.patch_triages([comment_id], triage)
         return entries[comment_id] if entries is not None else None
 
-    def patch_triages(self, comment_ids: Iterable[str], triage: Triage, *, at: str | None = None,
-                      ) -> dict[str, SeenComment] | None:
+    def patch_triages(
+        self,
+        comment_ids: Iterable[str],
+        triage: Triage,
+        *,
+        at: str | None = None,
+    ) -> dict[str, SeenComment] | None:
         ids = list(dict.fromkeys(comment_ids))
         base = self.load_index()
         mine, _ = self.reconcile_index(base, ids)
         if any(cid not in mine.comments for cid in ids):
             return None  # one unknown id: nothing is written (SPEC §15.2)
         patches: dict[str, Triage] = dict.fromkeys(ids, triage)
-        saved = self._update_index(lambda theirs: seen.merge(base, mine, theirs, patches, marked_at=at))
+        saved = self._update_index(
+            lambda theirs: seen.merge(base, mine, theirs, patches, marked_at=at)
+        )
         return {cid: saved.comments[cid] for cid in ids}
 
     def claim_listed(self, ids: Iterable[str]) -> list[str]:
@@ -258,7 +314,9 @@ class FileStore:
         self._update_index(change)
         return claimed
 
-    def note_author_replies(self, replies: Mapping[str, str], latest: Mapping[str, str] | None = None) -> list[str]:
+    def note_author_replies(
+        self, replies: Mapping[str, str], latest: Mapping[str, str] | None = None
+    ) -> list[str]:
         if not replies:
             return []
         marked: list[str] = []
@@ -283,8 +341,13 @@ class FileStore:
         if known is not None and known[0] == token:
             return known[1]
         read: list[os.stat_result] = []
-        state = durable.read_model(path, ProviderState, quarantine_dir=paths.quarantine, within=paths.user_part,
-                                   on_read=read.append)
+        state = durable.read_model(
+            path,
+            ProviderState,
+            quarantine_dir=paths.quarantine,
+            within=paths.user_part,
+            on_read=read.append,
+        )
         if state is None:
             state = ProviderState()
             self._provider_known = (None, state) if token is None else None
@@ -302,8 +365,12 @@ class FileStore:
 
     def load_cron_state(self) -> CronState:
         paths = self._paths
-        return durable.read_model(paths.cron_state, CronState, quarantine_dir=paths.quarantine,
-                                  within=paths.user_part) or CronState()
+        return (
+            durable.read_model(
+                paths.cron_state, CronState, quarantine_dir=paths.quarantine, within=paths.user_part
+            )
+            or CronState()
+        )
 
     def save_cron_state(self, state: CronState) -> None:
         self._write(self._paths.cron_state, state)
@@ -311,8 +378,12 @@ class FileStore:
     # ---- observation signals -----------------------------------------------------------------------
 
     def append_signals(self, events: Iterable[Mapping[str, object]]) -> None:
-        signals.append(self._paths, events, writer=self._append,
-                       lock=lambda: self._signals.hold(timeout=locks.SHORT_WAIT_S))
+        signals.append(
+            self._paths,
+            events,
+            writer=self._append,
+            lock=lambda: self._signals.hold(timeout=locks.SHORT_WAIT_S),
+        )
 
     def count_signals(self, *, reset: bool = False) -> signals.CountResult:
         return signals.run_counter(self._paths, reset=reset, write=self._write)

@@ -52,8 +52,13 @@ _MAX_PAUSE_S = 0.01
 
 
 @contextmanager
-def hold(path: Path, *, timeout: float, what: str = "another watcher run", within: Path | None = None,
-         ) -> Iterator[None]:
+def hold(
+    path: Path,
+    *,
+    timeout: float,
+    what: str = "another watcher run",
+    within: Path | None = None,
+) -> Iterator[None]:
     """Hold the exclusive lock at ``path``; raise :class:`LockBusy` after ``timeout`` seconds.
 
     Raises :class:`SaveFailed` ("cannot write <path>: <reason>", exit 5) when the lock file
@@ -80,7 +85,9 @@ def hold(path: Path, *, timeout: float, what: str = "another watcher run", withi
             os.close(fd)  # closing would release the flock anyway; unlock first says so
 
 
-def _acquire(path: Path, timeout: float, what: str, lock: Callable[..., bool], kept: int | None = None) -> int:
+def _acquire(
+    path: Path, timeout: float, what: str, lock: Callable[..., bool], kept: int | None = None
+) -> int:
     """An open descriptor of ``path`` holding its lock, within ``timeout`` seconds.
 
     ``kept``: a descriptor of ``path`` opened before (:class:`KeptLock`), tried first; it is
@@ -105,8 +112,10 @@ def _acquire(path: Path, timeout: float, what: str, lock: Callable[..., bool], k
         except OSError as exc:
             os.close(fd)
             if exc.errno in (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP):
-                raise StateError(f"cannot lock {path}: the filesystem does not support flock "
-                                 f"({exc.strerror}); keep the data dir on a local disk") from exc
+                raise StateError(
+                    f"cannot lock {path}: the filesystem does not support flock "
+                    f"({exc.strerror}); keep the data dir on a local disk"
+                ) from exc
             raise _cannot_lock(path, exc) from exc
         except BaseException:
             os.close(fd)
@@ -215,12 +224,17 @@ def _cannot_lock(path: Path, exc: OSError) -> StateError:
             target = os.readlink(path)
         except OSError:
             target = "?"
-        return UnsafePath(path, f"a symbolic link (to {target!r}) where a lock file belongs",
-                          fix="remove the link (watcher creates a fresh lock file)")
+        return UnsafePath(
+            path,
+            f"a symbolic link (to {target!r}) where a lock file belongs",
+            fix="remove the link (watcher creates a fresh lock file)",
+        )
     if stat.S_ISDIR(mode):
         return UnsafePath(path, "a directory where a lock file belongs")
     # Name the file that could not be written: the locks/ directory when mkdir failed.
     return SaveFailed(Path(exc.filename) if isinstance(exc.filename, str) else path, exc)
+
+
 class CallLock:
     """A comment's call lock, held by this process (SPEC §15.1): ``flock`` on
     ``locks/calls/<id>.lock``, which the kernel releases when the process dies, so a reservation

@@ -66,8 +66,13 @@ AppendBytes = Callable[[Path, bytes], None]
 WriteModel = Callable[[Path, BaseModel], object]
 
 
-def append(paths: Paths, events: Iterable[Mapping[str, Any]], *, writer: AppendBytes | None = None,
-           lock: Callable[[], AbstractContextManager[None]] | None = None) -> None:
+def append(
+    paths: Paths,
+    events: Iterable[Mapping[str, Any]],
+    *,
+    writer: AppendBytes | None = None,
+    lock: Callable[[], AbstractContextManager[None]] | None = None,
+) -> None:
     """Append one JSON line per event to ``observations.jsonl``.
 
     Each event needs a non-empty string ``"key"``; other fields (``comment``, ``run``,
@@ -115,7 +120,9 @@ def append_bytes(path: Path, payload: bytes) -> None:
             fd = os.open(path, _APPEND_FLAGS, 0o644)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
-            raise UnsafePath(path, "a symbolic link, FIFO or directory, not the observation log") from exc
+            raise UnsafePath(
+                path, "a symbolic link, FIFO or directory, not the observation log"
+            ) from exc
         raise
     try:
         info = os.fstat(fd)
@@ -170,11 +177,14 @@ class _Batch:
 
 def read_state(paths: Paths) -> SignalState | None:
     """The saved counter state, ``None`` before the first count (guarded read, see durable)."""
-    return durable.read_model(paths.signals_state, SignalState, quarantine_dir=paths.quarantine,
-                              within=paths.user_part)
+    return durable.read_model(
+        paths.signals_state, SignalState, quarantine_dir=paths.quarantine, within=paths.user_part
+    )
 
 
-def run_counter(paths: Paths, *, reset: bool = False, write: WriteModel | None = None) -> CountResult:
+def run_counter(
+    paths: Paths, *, reset: bool = False, write: WriteModel | None = None
+) -> CountResult:
     """Count every complete log line not counted yet, exactly once; return the saved totals.
 
     ``reset=True`` discards the saved counts and recounts the current log from offset 0 (what
@@ -211,8 +221,9 @@ def run_counter(paths: Paths, *, reset: bool = False, write: WriteModel | None =
     return CountResult(dict(state.counts), state.invalid, state.applied, new_lines, lines_read)
 
 
-def _one_pass(paths: Paths, fd: int, stop: int, synced: list[bool],
-              write: WriteModel) -> tuple[_Batch, SignalState, int]:
+def _one_pass(
+    paths: Paths, fd: int, stop: int, synced: list[bool], write: WriteModel
+) -> tuple[_Batch, SignalState, int]:
     # Read before taking the lock, so appenders are not kept waiting while we parse.
     start, cursor = _start_offset(paths)
     batch = _read_batch(fd, start, stop)
@@ -248,8 +259,9 @@ def _start_offset(paths: Paths) -> tuple[int, int]:
     restored): the state is the authority on what was counted, so we read from ``applied`` and
     recount the lines it does not cover rather than silently skip them.
     """
-    cursor = durable.read_model(paths.signals_cursor, SignalCursor, quarantine_dir=paths.quarantine,
-                                within=paths.user_part)
+    cursor = durable.read_model(
+        paths.signals_cursor, SignalCursor, quarantine_dir=paths.quarantine, within=paths.user_part
+    )
     state = read_state(paths)
     offset = cursor.offset if cursor else 0
     return min(offset, state.applied if state else 0), offset
@@ -277,7 +289,9 @@ def _read_batch(fd: int, start: int, stop: int) -> _Batch:
             lines.append((end, _key_of(raw)))
             last = raw
             if end - start >= PASS_BYTES:
-                return _Batch(start, end, lines, _tail_of(last + b"\n", end))  # the rest is the next pass's
+                return _Batch(
+                    start, end, lines, _tail_of(last + b"\n", end)
+                )  # the rest is the next pass's
         pending = bytearray(rest)
     return _Batch(start, end, lines, _tail_of(last + b"\n", end) if lines else None)
 
@@ -314,7 +328,9 @@ def _apply(state: SignalState, batch: _Batch, identity: LogIdentity) -> tuple[Si
     applied = max(state.applied, batch.end)
     if applied > state.applied and batch.tail is not None:
         # The watermark moves to the batch's last line: that line is what the next run checks.
-        identity = identity.model_copy(update={"tail_start": batch.tail[0], "tail_sha256": batch.tail[1]})
+        identity = identity.model_copy(
+            update={"tail_start": batch.tail[0], "tail_sha256": batch.tail[1]}
+        )
     log = identity if identity.head_sha256 or state.log is None else state.log
     return SignalState(counts=counts, applied=applied, invalid=invalid, log=log), new
 
@@ -348,7 +364,9 @@ def _check_same_log(paths: Paths, fd: int, state: SignalState) -> LogIdentity:
     if was is None or state.applied == 0:
         return now  # nothing counted yet, so nothing to protect
     if size < state.applied:
-        raise _log_changed(paths, f"was truncated (it has {size} bytes, {state.applied} were already counted)")
+        raise _log_changed(
+            paths, f"was truncated (it has {size} bytes, {state.applied} were already counted)"
+        )
     if was.head_sha256 and now.head_sha256 != was.head_sha256:
         raise _log_changed(paths, "was replaced (its first line changed)")
     if was.tail_sha256 is None or was.tail_start is None:
@@ -360,8 +378,11 @@ def _check_same_log(paths: Paths, fd: int, state: SignalState) -> LogIdentity:
         length = state.applied - start
         data = os.pread(fd, length, start) if 0 < length <= HEAD_CAP else b""
         if hashlib.sha256(data).hexdigest() != digest:
-            raise _log_changed(paths, f"was replaced (the last line counted, ending at byte {state.applied}, "
-                                      "is not the same)")
+            raise _log_changed(
+                paths,
+                f"was replaced (the last line counted, ending at byte {state.applied}, "
+                "is not the same)",
+            )
     return now.model_copy(update={"tail_start": start, "tail_sha256": digest})
 
 
@@ -370,8 +391,10 @@ def _tail_at(paths: Paths, fd: int, end: int) -> tuple[int, str]:
     base = max(0, end - HEAD_CAP)
     data = os.pread(fd, end - base, base)
     if not data.endswith(b"\n"):
-        raise _log_changed(paths, f"was replaced (no line ends at byte {end}, where counting stopped)")
-    return _tail_of(data[data.rfind(b"\n", 0, len(data) - 1) + 1:], end)
+        raise _log_changed(
+            paths, f"was replaced (no line ends at byte {end}, where counting stopped)"
+        )
+    return _tail_of(data[data.rfind(b"\n", 0, len(data) - 1) + 1 :], end)
 
 
 def log_trouble(paths: Paths, state: SignalState | None = None) -> str | None:
@@ -388,7 +411,9 @@ def log_trouble(paths: Paths, state: SignalState | None = None) -> str | None:
             return None
         fd = _open_log(paths)
         if fd is None:
-            raise _log_changed(paths, f"was removed ({state.applied} bytes of it were already counted)")
+            raise _log_changed(
+                paths, f"was removed ({state.applied} bytes of it were already counted)"
+            )
         try:
             _check_same_log(paths, fd, state)
         except OSError as exc:
@@ -446,7 +471,9 @@ def _count_without_log(paths: Paths, *, reset: bool, write: WriteModel) -> Count
         _reset(paths, None, write)
     state = read_state(paths) or SignalState()
     if state.applied > 0:
-        with signals_lock(paths):  # taken only here: a count of a data dir with no log writes nothing
+        with signals_lock(
+            paths
+        ):  # taken only here: a count of a data dir with no log writes nothing
             if os.path.lexists(paths.observations):
                 return None
             state = read_state(paths) or SignalState()
