@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from watcher.commands import Context
+from watcher.commands.core import Context
 from watcher.config import Settings
 from watcher.models import Comment, InboxRecord, Prompt, SeenFile, Verdict
 from watcher.pipeline import Hooks, Run, new_run_id, open_store
@@ -154,7 +154,7 @@ def comment(i: int, *, article_id: int = 1, text: str = COMMENT_TEXT) -> Comment
 
 
 def prompt_for(c: Comment) -> Prompt:
-    from watcher import prompts
+    from watcher.providers import prompts
 
     return prompts.render(c)
 

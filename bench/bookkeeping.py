@@ -40,7 +40,7 @@ from _common import (
 )
 
 from watcher import pipeline
-from watcher import records as rec
+from watcher.state import records as rec
 from watcher.config import Settings
 from watcher.models import AttemptError, InboxRecord, Prompt, SeenFile, Usage
 from watcher.pipeline import Hooks

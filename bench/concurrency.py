@@ -32,7 +32,7 @@ from _common import Row, median, ms, run_of, settings, temp_dir, timed, write_pl
 from pydantic import SecretStr
 
 from watcher import pipeline
-from watcher import records as rec
+from watcher.state import records as rec
 from watcher.config import Paths, Settings
 from watcher.models import Comment, Prompt
 from watcher.pipeline import Hooks
@@ -144,7 +144,7 @@ def fig6_and_7(base: Path | None, fake: Any) -> list[Row]:
 def _bridge(args: list[str], data: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``watcher-bridge ARGS`` as a process of its own, forked from the tests' fork server
     (tests/_forkserver.py: pydantic, httpx, typer and watcher's own modules preloaded, the fault hooks
-    and watcher.render imported in the child).
+    and watcher.cli.render imported in the child).
     30 exec'd starts in 5 s are ~13 s of CPU — more than 2 cores have — and a lock holder starved
     of CPU holds the lock for the scheduler's time, not the product's; start-up is figure 5's."""
     from _proc import run as run_process

@@ -27,8 +27,8 @@ from typing import Any
 
 from _common import Row, bench_source, context, forem_article, forem_node, settings, temp_dir
 
-from watcher import commands
-from watcher.results import BatchResult
+from watcher.commands import core as commands
+from watcher.commands.results import BatchResult
 
 ARTICLES = 300
 CHANGED = (17, 42, 123, 250, 299)

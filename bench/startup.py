@@ -22,8 +22,8 @@ from _common import Row, median, ms, temp_dir, timed
 
 BIN = Path(sys.executable).parent
 HEAVY = ("httpx", "rich", "mcp")
-WATCH = ("typer", "click", "pydantic", "pydantic_core", "filelock", "watcher.models", "watcher.cli",
-         "watcher.commands", "importlib.metadata")
+WATCH = ("typer", "click", "pydantic", "pydantic_core", "filelock", "watcher.models", "watcher.cli.app",
+         "watcher.commands.core", "importlib.metadata")
 
 
 def _commands(data_dir: Path) -> dict[str, list[str]]:

@@ -37,7 +37,8 @@ from _common import (
     timed,
 )
 
-from watcher import commands, records
+from watcher.commands import core as commands
+from watcher.state import records
 from watcher.config import Settings
 from watcher.models import Usage
 from watcher.store import _index

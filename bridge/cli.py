@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from watcher.argv import hoist_global_options
+from watcher.cli.argv import hoist_global_options
 
 if TYPE_CHECKING:
     from watcher.pipeline import Hooks
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def main(argv: Sequence[str] | None = None, *, hooks: Hooks | None = None) -> None:
     """Console entry point of ``watcher-bridge``: ``mcp`` serves MCP over stdio, anything else is
-    :func:`watcher.cli.main` answering with one envelope. ``hooks`` go to those commands, as
+    :func:`watcher.cli.app.main` answering with one envelope. ``hooks`` go to those commands, as
     there; the MCP server builds each tool call's own (its progress notifications)."""
     # Global options may stand before or after the command (`--data-dir X mcp`, `mcp --data-dir X`).
     args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
@@ -35,6 +35,6 @@ def main(argv: Sequence[str] | None = None, *, hooks: Hooks | None = None) -> No
         serve(args[:command] + args[command + 1 :])
         return
     # Imported here: `mcp` never needs typer or the CLI (bench/run.py figure 5c).
-    from watcher.cli import main as watcher_main
+    from watcher.cli.app import main as watcher_main
 
     watcher_main(args, entrypoint="bridge", hooks=hooks)

@@ -3,18 +3,18 @@
 Codex and Claude Code start this server themselves, with the environment the user grants it
 (Codex's shell sandbox strips ``*KEY*`` variables and has no network, so calling the bridge as a
 shell command cannot reach a real provider). Every tool hands the same core function the CLI
-uses to :func:`watcher.commands.execute` and returns its envelope; nothing here decides anything
+uses to :func:`watcher.commands.core.execute` and returns its envelope; nothing here decides anything
 about attempts, locks or state.
 
 What the server adds for agents (SPEC §10, "MCP, for agents"), all of it adaptation: progress
 notifications from the pipeline's hooks (:class:`_Progress`), a typed ``result`` in each output
-schema (generated from the models the commands return, :mod:`watcher.envelope`), messages
+schema (generated from the models the commands return, :mod:`watcher.commands.envelope`), messages
 reworded for MCP (:mod:`bridge.wording`), the resources ``watcher://inbox`` and
 ``watcher://comment/{id}``, and the ``reply-session`` prompt (:mod:`bridge.mcp_text`, with every
 word an agent reads).
 
 With ``WATCHER_PROVIDER=agent`` the agent is the model (SPEC §14): ``claim`` and ``submit`` hand
-its arguments to :func:`watcher.commands.claim` / :func:`watcher.commands.submit`, which reserve,
+its arguments to :func:`watcher.commands.core.claim` / :func:`watcher.commands.core.submit`, which reserve,
 lease, validate and compare-and-swap under the pipeline lock; this module only passes them on.
 
 The MCP SDK is an optional extra (``pip install 'devto-watcher[mcp]'``). This module is imported
@@ -45,14 +45,14 @@ from pydantic import Field, ValidationError
 import watcher
 from bridge import mcp_text
 from bridge.wording import for_agents
-from watcher import commands
-from watcher.commands import Context, Envelope
-from watcher.envelope import RESULTS, envelope_schema
+from watcher.commands import core as commands
+from watcher.commands.core import Context, Envelope
+from watcher.commands.envelope import RESULTS, envelope_schema
 from watcher.errors import EXIT_USAGE
 from watcher.models import COMMENT_ID_SHAPE
 from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT, Hooks, ItemResult
-from watcher.results import CommentRecord
-from watcher.visible import json_safe, visible
+from watcher.commands.results import CommentRecord
+from watcher.util.visible import json_safe, visible
 
 MIN_SDK = (2, 3)
 INSTALL_HINT = (
@@ -458,7 +458,7 @@ if _SDK_MISSING is None:
         async def list_tools(self) -> list[Tool]:
             # The tools return CallToolResult (the envelope, also on errors), so the SDK derives no
             # output schema; each tool's is generated from the model its command returns, the one
-            # the envelope dumps (watcher/envelope.py).
+            # the envelope dumps (watcher/commands/envelope.py).
             return [
                 t.model_copy(update={"output_schema": envelope_schema(t.name)})
                 if t.name in RESULTS

@@ -11,8 +11,8 @@ No MCP SDK import: the plain bridge may load this module.
 from __future__ import annotations
 
 from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT
-from watcher.records import LEASE
-from watcher.visible import visible
+from watcher.state.records import LEASE
+from watcher.util.visible import visible
 
 # SPEC §14: how long a claim waits for its submit (the core's figure, in the words' unit).
 LEASE_MINUTES = round(LEASE.total_seconds() / 60)

@@ -27,7 +27,7 @@ from typing import Any
 
 from _mirror import World
 
-from watcher.timeutil import utcnow
+from watcher.util.timeutil import utcnow
 
 ROUND = timedelta(minutes=30)
 CRON = (("scan", "--limit", "20"), ("recheck", "--limit", "20"))

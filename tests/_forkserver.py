@@ -17,7 +17,7 @@ forked children's CPU went from 88 to 46 s with them preloaded (``WATCHER_TESTS_
 test command's pytest 136.6 → 116.9 s, 2026-12-02). A child still sees what an exec'd process
 sees, because none of them reads the environment, the standard streams or the clock at import:
 settings are read when a command runs, and the one module that looks at its streams on import,
-``watcher.render`` (whether stdout is a terminal), is left out and imported in each child, as
+``watcher.cli.render`` (whether stdout is a terminal), is left out and imported in each child, as
 the server checks (:data:`FRESH`). The fault hooks (tests/_faults/sitecustomize.py) still come
 in the child, from its ``PYTHONPATH``, after it has the environment, working directory,
 arguments and standard streams it was given; they patch watcher's classes, which every module
@@ -85,13 +85,13 @@ PRELOAD = ("pydantic", "pydantic.types", "pydantic_core", "httpx", "httpcore", "
            "importlib.metadata", "importlib.resources.readers", "queue", "csv", "zipfile", "argparse", "html.parser",
            "pydantic.functional_serializers", "logging", "traceback")
 # watcher's own modules: everything a command imports but the few it imports fresh (FRESH).
-WATCHER_PRELOAD = ("watcher.cli", "bridge.cli", "watcher.pipeline.locked", "watcher.pipeline.calls",
-                   "watcher.pipeline.gate", "watcher.threads", "watcher.store.files", "watcher.results",
+WATCHER_PRELOAD = ("watcher.cli.app", "bridge.cli", "watcher.pipeline.locked", "watcher.pipeline.calls",
+                   "watcher.pipeline.gate", "watcher.util.threads", "watcher.store.files", "watcher.commands.results",
                    "watcher.providers.openai", "watcher.providers.anthropic", "watcher.providers.offline",
                    "watcher.source")
-# Read something of the process at import (watcher.render: whether stdout is a terminal), so never
+# Read something of the process at import (watcher.cli.render: whether stdout is a terminal), so never
 # preloaded: a child imports them with its own streams. The server stops if the preload pulled one in.
-FRESH = ("watcher.render",)
+FRESH = ("watcher.cli.render",)
 # What ``watcher-bridge mcp`` imports of the SDK (bridge/mcp_server.py), preloaded on a request for it.
 MCP_PRELOAD = ("anyio", "anyio.from_thread", "anyio.to_thread", "mcp.server.mcpserver",
                "mcp.server.mcpserver.exceptions", "mcp.server.mcpserver.utilities.context_injection",

@@ -21,7 +21,7 @@ from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
 from _proc import Answer, run_main
 
 from watcher.source import resolve_source
-from watcher.timeutil import utcnow
+from watcher.util.timeutil import utcnow
 
 AUTHOR = "maya"
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 BIN = Path(sys.executable).parent
 FAULTS = Path(__file__).parent / "_faults"
 ENTRYPOINTS = {"cli": BIN / "watcher", "bridge": BIN / "watcher-bridge"}
-MODULES = {"cli": "watcher.cli", "bridge": "bridge.cli"}  # whose ``main`` each console script runs
+MODULES = {"cli": "watcher.cli.app", "bridge": "bridge.cli"}  # whose ``main`` each console script runs
 # Every process a real exec of its console script instead of a fork (tests/_forkserver.py).
 EXEC = os.environ.get("WATCHER_TESTS_EXEC", "") == "1"
 # One in-process command at a time: it has this process's standard streams and environment while
@@ -217,7 +217,7 @@ def run_main(entry: str, *args: str, data_dir: Path | None, env: Mapping[str, st
     ``data_dir=None``: no WATCHER_DATA_DIR at all (the default data dir, SPEC §15.5).
     """
     from bridge.cli import main as bridge_main
-    from watcher.cli import main as cli_main
+    from watcher.cli.app import main as cli_main
 
     argv = command(entry, *args)
     with _THIS_PROCESS, _environment(env_for(data_dir, env)), _streams(stdin) as (out, err):

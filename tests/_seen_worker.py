@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from _fakes.records import entry
 
-from watcher import seen
+from watcher.state import seen
 from watcher.config import Paths
 from watcher.models import SeenFile
 from watcher.store.files import FileStore

@@ -18,13 +18,13 @@ from _fakes.clock import LEASE_END, later
 from _fakes.provider import IN_PROCESS_ENV, VERDICT, FakeProvider, in_process_hooks
 from _proc import run_main, write_export
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths
 from watcher.models import InboxRecord
 from watcher.pipeline import Hooks
 from watcher.providers.parse import verdict_json_schema
 from watcher.store.files import FileStore
-from watcher.timeutil import parse_iso, utcnow
+from watcher.util.timeutil import parse_iso, utcnow
 
 AGENT_ENV = {"WATCHER_PROVIDER": "agent"}
 Clock = Callable[[], datetime]

@@ -14,12 +14,12 @@ import pytest
 from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
 from _proc import Answer, run_main
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths, Settings
 from watcher.models import SeenFile
 from watcher.source import FetchResult, Source, read_export, resolve_source
 from watcher.store.files import FileStore
-from watcher.timeutil import iso, utcnow
+from watcher.util.timeutil import iso, utcnow
 
 
 @dataclass(frozen=True)

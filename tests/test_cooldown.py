@@ -29,7 +29,7 @@ from watcher.errors import SaveFailed
 from watcher.models import ProviderState
 from watcher.pipeline import provider_state
 from watcher.store.files import FileStore
-from watcher.timeutil import parse_iso, utcnow
+from watcher.util.timeutil import parse_iso, utcnow
 
 LABELS = ["c1", "c2", "c3", "c4"]
 MANY = [f"m{i}" for i in range(12)]

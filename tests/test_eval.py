@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from mcp import ClientSession
 from test_mcp_server import doc, memory_session
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths
-from watcher.evaluate import Sample, figures, ratio
+from watcher.commands.evaluate import Sample, figures, ratio
 from watcher.models import InboxRecord, Prompt, Verdict
 from watcher.store.files import FileStore
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from _proc import run_main
 
-from watcher import labelled
+from watcher.commands import labelled
 from watcher.config import Settings
 from watcher.models import LabelFile
 from watcher.providers.offline import MEASURED
@@ -58,8 +58,8 @@ def _human(result: dict[str, object]) -> str:
     import contextlib
     import io
 
-    from watcher import render
-    from watcher.results import EvalResult
+    from watcher.cli import render
+    from watcher.commands.results import EvalResult
 
     with contextlib.redirect_stdout(io.StringIO()) as out:
         render.human("eval", EvalResult.model_validate(result))

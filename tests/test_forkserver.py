@@ -83,12 +83,12 @@ def test_a_forked_mcp_server_leads_its_own_session_and_ends_at_stdin_eof(data_di
 
 
 def test_a_forked_child_has_watcher_preloaded_but_imports_what_reads_its_streams_fresh(tmp_path: Path) -> None:
-    """watcher's modules come from the server; watcher.render, which asks at import whether stdout
+    """watcher's modules come from the server; watcher.cli.render, which asks at import whether stdout
     is a terminal, is imported in the child, with the child's own streams (tests/_forkserver.py)."""
     script = tmp_path / "which.py"
     script.write_text("import json, sys\n"
                       "print(json.dumps({name: name in sys.modules for name in sys.argv[1:]}))\n")
-    names = ["watcher.commands", "watcher.pipeline.locked", *FRESH]
+    names = ["watcher.commands.core", "watcher.pipeline.locked", *FRESH]
     proc = ForkedProcess([str(script), *names], None, {"PATH": os.environ["PATH"]})
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err

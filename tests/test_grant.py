@@ -10,7 +10,7 @@ import pytest
 from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
 from _proc import Answer, run_main, write_export
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths
 from watcher.store.files import FileStore
 
@@ -137,7 +137,7 @@ def test_a_grant_past_the_cap_says_how_many_are_left(data_dir: Path, exhausted: 
 
 def _record_in(data_dir: Path, cid: str, **fields: object) -> None:
     from watcher.models import Comment
-    from watcher.prompts import render
+    from watcher.providers.prompts import render
 
     comment = Comment(id=cid, article_id=1, article_title="T", article_url="https://dev.to/a/t", author="r",
                       created_at="2025-01-02T09:00:00Z", text="an old question?", url=f"https://dev.to/r/comment/{cid}")

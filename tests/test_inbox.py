@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from _fakes.records import error, record, verdict
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths
 from watcher.models import InboxRecord, Usage
-from watcher.records import (
+from watcher.state.records import (
     EMPTY,
     RAW_LIMIT,
     Fingerprint,

@@ -11,18 +11,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Bottom first. A module belongs to the longest prefix listed.
 LAYERS: list[tuple[str, ...]] = [
-    ("watcher", "watcher.timeutil", "watcher.errors", "watcher.models", "watcher.results", "watcher.urls",
-     "watcher.visible"),
+    ("watcher", "watcher.util.timeutil", "watcher.errors", "watcher.models", "watcher.commands.results", "watcher.util.urls",
+     "watcher.util.visible"),
     # pure rules over the models, and the settings (with the provider table they name)
-    ("watcher.records", "watcher.seen", "watcher.prompts", "watcher.config", "watcher.providers.registry",
+    ("watcher.state.records", "watcher.state.seen", "watcher.providers.prompts", "watcher.config", "watcher.providers.registry",
      "watcher.providers.base"),
     # the three seams: state, the model, dev.to
     ("watcher.store", "watcher.providers", "watcher.source"),
     # the pipeline, and eval's read of what it left (SPEC §15.6)
-    ("watcher.pipeline", "watcher.evaluate"),
-    ("watcher.checks", "watcher.commands", "watcher.envelope", "watcher.labelled"),
-    ("watcher.cron",),
-    ("watcher.render", "watcher.cli", "watcher.__main__"),
+    ("watcher.pipeline", "watcher.commands.evaluate"),
+    ("watcher.commands.checks", "watcher.commands.core", "watcher.commands.envelope", "watcher.commands.labelled"),
+    ("watcher.commands.cron",),
+    ("watcher.cli", "watcher.__main__"),
     ("bridge",),
 ]
 
@@ -79,6 +79,7 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
     """The check itself finds a lower module importing a higher one."""
     (tmp_path / "watcher").mkdir()
     (tmp_path / "bridge").mkdir()
-    (tmp_path / "watcher" / "records.py").write_text("def f():\n    from watcher.pipeline import batch\n")
-    assert upward_imports(tmp_path) == ["watcher.records (layer 1) imports watcher.pipeline (layer 3), line 2",
-                                        "watcher.records (layer 1) imports watcher.pipeline.batch (layer 3), line 2"]
+    (tmp_path / "watcher" / "state").mkdir()
+    (tmp_path / "watcher" / "state" / "records.py").write_text("def f():\n    from watcher.pipeline import batch\n")
+    assert upward_imports(tmp_path) == ["watcher.state.records (layer 1) imports watcher.pipeline (layer 3), line 2",
+                                        "watcher.state.records (layer 1) imports watcher.pipeline.batch (layer 3), line 2"]

@@ -22,7 +22,7 @@ from _proc import popen, write_export
 from mcp import ClientSession
 from test_mcp_server import doc, run_session
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths
 from watcher.store.files import FileStore
 

@@ -1,11 +1,11 @@
 """SPEC §10: each tool's output schema types its ``result``, and what the tools really return fits it.
 
-The schema and the output both come from the command's model (watcher/results.py), but down two
+The schema and the output both come from the command's model (watcher/commands/results.py), but down two
 paths: pydantic's JSON schema of the model, and its serializer (the batch summary's key order and
 dry-run keys are a custom one). So every real structured result (successes, a batch stopped by the
 provider, usage errors) is validated against the schema the server advertises, and against a
 *closed* copy of it (every ``additionalProperties: true`` made false): the advertised schema stays
-open so a client never rejects a result (watcher.results._advertised says why), and the closed
+open so a client never rejects a result (watcher.commands.results._advertised says why), and the closed
 copy is where output and schema disagreeing is caught. The envelopes pinned in tests/golden (grant
 and demo among them, which are no tools) are checked against the closed copies too.
 
@@ -28,7 +28,7 @@ from jsonschema.validators import validator_for
 from mcp import ClientSession
 from test_mcp_server import TOOLS, doc, run_memory_session
 
-from watcher.envelope import RESULTS, envelope_schema
+from watcher.commands.envelope import RESULTS, envelope_schema
 
 GOLDEN = Path(__file__).parent / "golden"
 

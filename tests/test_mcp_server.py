@@ -193,7 +193,7 @@ def test_bad_arguments_are_usage_tool_errors_and_the_server_keeps_serving(data_d
 
 STRAY_HOOK = """
 import os
-from watcher import commands
+from watcher.commands import core as commands
 from watcher.store.files import FileStore
 
 _status = commands.status
@@ -290,7 +290,7 @@ def test_without_the_sdk_mcp_exits_2_with_the_install_hint(data_dir: Path, tmp_p
 
 def test_watcher_and_the_plain_bridge_never_import_the_sdk(data_dir: Path) -> None:
     """Importing watcher/bridge.cli and running `watcher status` load no mcp module."""
-    code = ("import watcher.cli, watcher.commands, bridge.cli, sys; "
+    code = ("import watcher.cli.app, watcher.commands.core, bridge.cli, sys; "
             "assert not [m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mcp_types'))]")
     proc = subprocess.run([sys.executable, "-c", code], env=env_for(data_dir), capture_output=True, text=True,
                           timeout=60, check=False)
@@ -299,16 +299,16 @@ def test_watcher_and_the_plain_bridge_never_import_the_sdk(data_dir: Path) -> No
                            env=env_for(data_dir), capture_output=True, text=True, timeout=60, check=False)
     assert timed.returncode == 0, timed.stderr
     imported = [line.rsplit("|", 1)[1].strip() for line in timed.stderr.splitlines() if line.startswith("import time:")]
-    assert "watcher.commands" in imported
+    assert "watcher.commands.core" in imported
     assert not [m for m in imported if m == "mcp" or m.startswith(("mcp.", "mcp_types"))]
 
 
 def test_the_mcp_command_never_imports_typer_or_the_cli(data_dir: Path) -> None:
-    """``watcher-bridge mcp`` finds its command without typer and watcher.cli: an MCP client waits
+    """``watcher-bridge mcp`` finds its command without typer and watcher.cli.app: an MCP client waits
     for the start before it offers the tools (bench/run.py figure 5c). The whole path the command
     loads: its entry point and the server module (click comes with the SDK's own web stack)."""
     code = ("import bridge.cli, bridge.mcp_server, sys; "
-            "found = sorted(m for m in sys.modules if m.split('.')[0] == 'typer' or m.startswith('watcher.cli')); "
+            "found = sorted(m for m in sys.modules if m.split('.')[0] == 'typer' or m.startswith('watcher.cli.app')); "
             "assert not found, found")
     proc = subprocess.run([sys.executable, "-c", code], env=env_for(data_dir), capture_output=True, text=True,
                           timeout=60, check=False)

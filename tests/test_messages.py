@@ -239,7 +239,7 @@ def test_anthropic_with_a_base_url_ending_in_v1_is_told_to_drop_it(data_dir: Pat
     body = json.dumps({"type": "error", "error": {"type": "not_found_error", "message": "model: claude-x"}})
     provider = make_provider(settings, transport=httpx.MockTransport(lambda r: httpx.Response(404, text=body)))
     try:
-        from watcher.prompts import render
+        from watcher.providers.prompts import render
 
         result = provider.complete(render(_prompt_comment()))
     finally:

@@ -14,7 +14,7 @@ from _fakes.provider import running_fake
 from _mirror import AUTHOR, World, world
 from _proc import start
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths
 from watcher.store.files import FileStore
 

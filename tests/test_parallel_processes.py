@@ -19,7 +19,7 @@ import pytest
 from _fakes.provider import FakeProvider, running_fake
 from _proc import envelope, run, start, write_export
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths
 from watcher.store.files import FileStore
 

@@ -9,8 +9,8 @@ from _fakes.records import error, record, verdict
 
 from watcher.models import InboxRecord
 from watcher.pipeline import Decision, decide
-from watcher.records import LEASE, fingerprint, finish, reserve
-from watcher.timeutil import iso, parse_iso
+from watcher.state.records import LEASE, fingerprint, finish, reserve
+from watcher.util.timeutil import iso, parse_iso
 
 NOW = parse_iso("2026-05-14T10:00:00Z")
 

@@ -21,7 +21,7 @@ from _fakes.clock import later
 from _fakes.provider import FakeProvider, running_fake
 from _proc import Notices, envelope, run, run_main, start, write_export
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths
 from watcher.pipeline import Hooks
 from watcher.store.files import FileStore

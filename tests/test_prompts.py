@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from watcher import prompts
+from watcher.providers import prompts
 from watcher.models import Comment
-from watcher.prompts import fence_token, fenced_blocks, load_template, render
+from watcher.providers.prompts import fence_token, fenced_blocks, load_template, render
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -211,6 +211,6 @@ def test_a_template_missing_a_part_is_refused(
 
 def test_importing_prompts_reads_no_file() -> None:
     """Start-up cost: the template is loaded on first render, not at import."""
-    code = "import watcher.prompts as p; print(p.load_template.cache_info().currsize)"
+    code = "import watcher.providers.prompts as p; print(p.load_template.cache_info().currsize)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "0"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from watcher.config import Settings
 from watcher.models import Comment, Prompt
-from watcher.prompts import render
+from watcher.providers.prompts import render
 from watcher.providers import make_provider, parse_verdict_text
 from watcher.providers.offline import OfflineProvider, categorize
 
@@ -166,7 +166,7 @@ def test_offline_and_the_providers_package_never_import_httpx() -> None:
     """Commands that never call a model do not pay for importing httpx."""
     code = (
         "import sys, pathlib; from watcher.config import Settings; import watcher.providers as p; "
-        "from watcher.prompts import render; "
+        "from watcher.providers.prompts import render; "
         "prov = p.make_provider(Settings(data_dir=pathlib.Path('.'))); "
         "print('httpx' in sys.modules)"
     )

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from watcher.config import Settings
 from watcher.models import AttemptError, Comment, Prompt, Verdict
-from watcher.prompts import render
+from watcher.providers.prompts import render
 from watcher.providers import CallResult, ProbeResult, make_provider
 from watcher.providers.redact import RAW_LIMIT_BYTES, REDACTED, Redaction
 

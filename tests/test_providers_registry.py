@@ -17,7 +17,7 @@ from pydantic import SecretStr
 from watcher.config import Settings, load_settings
 from watcher.errors import ConfigError
 from watcher.models import Comment
-from watcher.prompts import render
+from watcher.providers.prompts import render
 from watcher.providers import PROVIDERS, make_provider, provider_spec
 from watcher.providers._http import ErrorFields
 from watcher.providers.openai import OpenAIProvider
@@ -83,7 +83,7 @@ def test_a_process_that_talks_http_does_not_load_httpxs_own_cli() -> None:
     """`import httpx` would load httpx's command-line client (click, rich, pygments: ~0.1 s of CPU
     a process) whenever click is installed, as the mcp extra installs it. watcher never runs it."""
     assert importlib.util.find_spec("click") is not None, "the test extra's mcp brings click; without it this proves nothing"
-    code = ("import sys, pathlib, watcher.cli, watcher.providers._http, httpx; "
+    code = ("import sys, pathlib, watcher.cli.app, watcher.providers._http, httpx; "
             "from watcher.config import load_settings; from watcher.providers import make_provider; "
             "env = {'WATCHER_PROVIDER': 'openai', 'WATCHER_API_KEY': 'k'}; "
             "make_provider(load_settings(data_dir=pathlib.Path('.'), env=env)).close(); "

@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from watcher.config import Settings
 from watcher.models import Comment, Prompt
-from watcher.prompts import render
+from watcher.providers.prompts import render
 from watcher.providers import make_provider
 from watcher.providers.base import CallResult, ProbeResult, Provider
 

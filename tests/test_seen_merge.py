@@ -12,11 +12,11 @@ from _fakes.records import entry, error, record, verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths
 from watcher.models import InboxRecord, SeenArticle, SeenComment, SeenFile
-from watcher.seen import _FROM_ONE_READ as ONE_READ
-from watcher.seen import merge
+from watcher.state.seen import _FROM_ONE_READ as ONE_READ
+from watcher.state.seen import merge
 from watcher.store import _index
 from watcher.store.files import FileStore
 

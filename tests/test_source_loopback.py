@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from watcher.config import Settings
 from watcher.errors import SourceUnavailable
 from watcher.models import SeenArticle, SeenFile
-from watcher.seen import record_article
+from watcher.state.seen import record_article
 from watcher.source import FetchResult, fetch_devto
 
 KEY = "devto-loopback-KEY-987"

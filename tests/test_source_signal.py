@@ -17,7 +17,7 @@ from pydantic import SecretStr
 from watcher.config import Settings
 from watcher.errors import ConfigError, SourceUnavailable, exit_code_for
 from watcher.models import SeenFile
-from watcher.seen import record_article
+from watcher.state.seen import record_article
 from watcher.source import FetchResult, fetch_devto
 
 KEY = "devto-KEY-fake-4242"

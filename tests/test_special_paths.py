@@ -25,7 +25,7 @@ from _fakes.clock import later
 from _fakes.records import comment, record
 from _proc import envelope, run, run_main, write_export
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths, Settings
 from watcher.errors import EXIT_STATE, EXIT_USAGE, CorruptState, SaveFailed, UnsafePath, exit_code_for
 from watcher.models import COMMENT_ID_RE, Comment, ProviderState, SeenFile, SignalCursor, SignalState
@@ -34,7 +34,7 @@ from watcher.providers.classify import MAX_RETRY_AFTER_S, retry_after_seconds
 from watcher.source import read_export
 from watcher.store import durable, locks, signals
 from watcher.store.files import FileStore
-from watcher.timeutil import iso, parse_iso, utcnow
+from watcher.util.timeutil import iso, parse_iso, utcnow
 
 OFFLINE = {"WATCHER_PROVIDER": "offline"}
 

@@ -169,7 +169,7 @@ def test_a_record_read_again_is_the_file_as_it_is_now(paths: Paths, monkeypatch:
     """A store reads a record once and trusts its stamp after (one lstat per re-read): any change
     to the file since — another process's save, a copy written over it in place, a corrupt
     file, its removal — is read and judged as the first read would."""
-    from watcher import records
+    from watcher.state import records
     from watcher.store import durable
 
     mine, theirs = FileStore(paths), FileStore(paths)

@@ -18,7 +18,7 @@ import pytest
 from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks, running_fake
 from _proc import command, env_for, envelope, run, run_main, start, write_export
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths
 from watcher.errors import SaveFailed
 from watcher.pipeline import Hooks

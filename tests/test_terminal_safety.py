@@ -38,7 +38,7 @@ def _hostile_export(path: Path) -> Path:
 
 def test_visible_names_every_control_character_and_keeps_layout() -> None:
     """ESC, BEL, C1, DEL and bidi controls become escapes; newline and tab stay; CRLF is a newline."""
-    from watcher.visible import visible
+    from watcher.util.visible import visible
 
     assert visible("a\x1b[2Jb\x07\x9b\x7f\u202e\u2066z") == "a\\x1b[2Jb\\x07\\x9b\\x7f\\u202e\\u2066z"
     assert visible("line one\r\n\tline two\rover") == "line one\n\tline two\\rover"
@@ -50,7 +50,7 @@ def test_visible_names_every_control_character_and_keeps_layout() -> None:
 
 def test_json_safe_escapes_what_json_leaves_raw_and_decodes_to_the_same_data() -> None:
     """json.dumps(ensure_ascii=False) leaves DEL, C1 and bidi controls raw: they become \\u escapes."""
-    from watcher.visible import json_safe
+    from watcher.util.visible import json_safe
 
     doc = {"text": HOSTILE + " caf\u00e9", "lone": "\ud800"}
     text = json_safe(json.dumps(doc, ensure_ascii=False))

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from watcher.config import load_settings
 from watcher.errors import ConfigError
-from watcher.prompts import render
+from watcher.providers.prompts import render
 from watcher.providers import make_provider
 from watcher.providers.redact import REDACTED
 from watcher.source._parse import api_site
@@ -38,7 +38,7 @@ def _files_leaking(root: Path) -> list[str]:
 
 def test_split_credentials_keeps_the_url_and_takes_the_userinfo_out() -> None:
     """The URL without ``user:pw@`` and the userinfo apart; shown, the userinfo is a marker."""
-    from watcher.urls import shown_url, split_credentials
+    from watcher.util.urls import shown_url, split_credentials
 
     assert split_credentials(URL) == ("http://127.0.0.1:9/v1", f"proxyuser:{PASSWORD}")
     assert split_credentials("https://api.openai.com/v1") == ("https://api.openai.com/v1", None)

@@ -20,8 +20,8 @@ from pydantic import SecretStr
 
 from watcher.errors import ConfigError
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
-from watcher.results import PublicSettings
-from watcher.urls import check_http_url, marked, shown_url, split_credentials
+from watcher.commands.results import PublicSettings
+from watcher.util.urls import check_http_url, marked, shown_url, split_credentials
 
 # env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.
 _ENV_KEYS = {
@@ -173,7 +173,7 @@ class Settings:
     data_dir: Path
     provider: str = "offline"
     model: str = PROVIDERS["offline"].default_model
-    # Never with credentials: those are in base_url_auth (see watcher.urls).
+    # Never with credentials: those are in base_url_auth (see watcher.util.urls).
     base_url: str = ""
     base_url_auth: SecretStr | None = None
     api_key: SecretStr | None = None

@@ -115,7 +115,7 @@ class ProviderSetup(WatcherError):
     def __init__(self, message: str, *, cause: str = "") -> None:
         super().__init__(message)
         # What the provider refused (auth, model_not_found, bad_request): a different cause is a
-        # different problem to report, however the message is worded (SPEC §15.3, watcher.cron).
+        # different problem to report, however the message is worded (SPEC §15.3, watcher.commands.cron).
         self.cause = cause
 
 

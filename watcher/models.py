@@ -14,7 +14,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from watcher.timeutil import parse_iso
+from watcher.util.timeutil import parse_iso
 
 # \A…\Z, not ^…$: "$" also matches before a trailing newline, so "ok1\n" from an export passed
 # and became the file "ok1\n.json" (SPEC §13.5). Check ids with fullmatch all the same.
@@ -190,7 +190,7 @@ class Attempt(_Strict):
     # holding the pipeline lock defers it instead of closing it as interrupted. Written only when
     # set, so attempts of the other providers stay as an older watcher wrote them.
     lease_until: str | None = Field(default=None, exclude_if=_unset)
-    # sha256 of the comment text this attempt judged (:func:`watcher.records.text_sha256`; SPEC
+    # sha256 of the comment text this attempt judged (:func:`watcher.state.records.text_sha256`; SPEC
     # §15.2). None in a record written before edits were tracked: that attempt judged the text the
     # record held before its first edit.
     text_sha256: str | None = Field(default=None, exclude_if=_unset)
@@ -250,7 +250,7 @@ class InboxRecord(_StateFile):
     comment: Comment
     prompt: Prompt
     # Written for readers of the file; never trusted: the cap is CAP plus the grants
-    # (:func:`watcher.records.cap_of`), so a hand-edited "cap": 50 buys nothing.
+    # (:func:`watcher.state.records.cap_of`), so a hand-edited "cap": 50 buys nothing.
     cap: int = Field(default=CAP, ge=1)
     attempts: list[Attempt] = Field(default_factory=list)
     verdict: Verdict | None = None

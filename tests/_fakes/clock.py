@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from watcher.timeutil import utcnow
+from watcher.util.timeutil import utcnow
 
 # SPEC §14: a claim's lease is 15 minutes; a run this much later finds every lease ended.
 LEASE_END = timedelta(minutes=16)

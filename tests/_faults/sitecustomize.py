@@ -288,7 +288,7 @@ def _install_kill_before_seen_save() -> None:
 
 def _install_clock(seconds: float) -> None:
     from watcher.pipeline.batch import Hooks
-    from watcher.timeutil import utcnow
+    from watcher.util.timeutil import utcnow
 
     shift = timedelta(seconds=seconds)
     real_init = Hooks.__init__

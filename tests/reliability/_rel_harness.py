@@ -24,7 +24,7 @@ from _fakes.provider import FakeProvider, in_process
 from _proc import Answer, run_main, write_export
 from _tally import TALLY  # noqa: F401 - the rig imports it from here
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths, Settings
 from watcher.models import InboxRecord
 from watcher.pipeline import Hooks

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from watcher.models import CAP, InboxRecord, SeenFile, SignalState
-from watcher.timeutil import parse_iso
+from watcher.util.timeutil import parse_iso
 
 AttemptView = tuple[int, str | None, str | None, int]  # (n, outcome, error kind, pid)
 
@@ -287,7 +287,7 @@ def edits_consistent(recs: Mapping[str, InboxRecord]) -> list[str]:
     """SPEC §15.2: an edit keeps the lifetime budget (its attempt count only grows, never past the
     attempts made), each attempt judged one of the comment's texts, and the verdict the text it
     says it judged."""
-    from watcher.records import text_sha256
+    from watcher.state.records import text_sha256
 
     out = []
     for cid, record in recs.items():
@@ -345,7 +345,7 @@ def triage_kept(data_dir: Path, marks: Mapping[str, str]) -> list[str]:
 
 def index_follows_inbox(data_dir: Path, recs: Mapping[str, InboxRecord]) -> list[str]:
     """§4.2 after a quiet run: the index knows every comment, with its state and attempts."""
-    from watcher.records import state_of
+    from watcher.state.records import state_of
 
     entries = seen_file(data_dir).comments
     out = []

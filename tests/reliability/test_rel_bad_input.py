@@ -30,7 +30,9 @@ from _terminal import BIDI, CLEAR, FAKE_ALL_CLEAR, HIDDEN_LINK, TITLE, unsafe
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from watcher import prompts, records, seen
+from watcher.providers import prompts
+from watcher.state import records
+from watcher.state import seen
 from watcher.config import Paths, load_settings
 from watcher.errors import UsageError
 from watcher.models import COMMENT_ID_RE, ERROR_KINDS, Comment, InboxRecord, Prompt, SeenFile
@@ -329,7 +331,7 @@ OUTSIDE_TEXT = st.lists(st.one_of(st.sampled_from(_ESCAPE_PARTS), st.text(_CONTR
 def _views(t: str) -> list[tuple[str, Any]]:
     """One result per human view, every outside string in it set to ``t``."""
     from watcher.models import Attempt, AttemptError, Breaker, Verdict
-    from watcher.results import (
+    from watcher.commands.results import (
         AgentClaims,
         BatchResult,
         CheckResult,
@@ -403,7 +405,7 @@ def test_no_human_view_passes_a_raw_control_character_to_the_terminal(text: str)
     import contextlib
     import io
 
-    from watcher import render
+    from watcher.cli import render
 
     for command, result in _views(text):
         out = io.StringIO()

@@ -12,7 +12,7 @@ from _proc import run_main
 from _rel_harness import Baseline, recover_until_quiet, rig_hooks
 from _rel_invariants import Expect, Snapshot, check_all, snapshot
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Paths
 from watcher.store.durable import write_model
 from watcher.store.files import FileStore

@@ -26,7 +26,7 @@ from _proc import envelope, run, run_main, start
 from _rel_harness import AGENT_ENV, ENVELOPE, LONG, TALLY, Baseline, error_of, recover_until_quiet, rig_hooks
 from _rel_invariants import Expect, Snapshot, check_all, records, snapshot
 
-from watcher.records import state_of
+from watcher.state.records import state_of
 
 pytestmark = pytest.mark.slow
 

@@ -38,7 +38,7 @@ from _rel_harness import AGENT_ENV, LONG, TALLY, Baseline, RunPidStore, script_f
 from _rel_invariants import Snapshot, attempts_monotonic, call_budget, verdicts_final
 from _rel_powerloss import Recorder, State, materialize, recording
 
-from watcher import records as rec_rules
+from watcher.state import records as rec_rules
 from watcher.config import Paths
 from watcher.errors import CorruptState, SaveFailed
 from watcher.models import InboxRecord, SeenFile, SignalState

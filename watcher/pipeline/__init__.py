@@ -12,11 +12,11 @@ Where each step lives:
     batch.py               the Batch a run carries down every step: settings, store, summary, signals
     agent.py     §14       provider agent: claim (reserve with a lease, hand out prompts) and submit
 
-The decision for each comment is :func:`watcher.records.decide` (pure); every read and write of
+The decision for each comment is :func:`watcher.state.records.decide` (pure); every read and write of
 state is the run's store (:mod:`watcher.store`).
 
 The counter (SPEC §8) runs after the lock is released; ``--dry-run`` plans and stops there.
-Nothing here climbs back up into :mod:`watcher.commands`: commands turns arguments into a
+Nothing here climbs back up into :mod:`watcher.commands.core`: commands turns arguments into a
 :class:`Run` and a :class:`Partial` into an envelope.
 """
 
@@ -41,8 +41,8 @@ from watcher.pipeline.batch import (
 )
 from watcher.pipeline.plan import Plan, Planned, check_id, plan_recheck, plan_scan
 from watcher.pipeline.provider_state import read_cooldown, write_cooldown
-from watcher.records import Decision, decide
-from watcher.results import BatchResult, Command, ItemOutcome, ItemResult, ResultT
+from watcher.state.records import Decision, decide
+from watcher.commands.results import BatchResult, Command, ItemOutcome, ItemResult, ResultT
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -156,7 +156,7 @@ def _dry_run(batch: Batch, whole: Plan, index: SeenFile) -> None:
     """Say what a real run would do now, touching nothing: no lock, no writes, no calls. What
     dev.to changed (edits, deletions) is applied to the records in memory, as the real run would
     before deciding (SPEC §15.2); so is the baseline mark `scan --since` clears (``requeued``)."""
-    from watcher import records as rec
+    from watcher.state import records as rec
 
     plan, requeued = whole.items, whole.requeued
     from watcher.pipeline.provider_state import pending_cooldown

@@ -7,7 +7,7 @@
 
 The agent in the loop (Codex, Claude Code) is the model, so the budget holds the same way as for
 a model call: ``claim`` picks what scan and recheck would pick and decides with the same
-:func:`~watcher.records.decide`, and reserves each attempt durably *before* the agent
+:func:`~watcher.state.records.decide`, and reserves each attempt durably *before* the agent
 sees the prompt. ``submit`` is the outcome's compare-and-swap (§13.5): it writes only onto the
 open attempt it names. Both run under the pipeline lock from start to end, and call nothing.
 
@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from watcher import records
+from watcher.state import records
 from watcher.config import Settings
 from watcher.errors import ConfigError, Interrupted, SaveFailed, SubmitRefused, UsageError
 from watcher.models import Attempt, AttemptError, InboxRecord, SeenFile, Verdict
@@ -33,8 +33,8 @@ from watcher.providers.agent import NAME
 from watcher.providers.base import CallResult
 from watcher.providers.parse import verdict_json_schema
 from watcher.providers.redact import Redaction, as_key, credential_secrets
-from watcher.results import Claimed, ClaimResult, ItemResult, SubmitResult
-from watcher.timeutil import iso, parse_iso
+from watcher.commands.results import Claimed, ClaimResult, ItemResult, SubmitResult
+from watcher.util.timeutil import iso, parse_iso
 
 # What claim picks (SPEC §14): scan's pending, recheck's failed and orphaned reservations.
 CLAIMABLE = ("pending", "failed", "reserved")

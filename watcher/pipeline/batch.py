@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from watcher.config import Paths, Settings
 from watcher.errors import LockBusy, LogReplaced, StateError, WatcherError
 from watcher.models import build
-from watcher.results import BatchResult, BatchSignals, Command, ItemResult, ItemVerdict
+from watcher.commands.results import BatchResult, BatchSignals, Command, ItemResult, ItemVerdict
 from watcher.store import Store
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class Hooks:
     passes a provider over an ``httpx.MockTransport``, a store that fails or kills at a write
     (the fault rig's), or a source over a fake, and the whole of §7 — lock, reservation, save —
     runs for real around it. ``None`` is the real one. A caller hands them to the CLI or the
-    bridge as :func:`watcher.cli.main`'s ``hooks``; every command of that run gets them.
+    bridge as :func:`watcher.cli.app.main`'s ``hooks``; every command of that run gets them.
     """
 
     on_planned: Callable[[int], None] | None = None
@@ -194,7 +194,7 @@ class Batch:
 
     def now(self) -> datetime:
         """The time leases are reserved and judged by (the hooks' clock in tests)."""
-        from watcher.timeutil import utcnow
+        from watcher.util.timeutil import utcnow
 
         return (self.run.hooks.clock or utcnow)()
 

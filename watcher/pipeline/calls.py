@@ -31,7 +31,7 @@ from watcher.models import AttemptError, InboxRecord, Prompt
 from watcher.pipeline.batch import SignalDuringCall
 from watcher.providers.base import CallResult, Provider
 from watcher.store import CallLock, Reservation
-from watcher.threads import start_daemon
+from watcher.util.threads import start_daemon
 
 # How often the waiting thread wakes to let a signal handler run (SIGINT, SIGTERM).
 _POLL_S = 0.1

@@ -1,6 +1,6 @@
 """SPEC §7 steps 2–5: the decisions and writes, each under the pipeline lock (§15.1).
 
-For each planned comment, under the lock: re-read → :func:`watcher.records.decide` → no call
+For each planned comment, under the lock: re-read → :func:`watcher.state.records.decide` → no call
 (repaired / skipped / interrupted / deferred / exhausted), or take its call lock and reserve
 durably. Then, without the lock, one model call (:mod:`watcher.pipeline.calls`, up to
 ``--parallel`` at once); then, under the lock again, the outcome's compare-and-swap. A model call
@@ -20,7 +20,8 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from watcher import records, seen
+from watcher.state import records
+from watcher.state import seen
 from watcher.errors import (
     Cancelled,
     CorruptState,
@@ -36,8 +37,8 @@ from watcher.pipeline.batch import Batch, SignalDuringCall
 from watcher.pipeline.calls import Calls, Flight
 from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, after_answer
 from watcher.pipeline.plan import Plan, Planned, answered_or_marked
-from watcher.records import Decision, decide
-from watcher.results import ItemOutcome, ItemResult, ItemVerdict
+from watcher.state.records import Decision, decide
+from watcher.commands.results import ItemOutcome, ItemResult, ItemVerdict
 from watcher.source import SourceArticle
 
 
@@ -174,7 +175,7 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
 
     The prompts are rendered before the lock; each record is written under it, if it is still
     missing and its history was not lost."""
-    from watcher import prompts  # the template is read only by commands that create records
+    from watcher.providers import prompts  # the template is read only by commands that create records
 
     store = batch.store
     fresh = []

@@ -24,7 +24,7 @@ from watcher.config import Settings
 from watcher.errors import CooldownActive, LockBusy, StateError
 from watcher.models import Breaker, ProviderState, SeenFile, TransientFailure
 from watcher.store import Store
-from watcher.timeutil import iso, parse_iso, utcnow
+from watcher.util.timeutil import iso, parse_iso, utcnow
 
 HALF_OPEN_EVERY = timedelta(hours=1)
 # The longest wait a Retry-After can impose (the same bound as providers.classify).

@@ -37,7 +37,7 @@ from watcher.errors import ConfigError
 from watcher.providers.base import CallResult, ProbeResult, Provider, ProviderSettings
 from watcher.providers.parse import parse_verdict_text, verdict_json_schema
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
-from watcher.urls import check_http_url
+from watcher.util.urls import check_http_url
 
 if TYPE_CHECKING:
     import httpx

@@ -41,7 +41,7 @@ from watcher.providers.classify import Stop, Transport, classify, retry_after_se
 from watcher.providers.parse import parse_verdict_text
 from watcher.providers.redact import Redaction, as_key, credential_secrets
 from watcher.providers.registry import provider_spec
-from watcher.urls import marked, split_credentials
+from watcher.util.urls import marked, split_credentials
 
 # Enough for the verdict (≤ ~800 characters of JSON) with room for a reasoning model's
 # thinking; a hard ceiling on what one call can cost.

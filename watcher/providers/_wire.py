@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from watcher.threads import start_daemon
+from watcher.util.threads import start_daemon
 
 MAX_BODY_BYTES = 1024 * 1024
 TOO_LARGE = "response too large (over 1 MiB)"

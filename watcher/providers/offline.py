@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from watcher.models import AttemptError, Category, Prompt
-from watcher.prompts import fenced_blocks
+from watcher.providers.prompts import fenced_blocks
 from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 from watcher.providers.parse import parse_verdict_text
 

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 
 from watcher.models import AttemptError, Verdict
 from watcher.providers.base import CallResult, ProbeResult
-from watcher.urls import REDACTED
+from watcher.util.urls import REDACTED
 
 # SPEC §6 keeps the first 16 KiB of a body. The cut comes after redaction: cutting first could
 # keep a prefix of the key that no longer matches it.

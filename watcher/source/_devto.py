@@ -26,7 +26,7 @@ from watcher.providers.classify import retry_after_seconds
 from watcher.source._forem import ForemClient
 from watcher.source._parse import Collector, api_site, parse_article
 from watcher.source._types import FetchResult, Rejection, SourceArticle
-from watcher.urls import shown_url
+from watcher.util.urls import shown_url
 
 if TYPE_CHECKING:
     import httpx

@@ -22,8 +22,8 @@ from watcher import __version__
 from watcher.config import Settings
 from watcher.errors import ConfigError, SourceUnavailable
 from watcher.providers.classify import retry_after_seconds
-from watcher.timeutil import iso, utcnow
-from watcher.urls import shown_url
+from watcher.util.timeutil import iso, utcnow
+from watcher.util.urls import shown_url
 
 if TYPE_CHECKING:
     import httpx

@@ -19,8 +19,8 @@ from watcher.errors import SourceUnavailable
 from watcher.models import COMMENT_ID_RE, COMMENT_ID_SHAPE, Comment, GoneKind, Reply
 from watcher.source._html import html_to_text
 from watcher.source._types import FetchResult, Rejection, SourceArticle
-from watcher.timeutil import parse_iso
-from watcher.urls import split_credentials
+from watcher.util.timeutil import parse_iso
+from watcher.util.urls import split_credentials
 
 # What Forem's v1 comment view (app/views/api/v1/comments/_comment.json.jbuilder) sends for a
 # comment deleted with replies under it (a childless one is destroyed: it is simply gone) and one

@@ -139,7 +139,7 @@ class Store(Protocol):
     def save_index(
         self, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None
     ) -> SeenFile:
-        """The three-way merge-on-save of :func:`watcher.seen.merge`; returns what was saved."""
+        """The three-way merge-on-save of :func:`watcher.state.seen.merge`; returns what was saved."""
 
     def patch_triage(self, comment_id: str, triage: Triage) -> SeenComment | None:
         """A person's mark, applied as given (``None``: no such comment)."""

@@ -1,6 +1,6 @@
 """seen.json on disk: the guarded read and the stamp-driven reconcile (SPEC §4.2).
 
-The merge rules are :mod:`watcher.seen`'s (pure); this module is the file half: which inbox
+The merge rules are :mod:`watcher.state.seen`'s (pure); this module is the file half: which inbox
 files changed since the index last saw them (their *stamp*, see :func:`stamp`).
 """
 
@@ -13,7 +13,8 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from watcher import records, seen
+from watcher.state import records
+from watcher.state import seen
 from watcher.config import Paths
 from watcher.errors import UnsafePath
 from watcher.models import COMMENT_ID_SHAPE, InboxRecord, SeenComment, SeenFile

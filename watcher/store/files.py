@@ -17,7 +17,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from watcher import models, records, seen
+from watcher import models
+from watcher.state import records
+from watcher.state import seen
 from watcher.config import Paths
 from watcher.errors import SaveConflict
 from watcher.models import (
@@ -31,9 +33,9 @@ from watcher.models import (
 )
 from watcher.store import CallLock, Reservation, _index, durable, locks, signals
 from watcher.store.dirs import real_directories
-from watcher.timeutil import iso
+from watcher.util.timeutil import iso
 
-# What a hold of the pipeline lock reads, writes or makes (watcher/records.py and
+# What a hold of the pipeline lock reads, writes or makes (watcher/state/records.py and
 # watcher/pipeline/provider_state.py build the nested ones directly). Built before the first hold:
 # tests/test_lock_holds.py runs every command that takes the lock and fails on a build under it.
 LOCKED_MODELS: tuple[type[BaseModel], ...] = (

@@ -47,7 +47,7 @@ from watcher.models import LogIdentity, SignalCursor, SignalState
 from watcher.store import durable
 from watcher.store.dirs import real_directories
 from watcher.store.locks import signals_lock
-from watcher.timeutil import iso
+from watcher.util.timeutil import iso
 
 # The first line and the line ending at `applied` are hashed to recognise the log; lines are
 # short, but a hand-made one could be huge, and the identity check must stay cheap, so only this

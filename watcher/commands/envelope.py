@@ -2,7 +2,7 @@
 
 ``--json``, ``watcher-bridge <command>`` and each MCP tool answer with one
 ``{"ok", "command", "exit_code", "result", "error"}`` document: :meth:`Envelope.to_json` dumps
-it, with ``result`` the model the command returned (:mod:`watcher.results`), and
+it, with ``result`` the model the command returned (:mod:`watcher.commands.results`), and
 :func:`envelope_schema` is the schema an MCP tool advertises for it, generated from that model.
 """
 
@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 from typing_extensions import TypedDict  # pydantic needs this one, not typing's, before 3.12
 
 from watcher.errors import exit_code_legend
-from watcher.results import (
+from watcher.commands.results import (
     ArticlesResult,
     BatchResult,
     CheckResult,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from watcher import records
+from watcher.state import records
 from watcher.models import InboxRecord, SeenArticle, SeenComment, SeenFile, Triage
-from watcher.timeutil import iso, parse_iso
+from watcher.util.timeutil import iso, parse_iso
 
 
 def later(a: str, b: str) -> bool:

@@ -2,7 +2,7 @@
 
 The CLI (``watcher``) and the bridge (``watcher-bridge``, its MCP server) call :func:`execute`
 with the same functions; they differ only in how they render the :class:`Envelope`. Each
-command returns its model from :mod:`watcher.results` (or a :class:`Partial` of it).
+command returns its model from :mod:`watcher.commands.results` (or a :class:`Partial` of it).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from watcher import pipeline, records
+from watcher import pipeline
+from watcher.state import records
 from watcher.config import NO_PROVIDER, Settings, load_settings
-from watcher.envelope import Envelope
+from watcher.commands.envelope import Envelope
 from watcher.errors import (
     EXIT_OK,
     ConfigError,
@@ -43,7 +44,7 @@ from watcher.pipeline import (
     open_store,
     read_cooldown,
 )
-from watcher.results import (
+from watcher.commands.results import (
     AgentClaims,
     ArticleRow,
     ArticlesResult,
@@ -230,7 +231,7 @@ def _since(text: str | None) -> datetime | None:
     """``--since 2026-11-01`` (or a full ISO time): baseline comments created then or later are queued."""
     if text is None:
         return None
-    from watcher.timeutil import parse_iso
+    from watcher.util.timeutil import parse_iso
 
     try:
         return parse_iso(text.strip())
@@ -394,7 +395,7 @@ def status(ctx: Context) -> StatusResult:
         states[entry.status] += 1
         triage[entry.triage] += 1
     from watcher.pipeline import provider_state
-    from watcher.timeutil import utcnow
+    from watcher.util.timeutil import utcnow
 
     state = store.load_provider_state()
     cooldown = read_cooldown(
@@ -443,7 +444,7 @@ def _claims(ctx: Context, index: SeenFile) -> AgentClaims:
     Reads only the inbox files of reserved comments — a handful, not every file: status stays
     cheap at 50k comments. Which provider gave each verdict is in `inbox --all` and `show`
     (``verdict_by``), which read the files anyway."""
-    from watcher.timeutil import utcnow
+    from watcher.util.timeutil import utcnow
 
     now = (ctx.hooks.clock or utcnow)()  # leases are judged by the hooks' clock, as in a batch
     in_flight: list[str] = []
@@ -642,7 +643,7 @@ def mark(ctx: Context, comment_ids: str | Sequence[str], triage: str) -> MarkRes
         check_id(cid)
     if triage not in TRIAGE_CHOICES:
         raise UsageError(f"mark takes one of {', '.join(TRIAGE_CHOICES)}, got {triage!r}")
-    from watcher.timeutil import iso
+    from watcher.util.timeutil import iso
 
     # The mark's time is set against the author's replies on dev.to (the later wins, SPEC §15.2):
     # the run's clock, as batches judge leases and cooldowns by.
@@ -662,7 +663,7 @@ def mark(ctx: Context, comment_ids: str | Sequence[str], triage: str) -> MarkRes
 def articles(ctx: Context) -> ArticlesResult:
     """Per article: its comments, how many need a reply, the oldest one waiting, the last activity
     (SPEC §15.2). Free: reads the index and the inbox files of what is listed, calls nothing."""
-    from watcher.timeutil import parse_iso, utcnow
+    from watcher.util.timeutil import parse_iso, utcnow
 
     store = ctx.store
     index = _repaired_index(ctx)
@@ -725,7 +726,7 @@ def articles(ctx: Context) -> ArticlesResult:
 def _sort_time(text: str | None) -> datetime:
     from datetime import UTC
 
-    from watcher.timeutil import parse_iso
+    from watcher.util.timeutil import parse_iso
 
     try:
         return parse_iso(text) if text else datetime.min.replace(tzinfo=UTC)
@@ -735,7 +736,7 @@ def _sort_time(text: str | None) -> datetime:
 
 def check(ctx: Context) -> Partial[CheckResult]:
     """Every free check (config, key, provider probe, dev.to user, data dir); exit 0 only if all pass."""
-    from watcher.checks import run_checks
+    from watcher.commands.checks import run_checks
 
     return Partial(*run_checks(ctx.data_dir, ctx.overrides, ctx.hooks.make_provider))
 
@@ -793,7 +794,7 @@ def evaluate(
 ) -> EvalResult | Partial[EvalResult]:
     """Stored verdicts against what the author did — free: no model call, no write. With
     ``labelled_set``: that set judged in a data dir of its own, then the same figures."""
-    from watcher.timeutil import iso
+    from watcher.util.timeutil import iso
 
     since_at = _since(since)
     since_text = iso(since_at) if since_at else None
@@ -812,7 +813,7 @@ def evaluate(
                 f"{', '.join(stray)} only go with --set (the labelled set); `watcher eval` alone judges "
                 "the verdicts already stored and makes no call"
             )
-        from watcher.evaluate import evaluate as judge
+        from watcher.commands.evaluate import evaluate as judge
 
         if not ctx.store.exists():
             ctx.notice(
@@ -820,7 +821,7 @@ def evaluate(
                 "--data-dir / WATCHER_DATA_DIR"
             )
         return judge(ctx.store, since=since_at, since_text=since_text)
-    from watcher import labelled
+    from watcher.commands import labelled
 
     return labelled.evaluate_set(
         labelled_set,

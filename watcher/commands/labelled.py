@@ -26,11 +26,11 @@ from pydantic import ValidationError
 from watcher import pipeline
 from watcher.config import Settings, load_settings
 from watcher.errors import UsageError
-from watcher.evaluate import Sample, collect, figures, ratio
+from watcher.commands.evaluate import Sample, collect, figures, ratio
 from watcher.models import LabelFile, Triage
 from watcher.pipeline import MAX_LIMIT, Hooks, Partial, Run, new_run_id, open_store
 from watcher.providers.registry import PROVIDERS
-from watcher.results import EvalResult, KindFigures, LabelledSetRun, SetFigures
+from watcher.commands.results import EvalResult, KindFigures, LabelledSetRun, SetFigures
 from watcher.store import Store
 
 BUNDLED = "bundled"
@@ -60,7 +60,7 @@ def locate(name: str) -> Path:
         TypeError,
     ):  # a zipped or unusual install: the tree may still have it
         pass
-    candidates.append(Path(__file__).resolve().parents[1] / "data" / "eval")
+    candidates.append(Path(__file__).resolve().parents[2] / "data" / "eval")
     for candidate in candidates:
         if (candidate / LABELS).is_file():
             return candidate

@@ -1,7 +1,7 @@
 """What every command returns (SPEC §9, §10): one pydantic model per result.
 
-The pipeline and :mod:`watcher.commands` build these; :mod:`watcher.render` reads them for a
-person; :mod:`watcher.envelope` dumps them for ``--json`` and the bridge, and generates each MCP
+The pipeline and :mod:`watcher.commands.core` build these; :mod:`watcher.cli.render` reads them for a
+person; :mod:`watcher.commands.envelope` dumps them for ``--json`` and the bridge, and generates each MCP
 tool's output schema from them. Nested parts that are a file format (a verdict, an attempt, a
 comment, a breaker) are the file format's own model from :mod:`watcher.models`.
 
@@ -77,7 +77,7 @@ def _advertised(schema: JsonDict, cls: type[Any]) -> None:
     result is built: the official MCP client rejects a tool result that does not fit the schema,
     after the command ran — a scan has spent its attempts by then. Output and schema come from
     one model but down two paths (pydantic's schema of the fields; the serializer, custom for the
-    batch summary), and :data:`watcher.envelope.RESULTS` names each command's model by hand, so a
+    batch summary), and :data:`watcher.commands.envelope.RESULTS` names each command's model by hand, so a
     mismatch stays possible and must never cost a client error. tests/test_mcp_results.py checks
     real output against a *closed* copy of each schema: that is where a mismatch is caught.
     """

@@ -29,16 +29,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from watcher import commands, records
-from watcher.commands import Context
+from watcher.commands import core as commands
+from watcher.state import records
+from watcher.commands.core import Context
 from watcher.config import data_paths
 from watcher.errors import ProviderSetup, StateError, WatcherError
 from watcher.models import CronProblem, CronState
 from watcher.pipeline import Partial, open_store
-from watcher.results import CronNamed, CronProblemResult, CronResult, InboxResult
+from watcher.commands.results import CronNamed, CronProblemResult, CronResult, InboxResult
 from watcher.store import Store
-from watcher.timeutil import iso, parse_iso, utcnow
-from watcher.visible import visible
+from watcher.util.timeutil import iso, parse_iso, utcnow
+from watcher.util.visible import visible
 
 # While a problem lasts it is said again after this long: a person back from a weekend still
 # learns that the provider has been down since Friday (one mail a day, not one a round).
@@ -161,7 +162,7 @@ def _run(
     step: str,
     fn: Callable[[Context], BaseModel | Partial[Any]],
 ) -> tuple[BaseModel | None, WatcherError | None]:
-    """One step as :func:`watcher.commands.execute` runs a command (its failure signal included),
+    """One step as :func:`watcher.commands.core.execute` runs a command (its failure signal included),
     keeping the error itself: its kind and cause name the problem."""
     try:
         out = fn(ctx)

@@ -14,9 +14,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from watcher.envelope import EnvelopeError
+from watcher.commands.envelope import EnvelopeError
 from watcher.models import Verdict
-from watcher.results import (
+from watcher.commands.results import (
     ArticlesResult,
     BatchResult,
     CheckResult,
@@ -35,8 +35,8 @@ from watcher.results import (
     StatusResult,
     SubmitResult,
 )
-from watcher.timeutil import local_minutes
-from watcher.visible import visible
+from watcher.util.timeutil import local_minutes
+from watcher.util.visible import visible
 
 
 class _Console(Console):
@@ -47,7 +47,7 @@ class _Console(Console):
     def render_str(self, text: str, **kwargs: Any) -> Text:
         # Every string rich draws passes here (print, table cells and their measuring, titles):
         # the render boundary of SPEC §15.5. Control and bidi characters from a comment, a name,
-        # a title or a model's answer are shown as escapes (watcher.visible), so none reaches
+        # a title or a model's answer are shown as escapes (watcher.util.visible), so none reaches
         # the terminal raw. Fields shown on one line are also passed through _line first.
         # Stored times are shown local, to the minute (JSON keeps UTC). A comment's own text is
         # printed as a Text (_as_written), so a date inside it is never rewritten.

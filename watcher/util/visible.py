@@ -13,7 +13,7 @@ screen, move the cursor up and erase a line (painting a fake "Nothing needs a re
 a link (OSC 8); C1 controls (``\\x9b`` is an 8-bit CSI) do the same on terminals that read them;
 bidi overrides reorder what follows them. rich's ``markup=False`` passes all of it through, and
 the HTML conversion decodes ``&#27;`` into a real ESC, so the one place to stop it is where text
-leaves for a terminal: the human renderer (:mod:`watcher.render`, for every string rich draws),
+leaves for a terminal: the human renderer (:mod:`watcher.cli.render`, for every string rich draws),
 the front ends' notices on stderr, and the MCP server's text (:mod:`bridge.mcp_server`).
 
 The characters are shown, not dropped: a person sees that the comment holds an escape sequence

@@ -1,6 +1,6 @@
-"""``watcher``: thin typer commands over :mod:`watcher.commands`.
+"""``watcher``: thin typer commands over :mod:`watcher.commands.core`.
 
-Each command parses its options, hands one core function to :func:`watcher.commands.execute`,
+Each command parses its options, hands one core function to :func:`watcher.commands.core.execute`,
 and renders the envelope: human tables by default, one JSON document with ``--json``. The
 bridge (``watcher-bridge``) runs this same app with a front end that always prints the envelope.
 """
@@ -21,9 +21,10 @@ import typer
 import typer.main
 from typer.core import TyperArgument
 
-from watcher import __version__, commands
-from watcher.argv import hoist_global_options
-from watcher.commands import Context, Envelope
+from watcher import __version__
+from watcher.commands import core as commands
+from watcher.cli.argv import hoist_global_options
+from watcher.commands.core import Context, Envelope
 from watcher.config import SETTINGS_HELP
 from watcher.errors import (
     Interrupted,
@@ -34,11 +35,11 @@ from watcher.errors import (
     exit_code_legend,
 )
 from watcher.pipeline import Hooks
-from watcher.visible import json_safe, visible
+from watcher.util.visible import json_safe, visible
 
 if TYPE_CHECKING:
-    from watcher.render import BatchProgress
-    from watcher.results import MarkResult
+    from watcher.cli.render import BatchProgress
+    from watcher.commands.results import MarkResult
 
 
 def _settings_help() -> str:
@@ -121,7 +122,7 @@ class Frontend:
     def respond(
         self, command: str, fn: Callable[[Context], Any], *, as_json: bool, batch: bool = False
     ) -> None:
-        """Answer one typed command: run ``fn`` through :func:`watcher.commands.execute` (with a
+        """Answer one typed command: run ``fn`` through :func:`watcher.commands.core.execute` (with a
         progress display for a ``batch`` shown to a person), print the envelope, and exit with
         its code (``typer.Exit``)."""
         ctx = Context(
@@ -132,7 +133,7 @@ class Frontend:
         )
         progress = None
         if batch and not self.always_envelope:
-            from watcher.render import BatchProgress  # rich: only for a batch shown to a person
+            from watcher.cli.render import BatchProgress  # rich: only for a batch shown to a person
 
             progress = BatchProgress(verbose=self.verbose)
             if command in ("scan", "demo"):
@@ -175,7 +176,7 @@ class Frontend:
             if envelope.error and not self.always_envelope:
                 self._notice(f"error: {envelope.error['message']}")
             return
-        from watcher import render
+        from watcher.cli import render
 
         if envelope.result is not None:
             render.human(envelope.command, envelope.result, envelope.error)
@@ -186,7 +187,7 @@ class Frontend:
         # Errors and notices quote what servers and payloads said: shown, never obeyed (SPEC §15.5).
         # A person reads local times to the minute (SPEC §15.3); an agent's stderr keeps UTC.
         if not self.always_envelope:
-            from watcher.timeutil import local_minutes
+            from watcher.util.timeutil import local_minutes
 
             message = local_minutes(message)
         message = visible(message)
@@ -493,7 +494,7 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         starts or changes, and at most once a day while it lasts. Nothing at all when nothing is
         new and nothing is wrong. Each step runs even when the one before it stopped; the exit code
         is non-zero whenever one did."""
-        from watcher.cron import cron as cron_round
+        from watcher.commands.cron import cron as cron_round
 
         _frontend(ctx).respond("cron", lambda c: cron_round(c, limit=limit), as_json=as_json)
 

@@ -22,9 +22,9 @@ from watcher.errors import (
 )
 from watcher.pipeline.gate import setup_error
 from watcher.providers import Provider, make_provider
-from watcher.results import CheckResult, CheckRow
+from watcher.commands.results import CheckResult, CheckRow
 from watcher.source import check_user
-from watcher.urls import shown_url
+from watcher.util.urls import shown_url
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from watcher.models import Attempt, Category, InboxRecord, SeenComment, TriageBy
-from watcher.results import Confusion, Disagreement, EvalGroup, EvalResult
+from watcher.commands.results import Confusion, Disagreement, EvalGroup, EvalResult
 from watcher.store import Store
-from watcher.timeutil import parse_iso
+from watcher.util.timeutil import parse_iso
 
 PROMPT_DIGITS = 12
 

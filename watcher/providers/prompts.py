@@ -124,7 +124,7 @@ def _template_bytes() -> bytes:
     bundled = resources.files("watcher").joinpath("_bundled", "prompts", f"{TEMPLATE_NAME}.md")
     if bundled.is_file():
         return bundled.read_bytes()
-    repo = Path(__file__).resolve().parent.parent / "prompts" / f"{TEMPLATE_NAME}.md"
+    repo = Path(__file__).resolve().parents[2] / "prompts" / f"{TEMPLATE_NAME}.md"
     try:
         return repo.read_bytes()
     except FileNotFoundError:

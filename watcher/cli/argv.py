@@ -1,6 +1,6 @@
 """The global options' place on a command line, shared by ``watcher`` and ``watcher-bridge``.
 
-Kept apart from :mod:`watcher.cli` so ``watcher-bridge mcp`` can find its command without
+Kept apart from :mod:`watcher.cli.app` so ``watcher-bridge mcp`` can find its command without
 importing typer and the CLI it never uses (bench/run.py figure 5c: the start an MCP client waits for).
 """
 

@@ -29,8 +29,8 @@ from watcher.models import (
     Usage,
     Verdict,
 )
-from watcher.results import Command
-from watcher.timeutil import iso, parse_iso
+from watcher.commands.results import Command
+from watcher.util.timeutil import iso, parse_iso
 
 RAW_LIMIT = 16 * 1024
 # SPEC §15.5: what a person may grant a comment in all, so its cap never passes 3 + 6. A grant is
