@@ -48,10 +48,10 @@ from bridge.wording import for_agents
 from watcher.commands import core as commands
 from watcher.commands.core import Context, Envelope
 from watcher.commands.envelope import RESULTS, envelope_schema
+from watcher.commands.results import CommentRecord
 from watcher.errors import EXIT_USAGE
 from watcher.models import COMMENT_ID_SHAPE
 from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT, Hooks, ItemResult
-from watcher.commands.results import CommentRecord
 from watcher.util.visible import json_safe, visible
 
 MIN_SDK = (2, 3)

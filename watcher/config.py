@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from watcher.commands.results import PublicSettings
 from watcher.errors import ConfigError
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
-from watcher.commands.results import PublicSettings
 from watcher.util.urls import check_http_url, marked, shown_url, split_credentials
 
 # env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.

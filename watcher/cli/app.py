@@ -22,8 +22,8 @@ import typer.main
 from typer.core import TyperArgument
 
 from watcher import __version__
-from watcher.commands import core as commands
 from watcher.cli.argv import hoist_global_options
+from watcher.commands import core as commands
 from watcher.commands.core import Context, Envelope
 from watcher.config import SETTINGS_HELP
 from watcher.errors import (

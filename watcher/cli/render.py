@@ -15,7 +15,6 @@ from rich.table import Table
 from rich.text import Text
 
 from watcher.commands.envelope import EnvelopeError
-from watcher.models import Verdict
 from watcher.commands.results import (
     ArticlesResult,
     BatchResult,
@@ -35,6 +34,7 @@ from watcher.commands.results import (
     StatusResult,
     SubmitResult,
 )
+from watcher.models import Verdict
 from watcher.util.timeutil import local_minutes
 from watcher.util.visible import visible
 

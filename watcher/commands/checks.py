@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from watcher.commands.results import CheckResult, CheckRow
 from watcher.config import NO_PROVIDER, Paths, Settings, load_settings
 from watcher.errors import (
     ConfigError,
@@ -22,7 +23,6 @@ from watcher.errors import (
 )
 from watcher.pipeline.gate import setup_error
 from watcher.providers import Provider, make_provider
-from watcher.commands.results import CheckResult, CheckRow
 from watcher.source import check_user
 from watcher.util.urls import shown_url
 

@@ -17,9 +17,30 @@ from typing import Any
 from pydantic import BaseModel
 
 from watcher import pipeline
-from watcher.state import records
-from watcher.config import NO_PROVIDER, Settings, load_settings
 from watcher.commands.envelope import Envelope
+from watcher.commands.results import (
+    AgentClaims,
+    ArticleRow,
+    ArticlesResult,
+    BatchResult,
+    CheckResult,
+    ClaimResult,
+    CommentRecord,
+    Cooldown,
+    DemoResult,
+    EvalResult,
+    GrantResult,
+    InboxEntry,
+    InboxResult,
+    MarkResult,
+    Parent,
+    SignalsResult,
+    StatusPaths,
+    StatusResult,
+    StatusSignals,
+    SubmitResult,
+)
+from watcher.config import NO_PROVIDER, Settings, load_settings
 from watcher.errors import (
     EXIT_OK,
     ConfigError,
@@ -44,28 +65,7 @@ from watcher.pipeline import (
     open_store,
     read_cooldown,
 )
-from watcher.commands.results import (
-    AgentClaims,
-    ArticleRow,
-    ArticlesResult,
-    BatchResult,
-    CheckResult,
-    ClaimResult,
-    CommentRecord,
-    Cooldown,
-    DemoResult,
-    EvalResult,
-    GrantResult,
-    InboxEntry,
-    InboxResult,
-    MarkResult,
-    Parent,
-    SignalsResult,
-    StatusPaths,
-    StatusResult,
-    StatusSignals,
-    SubmitResult,
-)
+from watcher.state import records
 from watcher.store import Store
 
 __all__ = [

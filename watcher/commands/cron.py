@@ -30,13 +30,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from watcher.commands import core as commands
-from watcher.state import records
 from watcher.commands.core import Context
+from watcher.commands.results import CronNamed, CronProblemResult, CronResult, InboxResult
 from watcher.config import data_paths
 from watcher.errors import ProviderSetup, StateError, WatcherError
 from watcher.models import CronProblem, CronState
 from watcher.pipeline import Partial, open_store
-from watcher.commands.results import CronNamed, CronProblemResult, CronResult, InboxResult
+from watcher.state import records
 from watcher.store import Store
 from watcher.util.timeutil import iso, parse_iso, utcnow
 from watcher.util.visible import visible

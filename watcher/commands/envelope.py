@@ -13,7 +13,6 @@ from typing import Annotated, Any, Generic, cast
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 from typing_extensions import TypedDict  # pydantic needs this one, not typing's, before 3.12
 
-from watcher.errors import exit_code_legend
 from watcher.commands.results import (
     ArticlesResult,
     BatchResult,
@@ -31,6 +30,7 @@ from watcher.commands.results import (
     StatusResult,
     SubmitResult,
 )
+from watcher.errors import exit_code_legend
 
 
 class EnvelopeError(TypedDict):

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from watcher.models import Attempt, Category, InboxRecord, SeenComment, TriageBy
 from watcher.commands.results import Confusion, Disagreement, EvalGroup, EvalResult
+from watcher.models import Attempt, Category, InboxRecord, SeenComment, TriageBy
 from watcher.store import Store
 from watcher.util.timeutil import parse_iso
 

@@ -24,13 +24,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from watcher import pipeline
+from watcher.commands.evaluate import Sample, collect, figures, ratio
+from watcher.commands.results import EvalResult, KindFigures, LabelledSetRun, SetFigures
 from watcher.config import Settings, load_settings
 from watcher.errors import UsageError
-from watcher.commands.evaluate import Sample, collect, figures, ratio
 from watcher.models import LabelFile, Triage
 from watcher.pipeline import MAX_LIMIT, Hooks, Partial, Run, new_run_id, open_store
 from watcher.providers.registry import PROVIDERS
-from watcher.commands.results import EvalResult, KindFigures, LabelledSetRun, SetFigures
 from watcher.store import Store
 
 BUNDLED = "bundled"

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Generic, NamedTuple
 
+from watcher.commands.results import BatchResult, Command, ItemOutcome, ItemResult, ResultT
 from watcher.errors import CooldownActive, UsageError, WatcherError
 from watcher.models import SeenFile
 from watcher.pipeline.batch import (
@@ -42,7 +43,6 @@ from watcher.pipeline.batch import (
 from watcher.pipeline.plan import Plan, Planned, check_id, plan_recheck, plan_scan
 from watcher.pipeline.provider_state import read_cooldown, write_cooldown
 from watcher.state.records import Decision, decide
-from watcher.commands.results import BatchResult, Command, ItemOutcome, ItemResult, ResultT
 
 __all__ = [
     "DEFAULT_LIMIT",

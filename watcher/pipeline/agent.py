@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from watcher.state import records
+from watcher.commands.results import Claimed, ClaimResult, ItemResult, SubmitResult
 from watcher.config import Settings
 from watcher.errors import ConfigError, Interrupted, SaveFailed, SubmitRefused, UsageError
 from watcher.models import Attempt, AttemptError, InboxRecord, SeenFile, Verdict
@@ -33,7 +33,7 @@ from watcher.providers.agent import NAME
 from watcher.providers.base import CallResult
 from watcher.providers.parse import verdict_json_schema
 from watcher.providers.redact import Redaction, as_key, credential_secrets
-from watcher.commands.results import Claimed, ClaimResult, ItemResult, SubmitResult
+from watcher.state import records
 from watcher.util.timeutil import iso, parse_iso
 
 # What claim picks (SPEC §14): scan's pending, recheck's failed and orphaned reservations.

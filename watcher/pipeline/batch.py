@@ -18,10 +18,10 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from watcher.commands.results import BatchResult, BatchSignals, Command, ItemResult, ItemVerdict
 from watcher.config import Paths, Settings
 from watcher.errors import LockBusy, LogReplaced, StateError, WatcherError
 from watcher.models import build
-from watcher.commands.results import BatchResult, BatchSignals, Command, ItemResult, ItemVerdict
 from watcher.store import Store
 
 if TYPE_CHECKING:

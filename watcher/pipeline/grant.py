@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from watcher.state import records
+from watcher.commands.results import GrantResult
 from watcher.errors import UsageError
 from watcher.models import InboxRecord
-from watcher.commands.results import GrantResult
+from watcher.state import records
 from watcher.store import Store
 
 MAX_GRANT = 3  # per grant; records.MAX_GRANTED in all

@@ -20,8 +20,7 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from watcher.state import records
-from watcher.state import seen
+from watcher.commands.results import ItemOutcome, ItemResult, ItemVerdict
 from watcher.errors import (
     Cancelled,
     CorruptState,
@@ -37,9 +36,9 @@ from watcher.pipeline.batch import Batch, SignalDuringCall
 from watcher.pipeline.calls import Calls, Flight
 from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, after_answer
 from watcher.pipeline.plan import Plan, Planned, answered_or_marked
-from watcher.state.records import Decision, decide
-from watcher.commands.results import ItemOutcome, ItemResult, ItemVerdict
 from watcher.source import SourceArticle
+from watcher.state import records, seen
+from watcher.state.records import Decision, decide
 
 
 def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
@@ -175,7 +174,9 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
 
     The prompts are rendered before the lock; each record is written under it, if it is still
     missing and its history was not lost."""
-    from watcher.providers import prompts  # the template is read only by commands that create records
+    from watcher.providers import (
+        prompts,  # the template is read only by commands that create records
+    )
 
     store = batch.store
     fresh = []

@@ -10,14 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from watcher.state import records
-from watcher.state import seen
+from watcher.commands.results import Rejected
 from watcher.errors import UsageError, WatcherError
 from watcher.models import Comment, GoneKind, InboxRecord, Prompt, Reply, SeenComment, SeenFile
 from watcher.pipeline.batch import Batch
-from watcher.state.records import Fingerprint
-from watcher.commands.results import Rejected
 from watcher.source import FetchResult, Source, SourceArticle, resolve_source
+from watcher.state import records, seen
+from watcher.state.records import Fingerprint
 from watcher.util.timeutil import parse_iso, utcnow
 
 
@@ -198,7 +197,9 @@ def _known_changes(
     """What the fetched threads changed about comments already on disk (SPEC §15.2): edits (a new
     first attempt is planned for each that goes to the model), deletions and hiding, the author's
     replies. Only a thread fetched whole can delete by absence (a partial fetch deletes nothing)."""
-    from watcher.providers import prompts  # the template is read only by commands that may write records
+    from watcher.providers import (
+        prompts,  # the template is read only by commands that may write records
+    )
 
     changes = _Changes()
     store = batch.store

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from watcher.models import AttemptError, Category, Prompt
-from watcher.providers.prompts import fenced_blocks
 from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 from watcher.providers.parse import parse_verdict_text
+from watcher.providers.prompts import fenced_blocks
 
 MODEL = "heuristic-v2"  # a new version whenever the rules change: eval groups verdicts by model
 SUMMARY_PREFIX = "[offline] "

@@ -13,6 +13,7 @@ import os
 from datetime import datetime, timedelta
 from typing import Literal, NamedTuple
 
+from watcher.commands.results import Command
 from watcher.models import (
     CAP,
     COMMENT_ID_RE,
@@ -29,7 +30,6 @@ from watcher.models import (
     Usage,
     Verdict,
 )
-from watcher.commands.results import Command
 from watcher.util.timeutil import iso, parse_iso
 
 RAW_LIMIT = 16 * 1024

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from watcher.state import records
 from watcher.models import InboxRecord, SeenArticle, SeenComment, SeenFile, Triage
+from watcher.state import records
 from watcher.util.timeutil import iso, parse_iso
 
 

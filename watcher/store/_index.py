@@ -13,11 +13,10 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from watcher.state import records
-from watcher.state import seen
 from watcher.config import Paths
 from watcher.errors import UnsafePath
 from watcher.models import COMMENT_ID_SHAPE, InboxRecord, SeenComment, SeenFile
+from watcher.state import records, seen
 from watcher.store.dirs import real_directories
 from watcher.store.durable import read_model
 

@@ -18,8 +18,6 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from watcher import models
-from watcher.state import records
-from watcher.state import seen
 from watcher.config import Paths
 from watcher.errors import SaveConflict
 from watcher.models import (
@@ -31,6 +29,7 @@ from watcher.models import (
     SignalState,
     Triage,
 )
+from watcher.state import records, seen
 from watcher.store import CallLock, Reservation, _index, durable, locks, signals
 from watcher.store.dirs import real_directories
 from watcher.util.timeutil import iso
