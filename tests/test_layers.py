@@ -12,14 +12,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # Bottom first. A module belongs to the longest prefix listed.
 LAYERS: list[tuple[str, ...]] = [
     ("watcher", "watcher.util.timeutil", "watcher.errors", "watcher.models", "watcher.commands.results", "watcher.util.urls",
-     "watcher.util.visible"),
+     "watcher.util.visible", "watcher.paths", "watcher.notify.models", "watcher.notify.targets"),
     # pure rules over the models, and the settings (with the provider table they name)
     ("watcher.state.records", "watcher.state.seen", "watcher.providers.prompts", "watcher.config", "watcher.providers.registry",
      "watcher.providers.base"),
     # the three seams: state, the model, dev.to
     ("watcher.store", "watcher.providers", "watcher.source"),
     # the pipeline, and eval's read of what it left (SPEC §15.6)
-    ("watcher.pipeline", "watcher.commands.evaluate"),
+    ("watcher.pipeline", "watcher.commands.evaluate", "watcher.notify"),
     ("watcher.commands.checks", "watcher.commands.core", "watcher.commands.envelope", "watcher.commands.labelled"),
     ("watcher.commands.cron",),
     ("watcher.cli", "watcher.__main__"),

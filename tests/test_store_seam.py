@@ -89,7 +89,8 @@ def test_the_state_io_modules_live_in_the_store(module: str) -> None:
 
 def test_the_pipeline_and_commands_never_import_the_store_internals() -> None:
     """Above the store, code names only the seam: ``watcher.store`` (Store, Reservation, CallLock), the one
-    implementation, ``watcher.store.files.FileStore``, and the scratch data dir of ``eval --set`` (SPEC §15.6)."""
+    implementation, ``watcher.store.files.FileStore``, the scratch data dir of ``eval --set`` (SPEC §15.6) and the
+    outbox's files (SPEC §16.1)."""
     offenders = []
     for path in _sources():
         rel = path.relative_to(WATCHER.parent).as_posix()
@@ -99,7 +100,8 @@ def test_the_pipeline_and_commands_never_import_the_store_internals() -> None:
             if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("watcher.store"):
                 continue
             allowed = {"watcher.store": {"Store", "Reservation", "CallLock"}, "watcher.store.files": {"FileStore"},
-                       "watcher.store.scratch": {"ScratchStore", "scratch_data_dir"}}
+                       "watcher.store.scratch": {"ScratchStore", "scratch_data_dir"},
+                       "watcher.store.outbox": {"OutboxFiles"}}
             if node.module not in allowed:
                 offenders.append(f"{rel}:{node.lineno}: from {node.module}")
             else:

@@ -12,7 +12,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,16 @@ from pydantic import SecretStr
 
 from watcher.commands.results import PublicSettings
 from watcher.errors import ConfigError
+from watcher.notify.targets import Target, parse_targets
+from watcher.paths import Paths as Paths  # noqa: PLC0414 - watcher.config.Paths stays public
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
 from watcher.util.urls import check_http_url, marked, shown_url, split_credentials
+
+__all__ = [
+    "Paths",
+    "Settings",
+    "load_settings",
+]  # Paths: watcher.config.Paths stays the import path
 
 # env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.
 _ENV_KEYS = {
@@ -36,136 +43,34 @@ _ENV_KEYS = {
     "DEVTO_USERNAME": "devto_username",
     "DEVTO_API_KEY": "devto_api_key",
     "DEVTO_BASE_URL": "devto_base_url",
+    "WATCHER_NOTIFY": "notify",
 }
 
 # What `watcher --help` says of each variable (a test checks every one above is here).
 SETTINGS_HELP = {
     "WATCHER_DATA_DIR": "data directory (also --data-dir); default the user's data directory "
     "($XDG_DATA_HOME/devto-watcher, else ~/.local/share/devto-watcher; the platform's on others)",
-    "WATCHER_PROVIDER": "openai (or any OpenAI-compatible server: Ollama, vLLM, llama.cpp), anthropic, "
-    "offline (the built-in heuristic), or agent (the agent you work with gives the verdicts "
-    "over MCP claim/submit, no key); required to scan",
+    "WATCHER_PROVIDER": "openai (or any OpenAI-compatible server: Ollama, vLLM, llama.cpp), "
+    "anthropic, offline (the built-in heuristic), or agent (the agent you work with gives the "
+    "verdicts over MCP claim/submit, no key); required to scan",
     "WATCHER_MODEL": "model name; default "
     + ", ".join(f"{n}: {s.default_model}" for n, s in PROVIDERS.items() if s.needs_key),
     "WATCHER_BASE_URL": "provider base URL (Ollama: http://localhost:11434/v1)",
     "WATCHER_API_KEY": "API key; falls back to OPENAI_API_KEY / ANTHROPIC_API_KEY",
     "WATCHER_TIMEOUT": "seconds one model call may take in all (default 60)",
-    "WATCHER_PARALLEL": "model calls in flight at once in one run, 1-8 (also --parallel); default 4 for the "
-    "providers' own endpoints, 1 when WATCHER_BASE_URL names another server (a local "
-    "Ollama answers one request at a time)",
+    "WATCHER_PARALLEL": "model calls in flight at once in one run, 1-8 (also --parallel); "
+    "default 4 for the providers' own endpoints, 1 when WATCHER_BASE_URL names another server "
+    "(a local Ollama answers one request at a time)",
     "WATCHER_INCLUDE_OWN_COMMENTS": "also triage your own comments (default false)",
-    "WATCHER_BACKLOG_DAYS": "on an account's first scan, older comments are recorded as baseline and never "
-    "sent to the model (default 14; `scan --since DATE` queues them)",
+    "WATCHER_BACKLOG_DAYS": "on an account's first scan, older comments are recorded as baseline "
+    "and never sent to the model (default 14; `scan --since DATE` queues them)",
     "DEVTO_USERNAME": "the dev.to account whose articles to watch",
     "DEVTO_API_KEY": "optional: watch /articles/me/published with this key",
     "DEVTO_BASE_URL": "Forem API base (default https://dev.to/api)",
+    "WATCHER_NOTIFY": "Apprise URLs, separated by spaces or commas (ntfy://topic, "
+    "mailtos://user:pass@smtp.host?to=me@example.com, discord://…): where `cron` and `watch` "
+    "send each round's news; secrets, never shown",
 }
-
-
-@dataclass(frozen=True)
-class Paths:
-    """Every file of one data directory (SPEC §4). Pure: building it touches nothing.
-
-    Each path is built once per instance (a run asks for ``inbox`` and ``quarantine`` thousands
-    of times in a big batch); ``cached_property`` stores it in the instance's ``__dict__``,
-    which a frozen dataclass still has."""
-
-    root: Path
-    # The part of ``root`` the user chose — WATCHER_DATA_DIR or --data-dir as given, or the
-    # platform's data directory the default sits in: links there are theirs to make. Every
-    # directory below it is watcher's own and must be a real one, never a link that would carry
-    # state out of the data dir (SPEC §15.5). ``None``: all of ``root`` is the user's.
-    chosen: Path | None = None
-
-    @cached_property
-    def user_part(self) -> Path:
-        """Where watcher's own directories begin (see :attr:`chosen`)."""
-        return self.root if self.chosen is None else self.chosen
-
-    @cached_property
-    def inbox(self) -> Path:
-        return self.root / "inbox"
-
-    def inbox_file(self, comment_id: str) -> Path:
-        return self._child(self._inbox_files, self.inbox, f"{comment_id}.json")
-
-    @cached_property
-    def _inbox_files(self) -> dict[str, Path]:
-        return {}
-
-    @staticmethod
-    def _child(made: dict[str, Path], directory: Path, name: str) -> Path:
-        """``directory / name``, built once per name: a model call asks for its comment's file six
-        times, and a Path made anew parses its parts and formats its string again each time
-        (bench/run.py figure 1)."""
-        path = made.get(name)
-        if path is None:
-            path = made[name] = directory / name
-        return path
-
-    @cached_property
-    def seen(self) -> Path:
-        return self.root / "seen.json"
-
-    @cached_property
-    def provider_state(self) -> Path:
-        return self.root / "provider.json"
-
-    @cached_property
-    def observations(self) -> Path:
-        return self.root / "observations.jsonl"
-
-    @cached_property
-    def cron_state(self) -> Path:
-        return self.root / "cron.json"
-
-    @cached_property
-    def signals_dir(self) -> Path:
-        return self.root / "signals"
-
-    @cached_property
-    def signals_state(self) -> Path:
-        return self.signals_dir / "state.json"
-
-    @cached_property
-    def signals_cursor(self) -> Path:
-        return self.signals_dir / "cursor.json"
-
-    @cached_property
-    def locks(self) -> Path:
-        return self.root / "locks"
-
-    @cached_property
-    def pipeline_lock(self) -> Path:
-        return self.locks / "pipeline.lock"
-
-    @cached_property
-    def seen_lock(self) -> Path:
-        return self.locks / "seen.lock"
-
-    @cached_property
-    def signals_lock(self) -> Path:
-        return self.locks / "signals.lock"
-
-    @cached_property
-    def call_locks(self) -> Path:
-        return self.locks / "calls"
-
-    def call_lock(self, comment_id: str) -> Path:
-        """The comment's call lock (SPEC §15.1): held while its model call is in flight."""
-        return self._child(self._call_lock_files, self.call_locks, f"{comment_id}.lock")
-
-    @cached_property
-    def _call_lock_files(self) -> dict[str, Path]:
-        return {}
-
-    @cached_property
-    def quarantine(self) -> Path:
-        return self.root / "quarantine"
-
-    @cached_property
-    def config_file(self) -> Path:
-        return self.root / "config.toml"
 
 
 @dataclass(frozen=True)
@@ -197,6 +102,8 @@ class Settings:
     data_dir_chosen: Path | None = None
     # True when nothing named a data dir and the user's data directory stands in (SPEC §15.5).
     data_dir_defaulted: bool = False
+    # WATCHER_NOTIFY's Apprise URLs (SPEC §16.1): secrets, each shown as its Target.shown only.
+    notify: tuple[Target, ...] = ()
 
     @property
     def paths(self) -> Paths:
@@ -296,7 +203,8 @@ def data_paths(
     if not data_dir:
         _refuse_unexpanded("WATCHER_DATA_DIR", env.get("WATCHER_DATA_DIR"))
     root = Path(given).expanduser().absolute() if given else default_data_dir()
-    # A data dir the user named is theirs, links and all; in the default, devto-watcher/ is watcher's.
+    # A data dir the user named is theirs, links and all; in the default, devto-watcher/ is
+    # watcher's.
     return Paths(root, root if given else root.parent)
 
 
@@ -339,16 +247,16 @@ def _refuse_unexpanded(setting: str, value: Any) -> None:
     """Raise :class:`ConfigError` (exit 2) when ``value`` holds a ``${NAME}`` nobody expanded.
 
     Claude Code passes an MCP server's ``"env": {"X": "${X}"}`` through literally when X is not
-    set where it runs (seen with 2.1.197): the server would watch the dev.to user "${DEVTO_USERNAME}"
-    or send "${OPENAI_API_KEY}" as a key. Only the ``${…}`` is quoted, never the rest of the value
-    (it may be part of a key)."""
+    set where it runs (seen with 2.1.197): the server would watch the dev.to user
+    "${DEVTO_USERNAME}" or send "${OPENAI_API_KEY}" as a key. Only the ``${…}`` is quoted, never
+    the rest of the value (it may be part of a key)."""
     if not isinstance(value, str) or (match := _UNEXPANDED.search(value)) is None:
         return
     name = match.group(1)
     raise ConfigError(
-        f"{setting} is the unexpanded text {match.group(0)}: the client that started watcher passed it "
-        f"on literally, as {name} is not set where that client runs — set {name} there (or write the "
-        "value itself in the client's config)"
+        f"{setting} is the unexpanded text {match.group(0)}: the client that started watcher "
+        f"passed it on literally, as {name} is not set where that client runs — set {name} there "
+        "(or write the value itself in the client's config)"
     )
 
 
@@ -430,6 +338,7 @@ def _build(
         api_key_from=api_key_from if api_key and spec.is_remote else None,
         data_dir_chosen=chosen,
         data_dir_defaulted=defaulted,
+        notify=parse_targets(values["notify"], origin["notify"]) if "notify" in values else (),
     )
 
 
@@ -476,8 +385,8 @@ def _parallel(value: Any) -> int:
     text = str(value).strip()
     if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= MAX_PARALLEL:
         raise ConfigError(
-            f"parallel must be a whole number of model calls from 1 to {MAX_PARALLEL}, got {value!r} "
-            "(WATCHER_PARALLEL, --parallel)"
+            f"parallel must be a whole number of model calls from 1 to {MAX_PARALLEL}, "
+            f"got {value!r} (WATCHER_PARALLEL, --parallel)"
         )
     return int(text)
 

@@ -168,6 +168,20 @@ def sweep_stale_temps(
     return removed
 
 
+def remove_file(path: Path, *, within: Path | None = None) -> None:
+    """Remove a state file that is done with (a delivered outbox message, SPEC §16.1), durably;
+    one already gone is fine. Raises :class:`SaveFailed` on any other OS error."""
+    if within is not None:
+        real_directories(path.parent, below=within)  # never delete anything through a link
+    try:
+        os.unlink(path)
+        fsync_dir(path.parent)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise SaveFailed(path, exc) from exc
+
+
 def make_dirs(directory: Path) -> None:
     """Create ``directory`` and its missing parents, each synced in its parent before the next.
 
