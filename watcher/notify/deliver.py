@@ -1,7 +1,9 @@
 """A round's delivery (SPEC §16.1): the news into the outbox, then every open target of every
 message sent, each outcome recorded as it happens.
 
-    deliver(paths, targets, news, now=, seams=) -> Delivery     under locks/outbox.lock
+    enqueue(paths, targets, news, now=) -> id | None            the news as a new message
+    send_pending(paths, targets, now=, seams=) -> Delivery       every open target, now
+    deliver(paths, targets, news, now=, seams=) -> Delivery     both (each under locks/outbox.lock)
     send_test(targets) -> list[TestSent]                         ``watcher notify --test``
     summary(paths, targets, now) -> NotifySummary                 ``status``: read only
 
@@ -60,6 +62,49 @@ class Delivery:
     pending: int = 0  # open (message, target) pairs left for the next round
 
 
+def enqueue(paths: Paths, targets: tuple[Target, ...], news: News, *, now: datetime) -> str | None:
+    """Write ``news`` (less what a message already holds) as a new message for every target; its
+    id, or ``None`` when there was nothing to write. Raises :class:`StateError` (exit 5) when the
+    outbox cannot be read or written: nothing is sent then, and the caller keeps the news for
+    the next round; :class:`LockBusy` (exit 4) when another round holds the outbox past its wait."""
+    if not targets or not news:
+        return None
+    outbox = OutboxFiles(paths)
+    with outbox.locked():
+        fresh = news.without({key for m in outbox.messages() for key in m.news})
+        if not fresh:
+            return None
+        message = OutboxMessage(
+            id=new_id(now),
+            created_at=iso(now),
+            news=fresh.keys,
+            comments=fresh.comments,
+            lines=fresh.lines,
+            targets=[TargetFate(target=t.id, shown=t.shown) for t in targets],
+        )
+        outbox.save(message)  # from here the news cannot be lost
+        return message.id
+
+
+def send_pending(
+    paths: Paths, targets: tuple[Target, ...], *, now: datetime, seams: Seams | None = None
+) -> Delivery:
+    """Send every open (message, target) pair, recording each outcome before the next send."""
+    seams = seams or Seams()
+    redact = redaction(targets)
+    outbox = OutboxFiles(paths)
+    result = Delivery()
+    if not paths.outbox.is_dir():
+        return result
+    with outbox.locked():
+        messages = prune(outbox, outbox.messages(), now)
+        by_id = {t.id: t for t in targets}
+        for message in messages:
+            if not message.done:
+                _send_open(outbox, message, by_id, redact, now, seams, result)
+    return result
+
+
 def deliver(
     paths: Paths,
     targets: tuple[Target, ...],
@@ -68,33 +113,10 @@ def deliver(
     now: datetime,
     seams: Seams | None = None,
 ) -> Delivery:
-    """Put ``news`` (less what a message already holds) in a new message, then send every open
-    (message, target) pair. Raises :class:`StateError` (exit 5) when the outbox cannot be read
-    or written — the new message before any send, so the caller can keep its news for the next
-    round; :class:`LockBusy` (exit 4) when another round holds the outbox past its wait."""
-    seams = seams or Seams()
-    redact = redaction(targets)
-    outbox = OutboxFiles(paths)
-    result = Delivery()
-    with outbox.locked():
-        messages = prune(outbox, outbox.messages(), now)
-        fresh = news.without({key for m in messages for key in m.news}) if targets else News()
-        if fresh:
-            message = OutboxMessage(
-                id=new_id(now),
-                created_at=iso(now),
-                news=fresh.keys,
-                comments=fresh.comments,
-                lines=fresh.lines,
-                targets=[TargetFate(target=t.id, shown=t.shown) for t in targets],
-            )
-            outbox.save(message)  # before any send: from here the news cannot be lost
-            messages.append(message)
-            result.created = message.id
-        by_id = {t.id: t for t in targets}
-        for message in messages:
-            if not message.done:
-                _send_open(outbox, message, by_id, redact, now, seams, result)
+    """:func:`enqueue` then :func:`send_pending`: a round's whole delivery."""
+    created = enqueue(paths, targets, news, now=now)
+    result = send_pending(paths, targets, now=now, seams=seams)
+    result.created = created
     return result
 
 
@@ -131,12 +153,14 @@ def _send_open(
         outbox.save(message)
         if fate.gave_up_at is not None:
             result.gave_up.append(gave_up_line(message, fate))
-        else:
+            continue
+        result.pending += 1
+        if fate.attempts == 1:  # said once; later rounds retry quietly until they give up
             result.failed.append(
                 f"watcher: notification {message.id} to {fate.shown} failed "
-                f"({fate.last_error}); the next round tries again"
+                f"({fate.last_error}) — later rounds try again for 24 h; "
+                "`watcher notify --test` tries the target now"
             )
-            result.pending += 1
 
 
 def _renderer(news: News, message_id: str) -> Callable[[str], str]:
