@@ -1,11 +1,12 @@
 """The outbox's files (SPEC §16.1): ``outbox/<id>.json`` read, written and removed with §4's rules,
-and ``locks/outbox.lock``. What the files mean — when a message is made, sent, given up — is
-:mod:`watcher.notify`'s; this is only where they are and how they are touched."""
+``locks/outbox.lock``, and ``locks/round.lock`` that keeps two ``watch`` rounds apart (§16.2).
+What the files mean — when a message is made, sent, given up — is :mod:`watcher.notify`'s; this
+is only where they are and how they are touched."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from watcher.notify.models import OutboxMessage
 from watcher.paths import Paths
@@ -59,3 +60,11 @@ class OutboxFiles:
 
     def remove(self, message: OutboxMessage) -> None:
         durable.remove_file(self.paths.outbox / f"{message.id}.json", within=self.paths.user_part)
+
+
+def round_lock(paths: Paths) -> AbstractContextManager[None]:
+    """``locks/round.lock``, taken without waiting: one ``watch`` round of a data dir at a time
+    (SPEC §16.2); :class:`LockBusy` when another holds it."""
+    return locks.hold(
+        paths.round_lock, timeout=0.0, what="another watcher watch round", within=paths.user_part
+    )

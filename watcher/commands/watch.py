@@ -1,0 +1,146 @@
+"""``watcher watch [--every 10m] [--once]`` (SPEC §16.2): ``watcher cron``'s round now, then every
+interval, in the foreground, forever — for a terminal, a systemd user service, a launchd agent or a
+container, where there is no cron.
+
+- The interval is at least a minute, and each wait is jittered by ±10 % so that many installs
+  started together do not reach dev.to in step.
+- Never two rounds at once: a round holds ``locks/round.lock``; a round that finds it held (another
+  ``watch`` of the same data dir) is skipped with one line, and the next interval tries again.
+- SIGINT/SIGTERM between rounds end it at once (the wait is an event, not a sleep): exit 130/143.
+  During a round the handlers are the ones any command has, so a batch is interrupted as §13.6
+  says (the attempt in flight recorded as interrupted, the summary printed, 130/143).
+- Its stderr lines carry the local time (a journal or a log file shows when each was said).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime, timedelta
+from types import FrameType
+from typing import TextIO
+
+from watcher.errors import LockBusy, UsageError, exit_code_for
+
+MIN_EVERY = timedelta(minutes=1)
+MAX_EVERY = timedelta(days=1)
+DEFAULT_EVERY = "10m"
+JITTER = 0.10
+_UNITS = {"s": 1, "m": 60, "h": 3600}
+_PART = re.compile(r"(\d+)([smh])")
+
+
+def parse_every(text: str) -> timedelta:
+    """``10m``, ``90s``, ``1h``, ``1h30m`` (a bare number is minutes); 1 minute to 1 day, else
+    exit 2."""
+    raw = text.strip().lower()
+    spec = f"{raw}m" if raw.isdigit() else raw
+    parts = _PART.findall(spec)
+    if not parts or "".join(n + u for n, u in parts) != spec:
+        raise UsageError(f"--every takes a duration like 10m, 1h or 90s, got {text!r}")
+    every = timedelta(seconds=sum(int(n) * _UNITS[u] for n, u in parts))
+    if not MIN_EVERY <= every <= MAX_EVERY:
+        raise UsageError(
+            f"--every must be from 1 minute to 1 day, got {text!r} (dev.to is asked "
+            "once a round; more often than a minute only spends its rate limit)"
+        )
+    return every
+
+
+class _Stop:
+    """The signal that ends the wait between rounds."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signum: int | None = None
+
+    def __call__(self, signum: int, _frame: FrameType | None) -> None:
+        self.signum = signum
+        self.event.set()
+
+
+@contextmanager
+def _between_rounds(stop: _Stop) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stop`` while this holds; the handlers before it come back after."""
+    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+class Stamped:
+    """A text stream that starts each line with the local time (``2026-12-03 14:05:09 ``)."""
+
+    def __init__(self, inner: TextIO, clock: Callable[[], datetime] = datetime.now) -> None:
+        self.inner = inner
+        self.clock = clock
+        self._at_line_start = True
+
+    def write(self, text: str) -> int:
+        out = []
+        for piece in text.splitlines(keepends=True):
+            if self._at_line_start:
+                out.append(self.clock().astimezone().strftime("%Y-%m-%d %H:%M:%S "))
+            out.append(piece)
+            self._at_line_start = piece.endswith("\n")
+        self.inner.write("".join(out))
+        return len(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return self.inner.isatty()
+
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return self.inner.encoding
+
+
+def watch(
+    run_round: Callable[[], int],
+    *,
+    every: timedelta,
+    once: bool,
+    round_lock: Callable[[], AbstractContextManager[None]],
+    say: Callable[[str], None],
+    jitter: Callable[[], float] = random.random,
+) -> int:
+    """Run rounds until a signal ends the wait between two; the exit code (``--once``: the
+    round's, else 130/143)."""
+    stop = _Stop()
+    while True:
+        code = _one_round(run_round, round_lock, say)
+        if once:
+            return code
+        wait = every.total_seconds() * (1 - JITTER + 2 * JITTER * jitter())
+        with _between_rounds(stop):
+            if stop.event.wait(wait):
+                return 128 + (stop.signum or signal.SIGTERM)
+
+
+def _one_round(
+    run_round: Callable[[], int],
+    round_lock: Callable[[], AbstractContextManager[None]],
+    say: Callable[[str], None],
+) -> int:
+    try:
+        with round_lock():
+            return run_round()
+    except LockBusy as exc:
+        say("watcher watch: another round of this data dir is running; this one is skipped")
+        return exit_code_for(exc)
+
+
+def stamped_stderr() -> Stamped:
+    return Stamped(sys.stderr)
