@@ -33,6 +33,7 @@ from watcher.commands.results import (
     InboxEntry,
     InboxResult,
     MarkResult,
+    NotifyStatus,
     Parent,
     SignalsResult,
     StatusPaths,
@@ -425,7 +426,30 @@ def status(ctx: Context) -> StatusResult:
             seen=str(settings.paths.seen),
             observations=str(settings.paths.observations),
         ),
+        notify=_notify_status(settings, store),
         offline_quality=_offline_quality() if settings.provider == "offline" else None,
+    )
+
+
+def _notify_status(settings: Settings, store: Store) -> NotifyStatus | None:
+    """The targets, redacted, and the outbox read without a lock (SPEC §16.1); Apprise unimported."""
+    if not settings.notify:
+        return None
+    from watcher.errors import StateError
+    from watcher.notify.deliver import summary
+
+    shown = [t.shown for t in settings.notify]
+    try:
+        found = summary(store.paths, settings.notify)
+    except StateError as exc:
+        return NotifyStatus(
+            targets=shown, last_delivery=None, pending=0, gave_up=[], warning=str(exc)
+        )
+    return NotifyStatus(
+        targets=shown,
+        last_delivery=found.last_delivery,
+        pending=found.pending,
+        gave_up=found.gave_up,
     )
 
 
@@ -467,9 +491,12 @@ def _claims(ctx: Context, index: SeenFile) -> AgentClaims:
     )
 
 
-def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> InboxResult:
+def inbox_view(
+    ctx: Context, *, show_all: bool = False, new: bool = False, claim: bool = True
+) -> InboxResult:
     """What needs a reply (``show_all``: every comment). ``new``: only what no earlier ``--new``
-    listed, and remember these as listed — for a cron line that mails its output."""
+    listed, and remember these as listed — for a cron line that mails its output. ``claim=False``:
+    not remembered yet (cron marks them once its notification holds them, SPEC §16.1)."""
     if show_all and new:
         raise UsageError(
             "--new lists only comments needing a reply; it cannot be combined with --all"
@@ -504,7 +531,7 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> In
                 answers_you=record.comment.answers_author,
             )
         )
-    if new and rows:
+    if new and rows and claim:
         claimed = set(store.claim_listed([r.id for r in rows]))
         rows = [r for r in rows if r.id in claimed]
     rows.sort(

@@ -35,6 +35,7 @@ from watcher.commands.results import CronNamed, CronProblemResult, CronResult, I
 from watcher.config import data_paths
 from watcher.errors import ProviderSetup, StateError, WatcherError
 from watcher.models import CronProblem, CronState
+from watcher.notify.targets import Target
 from watcher.pipeline import Partial, open_store
 from watcher.state import records
 from watcher.store import Store
@@ -123,7 +124,8 @@ def cron(ctx: Context, *, limit: int = commands.DEFAULT_LIMIT) -> Partial[CronRe
     found: list[tuple[str, str, str, WatcherError | None]] = []  # key, step, line, error
     first: WatcherError | None = None
     results: dict[str, Any] = {}
-    for step, fn in _steps(limit):
+    targets = _notify_targets(quiet)
+    for step, fn in _steps(limit, claim=not targets):
         result, error = _run(quiet, step, fn)
         results[step] = result
         if error is not None:
@@ -136,25 +138,53 @@ def cron(ctx: Context, *, limit: int = commands.DEFAULT_LIMIT) -> Partial[CronRe
     named, problems, save_error = _remember(quiet, found, inbox)
     if save_error is not None:
         first = first or save_error
-    return Partial(
-        CronResult(
-            scan=results.get("scan"),
-            recheck=results.get("recheck"),
-            inbox=inbox,
-            problems=problems,
-            named=named,
-            notices=notices,
-        ),
-        first,
+    done = CronResult(
+        scan=results.get("scan"),
+        recheck=results.get("recheck"),
+        inbox=inbox,
+        problems=problems,
+        named=named,
+        notices=notices,
     )
+    if targets:
+        first = first or _notify(quiet, done, targets)
+    return Partial(done, first)
 
 
-def _steps(limit: int) -> list[tuple[str, Callable[[Context], BaseModel | Partial[Any]]]]:
+def _steps(
+    limit: int, *, claim: bool = True
+) -> list[tuple[str, Callable[[Context], BaseModel | Partial[Any]]]]:
     return [
         ("scan", lambda c: commands.scan(c, limit=limit)),
         ("recheck", lambda c: commands.recheck(c, limit=limit)),
-        ("inbox", lambda c: commands.inbox_view(c, new=True)),
+        ("inbox", lambda c: commands.inbox_view(c, new=True, claim=claim)),
     ]
+
+
+def _notify_targets(ctx: Context) -> tuple[Target, ...]:
+    """WATCHER_NOTIFY's targets; none when the settings cannot be read (a scan step says why)."""
+    try:
+        return ctx.settings.notify
+    except WatcherError:
+        return ()
+
+
+def _notify(ctx: Context, result: CronResult, targets: tuple[Target, ...]) -> WatcherError | None:
+    """The round's news to the outbox, its comments marked listed, what is pending sent (SPEC
+    §16.1, :mod:`watcher.notify.round`): the outbox's error, if it stopped that."""
+    from watcher.notify.round import deliver_round
+
+    store = _memory(ctx)
+    if store is None:
+        return None
+    return deliver_round(
+        result,
+        paths=store.paths,
+        store=store,
+        targets=targets,
+        claim=store.claim_listed,
+        now=(ctx.hooks.clock or utcnow)(),
+    )
 
 
 def _run(

@@ -412,6 +412,20 @@ class StatusPaths(_Result):
     observations: str
 
 
+class NotifyStatus(_Result):
+    """WATCHER_NOTIFY as ``status`` shows it (SPEC §16.1): never a URL."""
+
+    targets: list[str] = Field(description="Each target as scheme://[redacted].")
+    last_delivery: str | None = Field(
+        description="When a target last accepted a message (ISO time, UTC); null: none yet."
+    )
+    pending: int = Field(description="Messages a target has not accepted yet, one per target.")
+    gave_up: list[str] = Field(
+        description="Messages given up after 24 h of failures, one line each (kept a week)."
+    )
+    warning: str | None = _absent_if_none("Why the outbox could not be read.")
+
+
 class StatusResult(_Result):
     comments: int
     articles: int
@@ -427,6 +441,9 @@ class StatusResult(_Result):
     signals: StatusSignals
     settings: PublicSettings
     paths: StatusPaths
+    notify: NotifyStatus | None = _absent_if_none(
+        "WATCHER_NOTIFY's targets and deliveries (SPEC §16.1); absent when it is not set."
+    )
     offline_quality: str | None = _absent_if_none(
         "Provider offline only: how good the heuristic's verdicts are, "
         "measured on the bundled labelled set (`watcher eval --set "

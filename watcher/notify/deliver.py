@@ -29,7 +29,7 @@ from watcher.notify.targets import Target
 from watcher.paths import Paths
 from watcher.providers.redact import Redaction
 from watcher.store.outbox import OutboxFiles
-from watcher.util.timeutil import iso, local_minutes
+from watcher.util.timeutil import iso
 
 Sender = Callable[[Target, str, Callable[[str], str], str | None, Redaction], Sent]
 
@@ -206,7 +206,7 @@ class NotifySummary:
     """What ``status`` shows of notifications (SPEC §16.1)."""
 
     targets: list[str]
-    last_delivery: str | None  # local time, to the minute
+    last_delivery: str | None  # ISO time, UTC
     pending: int  # open (message, target) pairs
     gave_up: list[str]  # one line each
 
@@ -217,7 +217,7 @@ def summary(paths: Paths, targets: tuple[Target, ...]) -> NotifySummary:
     accepted_at = [f.accepted_at for m in messages for f in m.targets if f.accepted_at]
     return NotifySummary(
         targets=[t.shown for t in targets],
-        last_delivery=local_minutes(max(accepted_at)) if accepted_at else None,
+        last_delivery=max(accepted_at) if accepted_at else None,
         pending=sum(1 for m in messages for f in m.targets if f.open),
         gave_up=[gave_up_line(m, f) for m in messages for f in m.targets if f.gave_up_at],
     )
