@@ -111,3 +111,18 @@ def test_status_names_targets_redacted(world: World, http: HttpReceiver) -> None
     assert notify["targets"] == [str(t) for t in parse_targets(_env(http)["WATCHER_NOTIFY"])]
     assert notify["last_delivery"] and notify["pending"] == 0
     assert PASSWORD not in answer.stdout
+
+
+def test_check_validates_the_urls_without_sending(world: World, http: HttpReceiver) -> None:
+    """``watcher check``: a row per target, redacted; a URL Apprise cannot use fails its row;
+    nothing reaches the receiver."""
+    from _fakes.provider import IN_PROCESS_ENV
+    from _proc import run_main
+
+    urls = f"{_env(http)['WATCHER_NOTIFY']} nosuchservice://{PASSWORD}"
+    answer = run_main("cli", "check", "--json", data_dir=world.data_dir, hooks=world.hooks(),
+                      env={**IN_PROCESS_ENV, "DEVTO_USERNAME": "maya_writes", "WATCHER_NOTIFY": urls})
+    rows = {c["name"]: c for c in json.loads(answer.stdout)["result"]["checks"]}
+    assert (rows["notify #1"]["ok"], rows["notify #2"]["ok"]) == (True, False)
+    assert rows["notify #1"]["detail"].startswith("json://[redacted] (#1)")
+    assert http.got == [] and PASSWORD not in answer.stdout + answer.stderr

@@ -71,3 +71,8 @@ def test_check_names_each_target_redacted_without_sending() -> None:
     assert [r.ok for r in rows] == [True, False]
     assert [r.name for r in rows] == ["notify #1", "notify #2"]
     assert all("pw0rdSecret" not in r.detail + r.fix for r in rows)
+
+
+def test_check_has_no_notify_row_without_targets() -> None:
+    """WATCHER_NOTIFY unset: check's rows stay those it always had."""
+    assert check_targets(()) == []

@@ -96,7 +96,18 @@ def _each_check(
     )
     checks.append(_devto(settings))
     checks.append(_data_dir(settings.data_dir))
+    checks.extend(_notify(settings))
     return checks
+
+
+def _notify(settings: Settings) -> list[Check]:
+    """Each WATCHER_NOTIFY target parsed by Apprise, named redacted; nothing sent (SPEC §16.1)."""
+    from watcher.notify.check import check_targets
+
+    return [
+        Check(row.name, row.ok, row.detail, row.fix, None if row.ok else ConfigError(row.detail))
+        for row in check_targets(settings.notify)
+    ]
 
 
 def _key(settings: Settings) -> Check:

@@ -19,14 +19,7 @@ class TargetCheck:
 
 def check_targets(targets: tuple[Target, ...]) -> list[TargetCheck]:
     if not targets:
-        return [
-            TargetCheck(
-                "notify",
-                True,
-                "not set: news goes to stdout (cron mails it where mail is delivered); "
-                "WATCHER_NOTIFY=ntfy://your-topic sends it to your phone",
-            )
-        ]
+        return []  # not set: stdout is the channel, and check's rows are those it always had
     from watcher.notify.send import validate
 
     redact = redaction(targets)
