@@ -159,21 +159,26 @@ from watcher.notify.models import NewsComment
 from watcher.notify.targets import parse_targets
 news = News(comments=[NewsComment(id="3bkf", priority="high", category="question", author="p",
     article="a", summary="s", excerpt="e", url="https://dev.to/p/comment/3bkf")])
-seams = notify.Seams(after_accept=lambda message, fate: os._exit(9))
+seams = notify.Seams(**{sys.argv[3]: lambda message, fate: os._exit(9)})
 notify.deliver(Paths(Path(sys.argv[1])), parse_targets(sys.argv[2]), news,
                now=datetime(2026, 12, 3, 9, tzinfo=timezone.utc), seams=seams)
 """
 
 
-def test_a_crash_between_acceptance_and_its_record_repeats_it_once(tmp_path: Path, http: HttpReceiver) -> None:
-    """Killed after the target accepted: the next round sends that message again, once; no more."""
+@pytest.mark.parametrize(("point", "copies"), [("before_send", 1), ("after_accept", 2)])
+def test_a_kill_around_a_send_loses_nothing_and_repeats_at_most_once(
+    tmp_path: Path, http: HttpReceiver, point: str, copies: int
+) -> None:
+    """Killed with the message written but unsent, the next round sends it once; killed between
+    the target's acceptance and its record, the next round sends it again, once; no more after."""
     paths = Paths(tmp_path)
-    killed = subprocess.run([sys.executable, "-c", _CRASH, str(tmp_path), _json(http)], check=False)
+    killed = subprocess.run([sys.executable, "-c", _CRASH, str(tmp_path), _json(http), point],
+                            check=False)
     _deliver(paths, _json(http), News(), T0 + timedelta(minutes=10))
     _deliver(paths, _json(http), News(), T0 + timedelta(minutes=20))
     assert killed.returncode == 9
-    first, second = _bodies(http)
-    assert first == second and "comment/3bkf" in first
+    bodies = _bodies(http)
+    assert len(bodies) == copies and len(set(bodies)) == 1 and "comment/3bkf" in bodies[0]
 
 
 _FULL_DISK = """

@@ -25,7 +25,13 @@ from datetime import datetime, timedelta
 from types import FrameType
 from typing import TextIO
 
-from watcher.errors import LockBusy, UsageError, exit_code_for
+from watcher.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    LockBusy,
+    UsageError,
+    exit_code_for,
+)
 
 MIN_EVERY = timedelta(minutes=1)
 MAX_EVERY = timedelta(days=1)
@@ -121,8 +127,8 @@ def watch(
     stop = _Stop()
     while True:
         code = _one_round(run_round, round_lock, say)
-        if once:
-            return code
+        if once or code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+            return code  # a round stopped by Ctrl-C or SIGTERM (§13.6) ends watch too
         wait = every.total_seconds() * (1 - JITTER + 2 * JITTER * jitter())
         with _between_rounds(stop):
             if stop.event.wait(wait):

@@ -44,10 +44,11 @@ def _apprise_send(
 
 @dataclass(frozen=True)
 class Seams:
-    """What a test hands delivery: another sender, and a hook between an acceptance and its
-    record (the fault rig kills the process there)."""
+    """What a test hands delivery: another sender, and the points a test kills the process at —
+    with the message written but not sent, and between an acceptance and its record."""
 
     send: Sender = _apprise_send
+    before_send: Callable[[OutboxMessage, TargetFate], None] | None = None
     after_accept: Callable[[OutboxMessage, TargetFate], None] | None = None
 
 
@@ -141,6 +142,8 @@ def _send_open(
             # putting the URL back within the day still delivers.
             sent = Sent(False, "no longer in WATCHER_NOTIFY")
         else:
+            if seams.before_send is not None:
+                seams.before_send(message, fate)
             sent = seams.send(target, title, _renderer(news, message.id), click, redact)
         if sent.accepted:
             if seams.after_accept is not None:
