@@ -76,3 +76,42 @@ def test_check_names_each_target_redacted_without_sending() -> None:
 def test_check_has_no_notify_row_without_targets() -> None:
     """WATCHER_NOTIFY unset: check's rows stay those it always had."""
     assert check_targets(()) == []
+
+
+@contextmanager
+def _free() -> Iterator[None]:
+    yield
+
+
+def test_a_signal_between_rounds_ends_the_wait_at_once() -> None:
+    """SIGTERM after a round, with an hour to wait: watch returns 143 without a second round."""
+    import os
+    import signal
+
+    rounds: list[int] = []
+
+    def signal_then_jitter() -> float:
+        os.kill(os.getpid(), signal.SIGTERM)
+        return 0.5
+
+    code = watch(lambda: rounds.append(1) or 0, every=timedelta(hours=1), once=False,
+                 round_lock=_free, say=print, jitter=signal_then_jitter)
+    assert (code, rounds) == (143, [1])
+
+
+def test_a_signal_during_a_round_ends_watch() -> None:
+    """SIGINT inside a round stops it where it is; watch exits 130 and runs no other round."""
+    import os
+    import signal
+
+    reached: list[str] = []
+
+    def round_interrupted() -> int:
+        reached.append("start")
+        os.kill(os.getpid(), signal.SIGINT)
+        reached.append("after")  # never: the handler raised where the round was
+        return 0
+
+    code = watch(round_interrupted, every=timedelta(minutes=1), once=False, round_lock=_free,
+                 say=print)
+    assert (code, reached) == (130, ["start"])

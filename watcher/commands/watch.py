@@ -7,7 +7,7 @@ container, where there is no cron.
 - Never two rounds at once: a round holds ``locks/round.lock``; a round that finds it held (another
   ``watch`` of the same data dir) is skipped with one line, and the next interval tries again.
 - SIGINT/SIGTERM between rounds end it at once (the wait is an event, not a sleep): exit 130/143.
-  During a round the handlers are the ones any command has, so a batch is interrupted as §13.6
+  During a round they stop it as Ctrl-C stops any command, and a batch is interrupted as §13.6
   says (the attempt in flight recorded as interrupted, the summary printed, 130/143).
 - Its stderr lines carry the local time (a journal or a log file shows when each was said).
 """
@@ -58,27 +58,34 @@ def parse_every(text: str) -> timedelta:
     return every
 
 
-class _Stop:
-    """The signal that ends the wait between rounds."""
+class _Signals:
+    """SIGINT and SIGTERM for the whole of ``watch``. Between rounds they end the wait at once; in a
+    round they stop it as Ctrl-C stops any command (a ``KeyboardInterrupt`` where the round is;
+    during a batch the batch's own handlers stand in front of these and do §13.6)."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.signum: int | None = None
+        self.in_round = False
 
     def __call__(self, signum: int, _frame: FrameType | None) -> None:
         self.signum = signum
         self.event.set()
+        if self.in_round:
+            raise KeyboardInterrupt
 
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        before = {s: signal.signal(s, self) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for signum, handler in before.items():
+                signal.signal(signum, handler)
 
-@contextmanager
-def _between_rounds(stop: _Stop) -> Iterator[None]:
-    """SIGINT and SIGTERM set ``stop`` while this holds; the handlers before it come back after."""
-    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for signum, handler in before.items():
-            signal.signal(signum, handler)
+    @property
+    def code(self) -> int:
+        return 128 + (self.signum or signal.SIGINT)
 
 
 class Stamped:
@@ -122,30 +129,38 @@ def watch(
     say: Callable[[str], None],
     jitter: Callable[[], float] = random.random,
 ) -> int:
-    """Run rounds until a signal ends the wait between two; the exit code (``--once``: the
-    round's, else 130/143)."""
-    stop = _Stop()
-    while True:
-        code = _one_round(run_round, round_lock, say)
-        if once or code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
-            return code  # a round stopped by Ctrl-C or SIGTERM (§13.6) ends watch too
-        wait = every.total_seconds() * (1 - JITTER + 2 * JITTER * jitter())
-        with _between_rounds(stop):
-            if stop.event.wait(wait):
-                return 128 + (stop.signum or signal.SIGTERM)
+    """Run rounds until a signal ends one, or the wait between two; the exit code (``--once``:
+    the round's, else 130/143)."""
+    signals = _Signals()
+    with signals.installed():
+        while True:
+            code = _one_round(run_round, round_lock, say, signals)
+            if once or code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+                return code  # a round stopped by Ctrl-C or SIGTERM (§13.6) ends watch too
+            wait = every.total_seconds() * (1 - JITTER + 2 * JITTER * jitter())
+            if signals.event.wait(wait):
+                return signals.code
 
 
 def _one_round(
     run_round: Callable[[], int],
     round_lock: Callable[[], AbstractContextManager[None]],
     say: Callable[[str], None],
+    signals: _Signals,
 ) -> int:
+    if signals.event.is_set():
+        return signals.code
+    signals.in_round = True
     try:
         with round_lock():
             return run_round()
     except LockBusy as exc:
         say("watcher watch: another round of this data dir is running; this one is skipped")
         return exit_code_for(exc)
+    except KeyboardInterrupt:
+        return signals.code
+    finally:
+        signals.in_round = False
 
 
 def stamped_stderr() -> Stamped:
