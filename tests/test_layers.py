@@ -21,7 +21,8 @@ LAYERS: list[tuple[str, ...]] = [
     # the pipeline, and eval's read of what it left (SPEC §15.6)
     ("watcher.pipeline", "watcher.commands.evaluate", "watcher.notify"),
     ("watcher.commands.checks", "watcher.commands.core", "watcher.commands.envelope", "watcher.commands.labelled"),
-    ("watcher.commands.cron", "watcher.commands.watch", "watcher.commands.schedule"),
+    ("watcher.commands.cron", "watcher.commands.watch", "watcher.commands.schedule",
+     "watcher.commands.notifying"),
     ("watcher.cli", "watcher.__main__"),
     ("bridge",),
 ]
