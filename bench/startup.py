@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from _common import BIN, Row, clean_env, median, ms, process, temp_dir, timed, write_export
@@ -145,7 +146,7 @@ def run_startup(base: Path | None, *, quick: bool) -> list[Row]:
         times: dict[str, list[float]] = {name: [] for name in cmds}
         for _ in range(reps):
             for name, argv in cmds.items():
-                times[name].append(timed(lambda argv=argv: process(argv, env)))
+                times[name].append(timed(partial(process, argv, env)))
         heavy = {
             name: heavy_imports(argv, env)
             for name, argv in cmds.items()
