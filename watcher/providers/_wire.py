@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import math
 import socket
 import threading
@@ -69,6 +70,14 @@ class Received:
     @property
     def text(self) -> str:
         return self.content.decode("utf-8", "replace")
+
+    def json_object(self) -> dict[str, Any] | None:
+        """The body as a JSON object; ``None`` if it is not JSON or not an object."""
+        try:
+            data = json.loads(self.text)
+        except (ValueError, RecursionError):
+            return None
+        return data if isinstance(data, dict) else None
 
 
 def limits() -> httpx.Limits:
