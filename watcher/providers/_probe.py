@@ -7,25 +7,52 @@ tokens and never raises for HTTP or network problems; the provider redacts what 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import httpx
 
+from watcher.models import ErrorKind
 from watcher.providers._wire import Received, ResponseTooLarge
 from watcher.providers.base import ProbeResult
-from watcher.providers.classify import classify, retry_after_seconds
+from watcher.providers.classify import Transport, classify, retry_after_seconds
 from watcher.providers.registry import provider_spec
 
-if TYPE_CHECKING:
-    from watcher.providers._http import HttpProvider
+
+class _ErrorFields(Protocol):
+    @property
+    def type(self) -> str | None: ...
+    @property
+    def code(self) -> str | None: ...
+    @property
+    def message(self) -> str | None: ...
+
+
+class Probed(Protocol):
+    """What the probe uses of a provider (:class:`watcher.providers._http.HttpProvider` has it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def base_url(self) -> str: ...
+    def send(self, method: str, path: str) -> Received: ...
+    def transport_failure(self, exc: Exception, url: str) -> tuple[Transport, str]: ...
+    def error_fields(self, data: dict[str, Any] | None) -> _ErrorFields: ...
+    def describe(
+        self, kind: ErrorKind, status: int, detail: str | None, retry: float | None
+    ) -> str: ...
+    def said(self, text: str) -> str: ...
+    def list_models_hint(self) -> str: ...
+
 
 # A models endpoint that answers these has no such route: try the list, or say it cannot tell.
 _NO_ROUTE = frozenset({404, 405})
 _LISTED_MODELS_SHOWN = 8
 
 
-def probe_models(provider: HttpProvider) -> ProbeResult:
+def probe_models(provider: Probed) -> ProbeResult:
     """Ask for the model by name; a 404/405 without ``model_not_found`` falls back to the list."""
     endpoint = provider_spec(provider.name).models_endpoint
     if endpoint is None:
@@ -47,7 +74,7 @@ def probe_models(provider: HttpProvider) -> ProbeResult:
     return _from_list(provider, endpoint.list_path)
 
 
-def _from_list(provider: HttpProvider, path: str) -> ProbeResult:
+def _from_list(provider: Probed, path: str) -> ProbeResult:
     """The fallback: fetch the model list and look for the model in it."""
     listing = _get(provider, path)
     if isinstance(listing, ProbeResult):
@@ -67,7 +94,7 @@ def _from_list(provider: HttpProvider, path: str) -> ProbeResult:
     return _model_not_found(provider, listing, listed=listed)
 
 
-def _get(provider: HttpProvider, path: str) -> Received | ProbeResult:
+def _get(provider: Probed, path: str) -> Received | ProbeResult:
     url = provider.base_url + path
     try:
         return provider.send("GET", path)
@@ -79,7 +106,7 @@ def _get(provider: HttpProvider, path: str) -> Received | ProbeResult:
         return ProbeResult(ok=False, kind=kind, message=message)
 
 
-def _refused(provider: HttpProvider, response: Received) -> ProbeResult:
+def _refused(provider: Probed, response: Received) -> ProbeResult:
     err = provider.error_fields(response.json_object())
     kind = classify(
         status=response.status_code,
@@ -95,7 +122,7 @@ def _refused(provider: HttpProvider, response: Received) -> ProbeResult:
 
 
 def _model_not_found(
-    provider: HttpProvider, response: Received, *, listed: list[str] | None
+    provider: Probed, response: Received, *, listed: list[str] | None
 ) -> ProbeResult:
     name, model = provider.name, provider.model
     if listed is not None:
