@@ -23,9 +23,9 @@ from pydantic import SecretStr
 
 from watcher.config import Settings
 from watcher.models import Comment, Prompt
-from watcher.providers.prompts import render
 from watcher.providers import make_provider, verdict_json_schema
 from watcher.providers.base import Provider
+from watcher.providers.prompts import render
 
 KEY = "sk-loopback-0123456789abcdef"
 VERDICT = {
