@@ -7,9 +7,9 @@ The no-retry promise (SPEC §1: at most 3 calls per comment, each reserved durab
 both halves: no loop here, and httpx's own transport, whose default ``retries=0`` means httpcore
 does not quietly reconnect and resend either (tests/test_providers_loopback.py pins it). httpx
 builds that transport itself, so it also reads ``HTTPS_PROXY``/``NO_PROXY`` and ``SSL_CERT_FILE``
-as it documents (``trust_env``). Every request goes through :func:`~watcher.providers._wire.exchange`:
-``WATCHER_TIMEOUT`` bounds the whole call (connect to last byte) and a body is read at most to
-1 MiB (SPEC §13.1); the probe reads the same way.
+as it documents (``trust_env``). Every request goes through
+:func:`~watcher.providers._wire.exchange`: ``WATCHER_TIMEOUT`` bounds the whole call (connect to
+last byte) and a body is read at most to 1 MiB (SPEC §13.1); the probe reads the same way.
 
 Everything a call or a probe returns passes one boundary on the way out, :meth:`complete` and
 :meth:`probe` themselves: :class:`~watcher.providers.redact.Redaction` takes the key out of the
@@ -285,16 +285,25 @@ class HttpProvider:
 
     def hint(self, kind: ErrorKind, retry: float | None = None) -> str:
         """What happened, in words, and what the user can do about it."""
+        wait = f"retry after {retry:g} s" if retry is not None else "wait before the next run"
         hints = {
-            "rate_limited": "rate limited by the provider"
-            + (f"; retry after {retry:g} s" if retry is not None else "; wait before the next run"),
-            "quota_exhausted": "quota or spend limit exhausted; check the plan and billing of this API key",
-            "auth": f"the provider rejected the API key; check {self._key_from} and its permissions",
+            "rate_limited": f"rate limited by the provider; {wait}",
+            "quota_exhausted": (
+                "quota or spend limit exhausted; check the plan and billing of this API key"
+            ),
+            "auth": (
+                f"the provider rejected the API key; check {self._key_from} and its permissions"
+            ),
             "unreachable": f"is the server running? check WATCHER_BASE_URL ({self.base_url})",
-            "model_not_found": f"the provider does not know model {self.model}; {self.list_models_hint()}",
+            "model_not_found": (
+                f"the provider does not know model {self.model}; {self.list_models_hint()}"
+            ),
             "overloaded": "the provider is overloaded; `watcher recheck` later",
             "server_error": "the provider had an internal error; `watcher recheck` later",
-            "bad_request": f"the provider refused the request; check WATCHER_MODEL ({self.model}) and WATCHER_BASE_URL",
+            "bad_request": (
+                f"the provider refused the request; check WATCHER_MODEL ({self.model}) and "
+                "WATCHER_BASE_URL"
+            ),
             "truncated": "the answer was cut off at the output token limit",
             "refused": "the model refused to answer or the answer was filtered",
             "malformed_json": "the answer is not a JSON object",
@@ -303,7 +312,8 @@ class HttpProvider:
         return hints.get(kind, kind)
 
     def list_models_hint(self) -> str:
-        # A 404 for every model usually means the base URL's path is wrong, each provider its own way.
+        # A 404 for every model usually means the base URL's path is wrong, each provider its
+        # own way.
         return f"check WATCHER_MODEL; {provider_spec(self.name).models_hint(self.base_url)}"
 
     def _no_response(self, kind: Transport, message: str, started: float) -> CallResult:

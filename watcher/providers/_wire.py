@@ -21,6 +21,7 @@ took 2.1 GB RSS). Exactly one request per call: nothing here loops or resends.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import json
@@ -50,7 +51,7 @@ class DeadlinePassed(httpx.TimeoutException):
 
 
 class ResponseTooLarge(Exception):
-    """The body passed :data:`MAX_BODY_BYTES`; ``status_code`` and the ``head`` of the body are kept."""
+    """The body passed :data:`MAX_BODY_BYTES`; ``status_code`` and the body's ``head`` are kept."""
 
     def __init__(self, *, status_code: int, head: bytes) -> None:
         super().__init__(TOO_LARGE)
@@ -259,7 +260,5 @@ def _shut(sock: socket.socket) -> None:
     # shutdown(), not close(): close() from another thread does not wake a blocked recv on
     # Linux, shutdown() makes it return at once. Called as the plain socket method so that an
     # ssl.SSLSocket does not drop its SSL object under the reading thread.
-    try:
+    with contextlib.suppress(OSError):  # already closed or never connected: nothing to cut
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except OSError:
-        pass  # already closed or never connected: nothing left to cut
