@@ -109,6 +109,8 @@ class HttpProvider:
             limits=limits(),
             verify=_tls_context(),
             trust_env=True,
+            # None: httpx builds the transport (and one per proxy the environment names); tests
+            # hand in an httpx.MockTransport here, httpx's own seam.
             transport=transport,
             follow_redirects=False,
         )
