@@ -109,6 +109,7 @@ def caught_signals(batch: Batch) -> Iterator[None]:
         yield
         return
     old = {sig: signal.signal(sig, batch.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    batch.store.end_waits_on(lambda: batch.interrupted)  # a lock wait too (SPEC §16.6)
     try:
         yield
     finally:

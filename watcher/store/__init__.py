@@ -84,8 +84,14 @@ class Store(Protocol):
     # ---- the pipeline lock (SPEC §7 step 2) ------------------------------------------------------
 
     def pipeline_lock(self, *, timeout: float | None = None) -> AbstractContextManager[None]:
-        """Exclusive for decisions and writes, never held across a model call (SPEC §15.1; the
-        5 s wait by default); leftovers of writers killed mid-write are cleared on entry."""
+        """Exclusive for decisions and writes, never held across a model call (SPEC §15.1). All
+        the waits of one store (one command) share one 5 s budget (SPEC §16.3); ``timeout`` only
+        shortens a wait. Leftovers of writers killed mid-write are cleared on entry."""
+
+    def end_waits_on(self, stopped: Callable[[], int | None]) -> None:
+        """From now on, a lock wait of this store ends as soon as ``stopped()`` names a signal, and
+        a busy lock is not waited for at all (SPEC §16.6): :class:`LockBusy` that is also an
+        :class:`watcher.errors.Interrupted` (exit 130 / 143)."""
 
     def call_lock(self, comment_id: str) -> CallLock | None:
         """The comment's call lock, taken without waiting before its reservation and released once

@@ -32,6 +32,7 @@ from watcher.models import (
 from watcher.state import records, seen
 from watcher.store import CallLock, Reservation, _index, durable, locks, signals
 from watcher.store.dirs import real_directories
+from watcher.store.durable import M
 from watcher.util.timeutil import iso
 
 # What a hold of the pipeline lock reads, writes or makes (watcher/state/records.py and
@@ -59,7 +60,15 @@ LOCKED_MODELS: tuple[type[BaseModel], ...] = (
 class FileStore:
     """:class:`watcher.store.Store` over one data directory's files."""
 
-    def __init__(self, paths: Paths) -> None:
+    def __init__(
+        self,
+        paths: Paths,
+        *,
+        lock_wait: float = locks.PIPELINE_WAIT_S,
+        on_lock_wait: Callable[[Path], None] | None = None,
+    ) -> None:
+        """``lock_wait``: what this command may wait for the pipeline lock in all (SPEC §16.3);
+        ``on_lock_wait``: told each time a lock is found held and a wait begins (tests)."""
         self._paths = paths
         # Records whose file holds exactly them, each with that file's stamp: the read's own
         # fstat, or an lstat right after this store wrote it. Every durable write makes a new
@@ -71,9 +80,7 @@ class FileStore:
         # stored as U+FFFD) is not one: what a later step reads must be what the file holds
         # (tests/reliability/test_rel_regressions.py).
         self._known: dict[str, tuple[str, InboxRecord]] = {}
-        # Taken twice per model call and once per observation append (SPEC §15.1): kept open.
-        self._pipeline = locks.KeptLock(paths.pipeline_lock, within=paths.user_part)
-        self._signals = locks.KeptLock(paths.signals_lock, within=paths.user_part)
+        self._waits = locks.Waits(lock_wait, on_wait=on_lock_wait)
         # provider.json likewise: (its stamp, None when there is no file; the state it holds).
         self._provider_known: tuple[str | None, ProviderState] | None = None
         self._swept = False
@@ -115,7 +122,27 @@ class FileStore:
             return existing, exc
         return existing, None
 
-    # ---- the one write and the one append --------------------------------------------------------
+    # ---- the one read, the one write and the one append ------------------------------------------
+
+    def _read(
+        self,
+        path: Path,
+        model: type[M],
+        *,
+        check: Callable[[M], str | None] | None = None,
+        on_read: Callable[[os.stat_result], None] | None = None,
+    ) -> M | None:
+        """A record, provider.json or cron.json as :func:`durable.read_model` reads it: a corrupt
+        one is quarantined (a wrapper that counts reads overrides this one method)."""
+        paths = self._paths
+        return durable.read_model(
+            path,
+            model,
+            quarantine_dir=paths.quarantine,
+            check=check,
+            within=paths.user_part,
+            on_read=on_read,
+        )
 
     def _write(self, path: Path, model: BaseModel) -> bool:
         return durable.write_model(path, model, within=self._paths.user_part)
@@ -128,13 +155,18 @@ class FileStore:
     def pipeline_lock(self, *, timeout: float | None = None) -> AbstractContextManager[None]:
         """Held by scan/recheck for each decision and write, never across a model call (SPEC §15.1).
 
-        ``timeout`` defaults to :data:`locks.PIPELINE_WAIT_S` as it is *now*, not as it was at import:
-        a default bound at import would make the tests either wait the real 5 s or patch every caller."""
+        Every wait draws from the command's one budget (SPEC §16.3): ``timeout`` only shortens a
+        wait, never lengthens it past what is left."""
         if not self._built:
             models.build(*LOCKED_MODELS)  # before the lock, where no other run waits for it
             self._built = True
-        held = self._pipeline.hold(timeout=locks.PIPELINE_WAIT_S if timeout is None else timeout)
+        held = self._waits.pipeline(
+            self._paths.pipeline_lock, timeout=timeout, within=self._paths.user_part
+        )
         return held if self._swept else self._sweeping(held)
+
+    def end_waits_on(self, stopped: Callable[[], int | None]) -> None:
+        self._waits.stopped = stopped
 
     @contextmanager
     def _sweeping(self, held: AbstractContextManager[None]) -> Iterator[None]:
@@ -180,14 +212,7 @@ class FileStore:
                 return known[1]
 
         read: list[os.stat_result] = []
-        record = durable.read_model(
-            path,
-            InboxRecord,
-            quarantine_dir=self._paths.quarantine,
-            check=named_right,
-            within=within,
-            on_read=read.append,
-        )
+        record = self._read(path, InboxRecord, check=named_right, on_read=read.append)
         if record is not None and read:
             self._known[comment_id] = (_index.stamp_of(read[0]), record)
         return record
@@ -274,7 +299,7 @@ class FileStore:
         """Read the index under its lock, apply ``change``, write it if it changed (SPEC §4.2:
         held for one read-merge-write, never across a model call)."""
         paths = self._paths
-        with locks.seen_lock(paths):
+        with self._waits.short(paths.seen_lock, within=paths.user_part):
             theirs = _index.load(paths)
             changed = change(theirs)
             if changed != theirs or not paths.seen.exists():
@@ -342,13 +367,7 @@ class FileStore:
         if known is not None and known[0] == token:
             return known[1]
         read: list[os.stat_result] = []
-        state = durable.read_model(
-            path,
-            ProviderState,
-            quarantine_dir=paths.quarantine,
-            within=paths.user_part,
-            on_read=read.append,
-        )
+        state = self._read(path, ProviderState, on_read=read.append)
         if state is None:
             state = ProviderState()
             self._provider_known = (None, state) if token is None else None
@@ -365,13 +384,7 @@ class FileStore:
     # ---- what cron has said -----------------------------------------------------------------------
 
     def load_cron_state(self) -> CronState:
-        paths = self._paths
-        return (
-            durable.read_model(
-                paths.cron_state, CronState, quarantine_dir=paths.quarantine, within=paths.user_part
-            )
-            or CronState()
-        )
+        return self._read(self._paths.cron_state, CronState) or CronState()
 
     def save_cron_state(self, state: CronState) -> None:
         self._write(self._paths.cron_state, state)
@@ -383,7 +396,7 @@ class FileStore:
             self._paths,
             events,
             writer=self._append,
-            lock=lambda: self._signals.hold(timeout=locks.SHORT_WAIT_S),
+            lock=lambda: self._waits.short(self._paths.signals_lock, within=self._paths.user_part),
         )
 
     def count_signals(self, *, reset: bool = False) -> signals.CountResult:
