@@ -33,6 +33,7 @@ from watcher.state import records, seen
 from watcher.store import CallLock, Reservation, _index, durable, locks, signals
 from watcher.store.dirs import real_directories
 from watcher.store.durable import M
+from watcher.store.oscalls import OS, OsCalls
 from watcher.util.timeutil import iso
 
 # What a hold of the pipeline lock reads, writes or makes (watcher/state/records.py and
@@ -66,16 +67,20 @@ class FileStore:
         *,
         lock_wait: float = locks.PIPELINE_WAIT_S,
         on_lock_wait: Callable[[Path], None] | None = None,
+        calls: OsCalls | None = None,
     ) -> None:
         """``lock_wait``: what this command may wait for the pipeline lock in all (SPEC §16.3);
-        ``on_lock_wait``: told each time a lock is found held and a wait begins (tests)."""
+        ``on_lock_wait``: told each time a lock is found held and a wait begins; ``calls``: the
+        OS calls of its writes, reads and appends (:mod:`watcher.store.oscalls`; tests fail or
+        watch one of them there)."""
         self._paths = paths
+        self._calls = calls
         # Records whose file holds exactly them, each with that file's stamp: the read's own
         # fstat, or an lstat right after this store wrote it. Every durable write makes a new
         # inode, so a file that still has that stamp holds that record: a run reads each record
         # when it plans, again under the lock before deciding, and the gate, the outcome's
         # compare-and-swap and the index save look at them too, and one lstat stands for each
-        # re-read (bench/run.py figure 1). The same trust the index puts in its stamps (SPEC §4.2),
+        # re-read. The same trust the index puts in its stamps (SPEC §4.2),
         # for one command. A record whose text was mended to be written (a lone surrogate is
         # stored as U+FFFD) is not one: what a later step reads must be what the file holds
         # (tests/reliability/test_rel_regressions.py).
@@ -142,15 +147,16 @@ class FileStore:
             check=check,
             within=paths.user_part,
             on_read=on_read,
+            calls=self._calls or OS,
         )
 
     def _write(self, path: Path, model: BaseModel) -> bool:
-        return durable.write_model(path, model, within=self._paths.user_part)
+        return durable.write_model(path, model, within=self._paths.user_part, calls=self._calls)
 
     def _append(self, path: Path, payload: bytes) -> None:
-        signals.append_bytes(path, payload)
+        signals.append_bytes(path, payload, self._calls or OS)
 
-    # ---- the pipeline lock -------------------------------------------------------------------------
+    # ---- the pipeline lock -----------------------------------------------------------------------
 
     def pipeline_lock(self, *, timeout: float | None = None) -> AbstractContextManager[None]:
         """Held by scan/recheck for each decision and write, never across a model call (SPEC §15.1).
@@ -192,7 +198,7 @@ class FileStore:
     def call_in_flight(self, comment_id: str) -> bool:
         return locks.held_elsewhere(self._paths.call_lock(comment_id), within=self._paths.user_part)
 
-    # ---- records -----------------------------------------------------------------------------------
+    # ---- records ---------------------------------------------------------------------------------
 
     def load_record(self, comment_id: str) -> InboxRecord | None:
         """A file whose ``comment.id`` is not its name is corrupt too (SPEC §13.5): a restore
@@ -202,7 +208,10 @@ class FileStore:
         def named_right(record: InboxRecord) -> str | None:
             if record.comment.id == comment_id:
                 return None
-            return f"it holds comment {record.comment.id!r}, not {comment_id!r} (restored under the wrong name?)"
+            return (
+                f"it holds comment {record.comment.id!r}, not {comment_id!r} "
+                "(restored under the wrong name?)"
+            )
 
         path, within = self._paths.inbox_file(comment_id), self._paths.user_part
         known = self._known.get(comment_id)
@@ -248,7 +257,7 @@ class FileStore:
         """The record as it is now, if the attempt this run reserved is still its open last attempt.
 
         Every durable write replaces the file with a new inode, so a file whose (inode, mtime,
-        size) is still what this run wrote is this run's reservation: one lstat instead of a read."""
+        size) is still what this run wrote is this run's reservation: one lstat, not a read."""
         reserved = reservation.record
         cid = reserved.comment.id
         path = self._paths.inbox_file(cid)
@@ -258,10 +267,10 @@ class FileStore:
         mine = reserved.attempts[-1]
         if current is None or not records.still_reserved(current, mine):
             raise SaveConflict(
-                f"{path}: attempt {mine.n}, reserved by this run, is no longer the file's open last attempt — "
-                "another process wrote it without the pipeline lock (was locks/pipeline.lock deleted, or is "
-                "inbox/ shared with another data dir?). Nothing was written; this call's answer is lost and its "
-                "attempt stays counted"
+                f"{path}: attempt {mine.n}, reserved by this run, is no longer the file's open "
+                "last attempt — another process wrote it without the pipeline lock (was "
+                "locks/pipeline.lock deleted, or is inbox/ shared with another data dir?). Nothing "
+                "was written; this call's answer is lost and its attempt stays counted"
             )
         return current
 
@@ -274,7 +283,7 @@ class FileStore:
             )
         )
 
-    # ---- the index ---------------------------------------------------------------------------------
+    # ---- the index -------------------------------------------------------------------------------
 
     def load_index(self) -> SeenFile:
         return _index.load(self._paths)
@@ -355,7 +364,7 @@ class FileStore:
         self._update_index(change)
         return marked
 
-    # ---- provider state ----------------------------------------------------------------------------
+    # ---- provider state --------------------------------------------------------------------------
 
     def load_provider_state(self) -> ProviderState:
         """Read after every answer (watcher/pipeline/gate.py ``after_answer``): a file that still
@@ -381,7 +390,7 @@ class FileStore:
         token = _index.stamp(path) if as_is else None
         self._provider_known = (token, state) if token is not None else None
 
-    # ---- what cron has said -----------------------------------------------------------------------
+    # ---- what cron has said ----------------------------------------------------------------------
 
     def load_cron_state(self) -> CronState:
         return self._read(self._paths.cron_state, CronState) or CronState()
@@ -389,7 +398,7 @@ class FileStore:
     def save_cron_state(self, state: CronState) -> None:
         self._write(self._paths.cron_state, state)
 
-    # ---- observation signals -----------------------------------------------------------------------
+    # ---- observation signals ---------------------------------------------------------------------
 
     def append_signals(self, events: Iterable[Mapping[str, object]]) -> None:
         signals.append(
@@ -400,7 +409,13 @@ class FileStore:
         )
 
     def count_signals(self, *, reset: bool = False) -> signals.CountResult:
-        return signals.run_counter(self._paths, reset=reset, write=self._write)
+        return signals.run_counter(
+            self._paths,
+            reset=reset,
+            write=self._write,
+            lock=lambda: self._waits.short(self._paths.signals_lock, within=self._paths.user_part),
+            calls=self._calls,
+        )
 
     def read_signal_state(self) -> SignalState | None:
         return signals.read_state(self._paths)
