@@ -66,13 +66,11 @@ class FileStore:
         paths: Paths,
         *,
         lock_wait: float = locks.PIPELINE_WAIT_S,
-        on_lock_wait: Callable[[Path], None] | None = None,
         calls: OsCalls | None = None,
     ) -> None:
         """``lock_wait``: what this command may wait for the pipeline lock in all (SPEC §16.3);
-        ``on_lock_wait``: told each time a lock is found held and a wait begins; ``calls``: the
-        OS calls of its writes, reads and appends (:mod:`watcher.store.oscalls`; tests fail or
-        watch one of them there)."""
+        ``calls``: the OS calls of its writes, reads and appends (:mod:`watcher.store.oscalls`;
+        tests fail or watch one of them there)."""
         self._paths = paths
         self._calls = calls
         # Records whose file holds exactly them, each with that file's stamp: the read's own
@@ -85,7 +83,7 @@ class FileStore:
         # stored as U+FFFD) is not one: what a later step reads must be what the file holds
         # (tests/reliability/test_rel_regressions.py).
         self._known: dict[str, tuple[str, InboxRecord]] = {}
-        self._waits = locks.Waits(lock_wait, on_wait=on_lock_wait)
+        self._waits = locks.Waits(lock_wait)
         # provider.json likewise: (its stamp, None when there is no file; the state it holds).
         self._provider_known: tuple[str | None, ProviderState] | None = None
         self._swept = False
