@@ -88,7 +88,7 @@ def reconcile(
     A full reconcile (no ``ids``) of an index this process already reconciled in full is not
     repeated while ``inbox/`` has had no entry created, replaced or removed since: a run
     reconciles before planning and again under the pipeline lock, and on an idle account the
-    second pass was a second ``stat`` of every comment (bench/run.py figure 3). Every write of
+    second pass was a second ``stat`` of every comment. Every write of
     an inbox file — any watcher's, any process's — is a temp file renamed into ``inbox/``, which
     moves the directory's mtime and ctime; see :func:`_inbox_key` for why a coarse clock cannot
     hide one. A file edited in place by some other tool between the two passes is repaired
@@ -116,7 +116,7 @@ def _reconcile(
     known = comments.get
     stale: list[tuple[str, str]] = []
     # One plain string per stat: building a Path per comment cost more than the stat itself
-    # (bench/run.py figure 3: 10k comments, twice per scan).
+    # (10k comments, reconciled twice per scan).
     directory = os.path.join(paths.inbox, "")
     for cid in _listed_ids(paths) if ids is None else ids:
         found = stamp(f"{directory}{cid}.json")
@@ -192,8 +192,8 @@ _INBOX_NAME = re.compile(rf"^({COMMENT_ID_SHAPE})\.json$", re.MULTILINE)
 
 def _listed_ids(paths: Paths) -> list[str]:
     """The ids :func:`list_ids` gives, unsorted: the same rule applied in one regex pass over the
-    whole listing. Per-name matching and the sort were 40 % of an idle reconcile (bench/run.py
-    figure 3: 10k comments, reconciled twice per scan)."""
+    whole listing. Per-name matching and the sort were 40 % of an idle reconcile of 10k
+    comments, reconciled twice per scan."""
     real_directories(paths.inbox, below=paths.user_part)  # a linked inbox/ is never listed
     try:
         names = os.listdir(paths.inbox)
