@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import pytest
 from _fakes.records import entry, error, record, verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
