@@ -20,10 +20,12 @@ import pytest
 from _fakes.provider import FakeProvider, running_fake
 from _proc import popen, write_export
 from mcp import ClientSession
+from mcp.shared.exceptions import MCPError
+from mcp.types import REQUEST_TIMEOUT
 from test_mcp_server import doc, run_session
 
-from watcher.state import records
 from watcher.config import Paths
+from watcher.state import records
 from watcher.store.files import FileStore
 
 pytestmark = pytest.mark.slow
@@ -62,8 +64,9 @@ def test_a_cancelled_scan_starts_no_further_call_and_saves_the_one_out(
     outcome: dict[str, Any] = {}
 
     async def scenario(session: ClientSession) -> None:
-        with pytest.raises(Exception):  # noqa: B017 - the SDK's timeout error; its class is not the point
+        with pytest.raises(MCPError, match="timed out") as gave_up:  # the SDK cancels the request it gave up on
             await session.call_tool("scan", {"source": str(export)}, read_timeout_seconds=1.0)
+        assert gave_up.value.code == REQUEST_TIMEOUT
         # The server reads its stdin in order: once a ping sent after the cancel is answered, the
         # cancel has been read and applied. Released before that, a1's answer can race the cancel
         # and the batch rightly starts b1 (seen once in CI under load).
