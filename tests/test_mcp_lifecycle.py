@@ -8,8 +8,8 @@ finishes and is saved); SIGINT, SIGTERM or stdin closing record every attempt in
 from __future__ import annotations
 
 import json
-import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from _fakes.provider import FakeProvider, running_fake
-from _proc import popen, write_export
+from _proc import start, write_export
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.types import REQUEST_TIMEOUT
@@ -87,11 +87,7 @@ class RawServer:
     stdin at the moment it chooses (the SDK's client owns both)."""
 
     def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
-        child_env = {"PATH": os.environ["PATH"], "HOME": str(data_dir.parent), "WATCHER_DATA_DIR": str(data_dir),
-                     "NO_COLOR": "1", **env}
-        # A process of its own either way: forked from the worker's fork server with the SDK preloaded,
-        # or exec'd under WATCHER_TESTS_EXEC=1 (tests/_forkserver.py).
-        self.proc = popen("bridge", "mcp", env=child_env, sdk=True)
+        self.proc = start("bridge", "mcp", data_dir=data_dir, env=env, stdin=subprocess.PIPE, sdk=True)
         self._id = 0
         self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                     "clientInfo": {"name": "test", "version": "1"}})
