@@ -340,8 +340,7 @@ def _refusing_writes_under(root: Path, errno_: int) -> Iterator[None]:
 
 
 def test_the_write_refusal_is_real(tmp_path: Path) -> None:
-    """The refusal the tests below rely on: a create under the root fails, a read does not, and
-    outside the block nothing is refused."""
+    """The refusal the tests below rely on: writes under the root fail inside the block only, reads never."""
     (tmp_path / "old").write_text("x")
     with _refusing_writes_under(tmp_path, 30):
         with pytest.raises(OSError, match="Read-only file system"):

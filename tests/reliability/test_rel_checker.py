@@ -200,8 +200,7 @@ def test_checker_reports_a_planted_violation(plant: str, recovered) -> None:  # 
 
 
 def test_recovery_runs_after_a_cooldown_instead_of_sleeping_it_out(baseline: Baseline, tmp_path: Path) -> None:
-    """A 429 with Retry-After 30 s in a recovery round (exit 3): the next round's clock is past the
-    cooldown, so recovery ends quiet with the comment judged, within the rounds it is allowed."""
+    """A 429 with Retry-After 30 s (exit 3): the next recovery round runs past it and judges the comment."""
     with running_fake() as fake:
         data = baseline.clone(tmp_path / "case", fake)
         fake.script("flaky", "429:30", "verdict")
