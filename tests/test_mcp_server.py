@@ -26,7 +26,7 @@ import anyio
 import pytest
 from _forkserver import ForkedProcess
 from _mcp_stdio import stdio_client
-from _proc import BIN, env_for, envelope, popen, run, write_export
+from _proc import BIN, env_for, envelope, run, start, write_export
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.types import CallToolResult
 
@@ -236,11 +236,10 @@ def test_stdout_carries_only_protocol_messages_even_when_code_prints(data_dir: P
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(STRAY_HOOK)
     fresh = tmp_path / "not-yet"  # status says on stderr that it does not exist yet: a notice
-    env = env_for(fresh, {"PYTHONPATH": str(hook), "WATCHER_PROVIDER": "offline"})
-    env.pop("PYTHONUNBUFFERED", None)  # as Codex starts it: a print stays in stdout's buffer until exit
+    env = {"PYTHONPATH": str(hook), "WATCHER_PROVIDER": "offline"}
     export = write_export(tmp_path / "export.json", ["one"])
-    with open(tmp_path / "stderr.txt", "w") as err:
-        proc = popen("bridge", "mcp", env=env, stderr=err, sdk=True)
+    with open(tmp_path / "stderr.txt", "w") as err:  # stdout buffered as Codex starts it (no PYTHONUNBUFFERED)
+        proc = start("bridge", "mcp", data_dir=fresh, env=env, stdin=subprocess.PIPE, stderr=err, sdk=True)
         lines = _raw_exchange(proc, [
             {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
