@@ -23,10 +23,8 @@ only by ``watcher-bridge mcp``; ``watcher`` and the plain bridge never load the 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
-import functools
 import inspect
 import json
 import logging
@@ -35,7 +33,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -47,11 +45,10 @@ from bridge import mcp_text
 from bridge.wording import for_agents
 from watcher.commands import core as commands
 from watcher.commands.core import Context, Envelope
-from watcher.commands.envelope import RESULTS, envelope_schema
-from watcher.commands.results import CommentRecord
+from watcher.commands.registry import COMMANDS, RESULTS, envelope_schema
+from watcher.commands.spec import REQUIRED, Command, Hints, Mcp, Run
 from watcher.errors import EXIT_USAGE
-from watcher.models import COMMENT_ID_SHAPE
-from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT, Hooks, ItemResult
+from watcher.pipeline import Hooks, ItemResult
 from watcher.util.visible import json_safe, visible
 
 MIN_SDK = (2, 3)
@@ -83,105 +80,6 @@ else:
 log = logging.getLogger("bridge.mcp")
 INSTRUCTIONS = mcp_text.INSTRUCTIONS
 AGENT_ADVICE = mcp_text.AGENT_ADVICE
-ID_PATTERN = f"^{COMMENT_ID_SHAPE}$"
-
-# ---- parameters -------------------------------------------------------------------------------------
-# Value checks (limit range, triage choice, id shape) are advertised in the schema but enforced by
-# the same core functions as the CLI, so a bad value comes back as the core's usage envelope
-# (exit_code 2, reworded for MCP by bridge.wording) rather than as a second validator's error.
-
-Limit = Annotated[
-    int,
-    Field(
-        description=f"Most model calls this run (1–{MAX_LIMIT}). Each call spends one of a comment's 3 attempts.",
-        json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT},
-    ),
-]
-DryRun = Annotated[
-    bool,
-    Field(
-        description="Only plan: list what would be called. Takes no lock, writes nothing, calls no model."
-    ),
-]
-Source = Annotated[
-    str | None,
-    Field(
-        description="'devto' (needs DEVTO_USERNAME or DEVTO_API_KEY in the server's environment), or the path of a "
-        "Forem-format export file on this machine. Omitted: dev.to; without a dev.to account that is "
-        "exit_code 2. Not 'sample': the bundled demo is `watcher demo`, in a terminal."
-    ),
-]
-IdItem = Annotated[str, Field(json_schema_extra={"pattern": ID_PATTERN})]
-Ids = Annotated[
-    list[IdItem] | None,
-    Field(
-        description="Only these comment ids. Omitted: every failed or interrupted comment, oldest first."
-    ),
-]
-MoreIds = Annotated[
-    list[IdItem] | None,
-    Field(
-        description="More comment ids to mark the same way. Every id is checked first: one unknown id marks nothing."
-    ),
-]
-CommentId = Annotated[
-    str,
-    Field(
-        description="Comment id (the dev.to id_code), as listed by inbox.",
-        json_schema_extra={"pattern": ID_PATTERN},
-    ),
-]
-Triage = Annotated[
-    str,
-    Field(
-        description="replied: the author posted a reply · ignored: it needs no answer · open: back on the to-do list.",
-        json_schema_extra={"enum": list(commands.TRIAGE_CHOICES)},
-    ),
-]
-ShowAll = Annotated[
-    bool,
-    Field(description="List every known comment with its state, not only those needing a reply."),
-]
-WithPrompt = Annotated[
-    bool, Field(description="Include the cached prompt sent to the model (about 2 KB).")
-]
-Since = Annotated[
-    str | None,
-    Field(
-        description="Only comments created on or after this date (2026-11-01) or ISO time. Omitted: every comment."
-    ),
-]
-Reset = Annotated[
-    bool,
-    Field(
-        description="Recount the whole observation log from the start on purpose "
-        "(only after the log was replaced or truncated)."
-    ),
-]
-ClaimLimit = Annotated[
-    int,
-    Field(
-        description=f"Most comments to claim (1–{MAX_LIMIT}). Each claim spends one of that comment's 3 attempts.",
-        json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT},
-    ),
-]
-AttemptNo = Annotated[
-    int,
-    Field(
-        description="The attempt number (n) claim returned with this comment.",
-        json_schema_extra={"minimum": 1},
-    ),
-]
-# An object or its JSON text; what it must hold is the core's check (an invalid verdict counts),
-# so the schema here only says which JSON types reach it — anything else is a usage error.
-VerdictArgument = Annotated[
-    dict[str, Any] | str,
-    Field(
-        description="Your verdict: a JSON object fitting the schema claim returned (needs_reply, category, priority, "
-        "summary, reply_hint), or the JSON text of one."
-    ),
-]
-
 
 # ---- running one command ------------------------------------------------------------------------------
 
@@ -411,6 +309,7 @@ if _SDK_MISSING is None:
             super().__init__(*args, **kwargs)
             self.run_command = run
             self.parameters: dict[str, frozenset[str]] = {}
+            self.unlisted: dict[str, Run] = {}
 
         async def run_stdio_async(self) -> None:
             """The SDK's stdio serving, told when stdin closes: the SDK itself waits for every running
@@ -443,16 +342,22 @@ if _SDK_MISSING is None:
                         self._lowlevel_server.create_initialization_options(),
                     )
 
-        def add_watcher_tool(self, fn: Callable[..., Any], *, annotations: ToolAnnotations) -> None:
+        def add_watcher_tool(self, command: Command, mcp: Mcp) -> None:
+            """The tool of one registry entry: its arguments, description and annotations."""
+            run = mcp.run or command.run
+            if not mcp.listed:
+                self.unlisted[command.name] = run
+                return
+            fn = _tool_function(self.run_command, command.name, mcp, run)
             context = find_context_parameter(fn)
-            self.parameters[fn.__name__] = frozenset(
+            self.parameters[command.name] = frozenset(
                 p for p in inspect.signature(fn).parameters if p != context
             )
             self.add_tool(
                 fn,
-                name=fn.__name__,
-                description=mcp_text.DESCRIPTIONS[fn.__name__],
-                annotations=annotations,
+                name=command.name,
+                description=mcp.description,
+                annotations=_annotations(mcp.hints),
             )
 
         async def list_tools(self) -> list[Tool]:
@@ -481,11 +386,10 @@ if _SDK_MISSING is None:
 
         async def _call(self, name: str, arguments: dict[str, Any], context: Any) -> Any:
             known = self.parameters.get(name)
-            if name == "grant":
-                # The core refuses it for the bridge (SPEC §13.2); its own words say why.
-                return await self.run_command.tool(
-                    "grant", lambda c: commands.grant(c, str(arguments.get("id", "")))
-                )
+            unlisted = self.unlisted.get(name)
+            if unlisted is not None:
+                # A command that is no tool answers in its own words (grant: SPEC §13.2).
+                return await self.run_command.tool(name, lambda c: unlisted(c, arguments))
             if known is None:
                 return _usage(
                     name,
@@ -528,13 +432,46 @@ async def _stdout_kept_for_protocol(_server: Any) -> AsyncIterator[dict[str, Any
         sys.stdout = saved
 
 
-def _without_prompt(fn: Callable[[Context], CommentRecord]) -> Callable[[Context], CommentRecord]:
-    """``show`` without the cached prompt (about 2 KB an agent rarely needs)."""
+def _annotations(hints: Hints) -> ToolAnnotations:
+    """A registry entry's hints as the SDK's annotations (a hint left unsaid stays unset)."""
+    said = {
+        "read_only_hint": hints.read_only,
+        "destructive_hint": hints.destructive,
+        "idempotent_hint": hints.idempotent,
+        "open_world_hint": hints.open_world,
+    }
+    return ToolAnnotations.model_validate(
+        {name: value for name, value in said.items() if value is not None}
+    )
 
-    def shown(ctx: Context) -> CommentRecord:
-        return fn(ctx).model_copy(update={"prompt": None})
 
-    return shown
+def _tool_function(runner: _Runner, name: str, mcp: Mcp, run: Run) -> Callable[..., Any]:
+    """The function the SDK makes a tool of: its signature is the entry's arguments (the SDK
+    derives the input schema from it), plus the request's context for a tool that reports
+    progress."""
+
+    async def tool(**arguments: Any) -> CallToolResult:
+        ctx = arguments.pop("ctx", None)
+        report = _progress_of(ctx) if ctx is not None else None
+        return await runner.tool(name, lambda c: run(c, arguments), report=report)
+
+    params = [
+        inspect.Parameter(
+            arg.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=inspect.Parameter.empty if arg.default is REQUIRED else arg.default,
+            annotation=arg.type,
+        )
+        for arg in mcp.args
+    ]
+    if mcp.progress:
+        params.insert(
+            0, inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=ToolContext)
+        )
+    tool.__signature__ = inspect.Signature(params, return_annotation=CallToolResult)  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in params} | {"return": CallToolResult}
+    tool.__name__ = name
+    return tool
 
 
 def build_server(
@@ -555,95 +492,9 @@ def build_server(
         log_level="INFO" if verbose else "WARNING",
         lifespan=_stdout_kept_for_protocol,
     )
-    spends = ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
-    )
-    local = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    probes = ToolAnnotations(
-        read_only_hint=True, open_world_hint=True
-    )  # check asks the provider and dev.to
-    marks = ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-    )
-    # claim spends an attempt per comment and submit closes one: local writes that add (never
-    # remove), and never the same twice (a second submit is refused), with no network at all.
-    agent = ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-    )
-
-    async def scan(
-        ctx: ToolContext,
-        limit: Limit = DEFAULT_LIMIT,
-        dry_run: DryRun = False,
-        source: Source = None,
-    ) -> CallToolResult:
-        if source == commands.SAMPLE:
-            # SPEC §15.4: the sample's comments go to the demo's own data dir, which this server's
-            # inbox and show never read; the person runs `watcher demo` instead.
-            return _usage("scan", mcp_text.SAMPLE_REFUSED)
-        return await run.tool(
-            "scan",
-            lambda c: commands.scan(c, limit=limit, dry_run=dry_run, source=source),
-            report=_progress_of(ctx),
-        )
-
-    async def recheck(
-        ctx: ToolContext, limit: Limit = DEFAULT_LIMIT, dry_run: DryRun = False, ids: Ids = None
-    ) -> CallToolResult:
-        return await run.tool(
-            "recheck",
-            lambda c: commands.recheck(c, limit=limit, dry_run=dry_run, ids=ids or ()),
-            report=_progress_of(ctx),
-        )
-
-    async def status() -> CallToolResult:
-        return await run.tool("status", commands.status)
-
-    async def inbox(all: ShowAll = False) -> CallToolResult:  # named like the CLI's --all
-        return await run.tool("inbox", lambda c: commands.inbox_view(c, show_all=all))
-
-    async def show(id: CommentId, prompt: WithPrompt = False) -> CallToolResult:
-        shown = functools.partial(commands.show, comment_id=id)
-        return await run.tool("show", shown if prompt else _without_prompt(shown))
-
-    async def mark(id: CommentId, triage: Triage, more_ids: MoreIds = None) -> CallToolResult:
-        return await run.tool("mark", lambda c: commands.mark(c, [id, *(more_ids or ())], triage))
-
-    async def articles() -> CallToolResult:
-        return await run.tool("articles", commands.articles)
-
-    async def check() -> CallToolResult:
-        return await run.tool("check", commands.check)
-
-    async def signals(reset: Reset = False) -> CallToolResult:
-        return await run.tool("signals", lambda c: commands.signals_cmd(c, reset=reset))
-
-    async def eval(
-        since: Since = None,
-    ) -> CallToolResult:  # the tool's name is the function's, as the CLI's
-        return await run.tool("eval", lambda c: commands.evaluate(c, since=since))
-
-    async def claim(limit: ClaimLimit = DEFAULT_LIMIT) -> CallToolResult:
-        return await run.tool("claim", lambda c: commands.claim(c, limit=limit))
-
-    async def submit(id: CommentId, n: AttemptNo, verdict: VerdictArgument) -> CallToolResult:
-        return await run.tool("submit", lambda c: commands.submit(c, id, n, verdict))
-
-    for fn, hints in (
-        (scan, spends),
-        (recheck, spends),
-        (status, local),
-        (inbox, local),
-        (show, local),
-        (articles, local),
-        (check, probes),
-        (mark, marks),
-        (signals, marks),
-        (claim, agent),
-        (submit, agent),
-        (eval, local),
-    ):
-        server.add_watcher_tool(fn, annotations=hints)
+    for command in COMMANDS:
+        if command.mcp is not None:
+            server.add_watcher_tool(command, command.mcp)
     _add_resources(server, run)
     server.prompt(
         name="reply-session",
@@ -696,26 +547,10 @@ def _add_resources(server: WatcherServer, run: _Runner) -> None:
         description=mcp_text.COMMENT_RESOURCE,
     )
     async def comment(id: str) -> str:
-        return await read("show", _without_prompt(functools.partial(commands.show, comment_id=id)))
+        return await read("show", lambda c: commands.show(c, id, prompt=False))
 
 
 # ---- entry point -------------------------------------------------------------------------------------
-
-
-def _parse(args: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="watcher-bridge mcp",
-        description="Serve the watcher commands as MCP tools over stdio (for Codex and Claude Code).",
-    )
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help="Data directory [env WATCHER_DATA_DIR; default the user's data directory, "
-        "~/.local/share/devto-watcher on Linux].",
-    )
-    parser.add_argument("--verbose", "-v", action="store_true", help="Log each request on stderr.")
-    return parser.parse_args(list(args))
 
 
 def _sdk_problem() -> str | None:
@@ -726,7 +561,7 @@ def _sdk_problem() -> str | None:
     return INSTALL_HINT.format(need=".".join(map(str, MIN_SDK))) + f"({_SDK_MISSING})\n"
 
 
-def serve(args: list[str]) -> None:
+def serve(*, data_dir: Path | None, verbose: bool) -> None:
     """Run ``watcher-bridge mcp [--data-dir DIR] [--verbose]`` until the client closes stdin.
 
     Raises ``SystemExit(2)`` with an install hint on stderr when the ``mcp`` extra is missing.
@@ -736,14 +571,13 @@ def serve(args: list[str]) -> None:
         sys.stderr.write(problem)
         sys.stderr.flush()
         raise SystemExit(EXIT_USAGE)
-    options = _parse(args)
     # Logs go to stderr, plainly; configured before the SDK's own setup, which then keeps it.
     logging.basicConfig(
         stream=sys.stderr,
-        level=logging.INFO if options.verbose else logging.WARNING,
+        level=logging.INFO if verbose else logging.WARNING,
         format="watcher-bridge mcp: %(levelname)s %(name)s: %(message)s",
     )
-    server = build_server(data_dir=options.data_dir, verbose=options.verbose)
+    server = build_server(data_dir=data_dir, verbose=verbose)
     runner = server.run_command
     for signum in (signal.SIGINT, signal.SIGTERM):
         # Off the event loop's thread: the batches still report progress through the loop while

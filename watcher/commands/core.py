@@ -92,6 +92,8 @@ class Context:
     data_dir: Path | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     notice: Callable[[str], None] = lambda _msg: None
+    # How the CLI asks the person a yes/no question (a grant's confirmation); None: nobody to ask.
+    ask: Callable[[str], bool] | None = None
     hooks: Hooks = field(default_factory=Hooks)
     _settings: Settings | None = None
     _store: Store | None = None
@@ -572,7 +574,9 @@ def _hint(comment_id: str, state: str, record: InboxRecord) -> str | None:
     return None
 
 
-def show(ctx: Context, comment_id: str) -> CommentRecord:
+def show(ctx: Context, comment_id: str, *, prompt: bool = True) -> CommentRecord:
+    """One comment in full; ``prompt=False`` leaves out the cached prompt (about 2 KB an agent
+    rarely needs)."""
     check_id(comment_id)
     store = ctx.store
     record = store.load_record(comment_id)
@@ -588,7 +592,7 @@ def show(ctx: Context, comment_id: str) -> CommentRecord:
     return CommentRecord(
         schema_version=record.schema_version,
         comment=record.comment,
-        prompt=record.prompt,
+        prompt=record.prompt if prompt else None,
         cap=records.cap_of(record),
         attempts=record.attempts,
         verdict=record.verdict,
