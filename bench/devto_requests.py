@@ -27,7 +27,7 @@ from typing import Any
 
 from _common import Row, bench_source, context, forem_article, forem_node, settings, temp_dir
 
-from watcher.commands import core as commands
+from watcher.commands import runs
 from watcher.commands.results import BatchResult
 
 ARTICLES = 300
@@ -81,7 +81,7 @@ def _scan(root: Path, api: FakeForemAPI) -> tuple[int, BatchResult]:
     s = settings(root, devto_username="me", devto_base_url="http://devto.bench.invalid/api")
     before = sum(api.requests.values())
     with bench_source(httpx.MockTransport(api.handle)) as devto:
-        doc, error = commands.scan(context(s), limit=1, source=devto)
+        doc, error = runs.scan(context(s), limit=1, source=devto)
     if error is not None:
         raise RuntimeError(f"scan failed: {error}")
     return sum(api.requests.values()) - before, doc

@@ -37,7 +37,7 @@ from _common import (
     timed,
 )
 
-from watcher.commands import core as commands
+from watcher.commands import reading, runs
 from watcher.state import records
 from watcher.config import Settings
 from watcher.models import Usage
@@ -116,13 +116,13 @@ def _floor(s: Settings) -> None:
 
 
 def _status(s: Settings, n: int) -> None:
-    doc = commands.status(context(s))
+    doc = reading.status(context(s))
     if doc.states["done"] != n:
         raise RuntimeError(f"status saw {doc.states}, expected {n} done")
 
 
 def _scan(s: Settings, devto: str) -> None:
-    doc, error = commands.scan(context(s), source=devto)
+    doc, error = runs.scan(context(s), source=devto)
     if error is not None or doc.planned or doc.repaired:
         raise RuntimeError(f"idle scan was not idle: {error} {doc.counts} {doc.repaired[:3]}")
 

@@ -193,7 +193,7 @@ def test_bad_arguments_are_usage_tool_errors_and_the_server_keeps_serving(data_d
 
 STRAY_HOOK = """
 import os
-from watcher.commands import core as commands
+from watcher.commands import reading as commands
 from watcher.store.files import FileStore
 
 _status = commands.status

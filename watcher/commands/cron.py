@@ -29,13 +29,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from watcher.commands import core as commands
-from watcher.commands.core import Context
+from watcher.commands import runs
+from watcher.commands.core import Context, signal_failure
+from watcher.commands.inbox import inbox_view
 from watcher.commands.results import CronNamed, CronProblemResult, CronResult, InboxResult
+from watcher.commands.spec import BATCH_CODES, Command, Param, whole_number
 from watcher.config import data_paths
 from watcher.errors import ProviderSetup, StateError, WatcherError
 from watcher.models import CronProblem, CronState
-from watcher.pipeline import Partial, open_store
+from watcher.pipeline import DEFAULT_LIMIT, Partial, open_store
 from watcher.state import records
 from watcher.store import Store
 from watcher.util.timeutil import iso, parse_iso, utcnow
@@ -116,7 +118,7 @@ def _is_problem(notice: str) -> bool:
     )
 
 
-def cron(ctx: Context, *, limit: int = commands.DEFAULT_LIMIT) -> Partial[CronResult]:
+def cron(ctx: Context, *, limit: int = DEFAULT_LIMIT) -> Partial[CronResult]:
     """One cron round: scan, recheck, the new comments; what to say, and what was said already."""
     notices: list[str] = []
     quiet = replace(ctx, notice=notices.append)  # the steps' notices are sorted below, not printed
@@ -151,9 +153,9 @@ def cron(ctx: Context, *, limit: int = commands.DEFAULT_LIMIT) -> Partial[CronRe
 
 def _steps(limit: int) -> list[tuple[str, Callable[[Context], BaseModel | Partial[Any]]]]:
     return [
-        ("scan", lambda c: commands.scan(c, limit=limit)),
-        ("recheck", lambda c: commands.recheck(c, limit=limit)),
-        ("inbox", lambda c: commands.inbox_view(c, new=True)),
+        ("scan", lambda c: runs.scan(c, limit=limit)),
+        ("recheck", lambda c: runs.recheck(c, limit=limit)),
+        ("inbox", lambda c: inbox_view(c, new=True)),
     ]
 
 
@@ -167,7 +169,7 @@ def _run(
     try:
         out = fn(ctx)
     except WatcherError as exc:
-        commands.signal_failure(ctx, exc)
+        signal_failure(ctx, exc)
         return None, exc
     return (out.result, out.error) if isinstance(out, Partial) else (out, None)
 
@@ -328,3 +330,38 @@ def _named_line(cid: str, record: Any) -> str:
         f"{cid}: no verdict after the most attempts a comment gets{why} — {who}; read it with "
         f"`watcher show {cid}`"
     )
+
+
+# The registry's entry (watcher/commands/registry.py).
+CRON = Command(
+    name="cron",
+    summary="For cron: scan, recheck, list what is new; else quiet.",
+    help="For cron: scan, recheck, then the new comments that need a reply — quiet "
+    "otherwise.\n\nStdout: each new comment needing a reply, once; a comment whose attempts "
+    "are all spent,\nnamed once with the command that helps. Stderr: a problem as one line "
+    "with its fix, when it\nstarts or changes, and at most once a day while it lasts. "
+    "Nothing at all when nothing is\nnew and nothing is wrong. Each step runs even when the "
+    "one before it stopped; the exit code\nis non-zero whenever one did.",
+    examples=(
+        "watcher cron",
+        "*/30 * * * * . $HOME/.config/devto-watcher.env && "
+        "/path/to/devto-watcher/.venv/bin/watcher cron",
+    ),
+    codes=BATCH_CODES.replace("0 ran (per-comment errors are in the table)", "0 every step ran"),
+    result=CronResult,
+    run=lambda c, a: cron(c, limit=a["limit"]),
+    view="watcher.cli.views.reading:cron",
+    own_errors=True,
+    params=(
+        Param(
+            name="limit",
+            type=int,
+            default=DEFAULT_LIMIT,
+            flags=("--limit",),
+            help="Most model calls for scan, and again for recheck (1–20 each).",
+            show_default=True,
+            parser=whole_number,
+            metavar="N",
+        ),
+    ),
+)
