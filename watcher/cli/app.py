@@ -18,8 +18,10 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 import typer.main
+
+# typer vendors click as typer._click and raises its errors; typer.BadParameter is one of them.
 from typer._click.exceptions import ClickException
-from typer.core import TyperArgument
+from typer.core import TyperArgument, TyperCommand
 
 from watcher import __version__
 from watcher.cli.argv import hoist_global_options
@@ -223,9 +225,9 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
     for command in COMMANDS:
         if entrypoint == "bridge" and not command.bridge:
             continue
-        app.command(command.name, short_help=command.summary, epilog=_epilog(command))(
-            _typer_command(command)
-        )
+        app.command(
+            command.name, cls=PlainArguments, short_help=command.summary, epilog=_epilog(command)
+        )(_typer_command(command))
     return app
 
 
@@ -323,22 +325,35 @@ def _command(build: Callable[[], typer.Typer]) -> Callable[..., Any]:
     """The click command typer makes of the app ``build`` returns (what ``app()`` runs), made once
     per app: typer introspects every command's signature for it, and :func:`main` may run many
     times in one process (the test suite)."""
-    group = typer.main.get_command(build())
-    for sub in getattr(group, "commands", {}).values():
-        for param in sub.params:
-            if type(param) is TyperArgument:
-                param.__class__ = _PlainArgument
-    return group
+    return typer.main.get_command(build())
 
 
-class _PlainArgument(TyperArgument):
-    """An argument shown as click shows one: ``ID`` / ``[ID]...`` in the usage line, not typer's
-    ``{ID}``, and no ``<list[str]>`` type after its name in the list of arguments
-    (tests/test_messages.py). typer makes its own class of every argument and takes no other."""
+class PlainArguments(TyperCommand):
+    """A command whose arguments are drawn as click draws them: ``ID`` / ``[ID]...`` in the usage
+    line, not typer's ``{ID}``, and no ``<str>`` or ``<list[str]>`` type after an argument's name
+    in its help (tests/test_messages.py). Every registry command is of this class (``cls=``)."""
 
-    def _usage_display_name(self) -> str:
-        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
-        return name + ("..." if self.nargs != 1 and "..." not in name else "")
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:  # typer's vendored click.Context
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                name = param.display_name_raw if param.required else f"[{param.display_name_raw}]"
+                pieces.append(name + ("..." if param.nargs != 1 and "..." not in name else ""))
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
 
-    def display_type_rich(self, ctx: Any) -> str | None:  # typer's vendored click.Context
-        return None
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if isinstance(param, TyperArgument):
+                arguments.append((param.display_name_raw, record[1]))
+            else:
+                options.append(record)
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
