@@ -33,7 +33,7 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from watcher.commands import claims, cron, inbox, person, reading, runs, verdicts
+from watcher.commands import browse, claims, cron, inbox, person, reading, runs, verdicts
 from watcher.commands.envelope import Envelope
 from watcher.commands.spec import Command
 
@@ -47,6 +47,7 @@ COMMANDS: tuple[Command, ...] = (
     reading.STATUS,
     inbox.INBOX,
     inbox.SHOW,
+    browse.OPEN,
     person.MARK,
     reading.ARTICLES,
     person.CHECK,
