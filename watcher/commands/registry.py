@@ -1,28 +1,30 @@
-"""Every command, once: the table the CLI, the envelope's schema, the renderer and the MCP server read.
+"""Every command, once: the table the CLI, the envelope's schema, the renderer and the MCP
+server read.
 
-A command is its core function plus one entry here (STYLE rule 19). ``watcher/cli/app.py`` makes
-each entry a typer command (its options from ``params``, its help, examples and exit codes);
-``bridge/cli.py`` offers it as ``watcher-bridge <name>`` when ``bridge`` is set; the envelope's
-schema types ``result`` as ``result`` says (:func:`envelope_schema`); the human renderer calls
-``view``; ``bridge/mcp_server.py`` lists a tool for it when ``mcp`` is set, with that description,
-those annotations and arguments.
+A command is its core function plus one entry listed here (STYLE rule 19).
+``watcher/cli/app.py`` makes each entry a typer command (its options from ``params``, its help,
+examples and exit codes); ``bridge/cli.py`` offers it as ``watcher-bridge <name>`` when
+``bridge`` is set; the envelope's schema types ``result`` as ``result`` says
+(:func:`envelope_schema`); the human renderer calls ``view``; ``bridge/mcp_server.py`` lists a
+tool for it when ``mcp`` is set, with that description, those annotations and arguments.
 
-To add a command, say ``watcher open ID``, write one module and add one line here:
+To add a command, write one module and add one line here; ``watcher open ID``
+(:mod:`watcher.commands.browse`) is one such:
 
-1. ``watcher/commands/open.py`` holds all of it. The core function, ``open_comment(ctx, ...)``,
-   returns a result model defined beside it (a pydantic model with ``extra="forbid"``, like those
-   of :mod:`watcher.commands.results`) and raises a :mod:`watcher.errors` error for a failure
-   (:func:`watcher.commands.core.execute` makes that the exit code and the envelope). The human
-   view, ``view(result, screen)``, prints with ``screen.out`` (:mod:`watcher.commands.screen`;
-   import anything of rich inside it). The entry, ``OPEN = Command(...)``
-   (:class:`~watcher.commands.spec.Command`): its name, the one-line ``summary`` for
-   ``watcher --help``, ``help``, ``examples``, the exit-code line ``codes``, ``result``, ``run``
-   (the parsed arguments, by :class:`~watcher.commands.spec.Param` name, to the core call),
-   ``view="watcher.commands.open:view"``, its ``params``; ``bridge=False`` if an agent must not
-   run it; an :class:`~watcher.commands.spec.Mcp` if the MCP server offers it as a tool.
-2. ``open.OPEN`` in :data:`COMMANDS` below, where ``watcher --help`` should list it.
+1. The module holds all of it. The core function (``open_comment(ctx, comment_id)``) returns a
+   result model defined beside it (a pydantic model with ``extra="forbid"``) and raises a
+   :mod:`watcher.errors` error for a failure (:func:`watcher.commands.core.execute` makes that
+   the exit code and the envelope). The human view, ``view(result, screen)``, prints with
+   ``screen.out`` (:mod:`watcher.commands.screen`; it imports anything of rich inside itself).
+   The entry, ``OPEN = Command(...)`` (:class:`~watcher.commands.spec.Command`): the name, the
+   one-line ``summary`` for ``watcher --help``, ``help``, ``examples``, the exit-code line
+   ``codes``, ``result``, ``run`` (the parsed arguments, by
+   :class:`~watcher.commands.spec.Param` name, to the core call), ``view`` as
+   ``"watcher.commands.browse:view"``, its ``params``; ``bridge=False`` if an agent must not run
+   it; an :class:`~watcher.commands.spec.Mcp` if the MCP server offers it as a tool.
+2. The entry (``browse.OPEN``) in :data:`COMMANDS` below, where ``watcher --help`` lists it.
 
-tests/test_registry.py checks every entry (a view that imports, a summary that fits the list).
+tests/test_registry.py checks every entry is whole.
 
 Every command takes ``--json`` and the global ``--data-dir``/``--verbose``; they are not listed.
 """
@@ -70,6 +72,6 @@ RESULTS: dict[str, type[BaseModel]] = {c.name: c.result for c in COMMANDS}
 
 
 def envelope_schema(name: str) -> dict[str, Any]:
-    """The JSON schema of command ``name``'s envelope, its ``result`` typed as the command's model."""
+    """The JSON schema of command ``name``'s envelope, its ``result`` typed as its model."""
     model: type[BaseModel] = cast(Any, Envelope)[RESULTS[name]]
     return model.model_json_schema(mode="serialization")
