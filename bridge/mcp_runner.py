@@ -138,14 +138,18 @@ class _Runner:
             return self._idle.wait_for(lambda: self._running == 0, timeout)
 
     def restart_notice(self) -> str | None:
-        """What to tell the agent when a newer release was installed under this server, else ``None``."""
+        """What to tell the agent when a newer release was installed under this server, else
+        ``None``."""
         now = self._version_on_disk()
         if now is None or self.started_as is None or now == self.started_as:
             return None
         notice = (
-            f"devto-watcher {now} has been installed since this MCP server started with {self.started_as}: "
-            "restart the server (Codex: start a new session; Claude Code: /mcp, then reconnect watcher) so its "
-            "tools run the installed release — until then files the new release wrote may be refused (exit 5)"
+            f"devto-watcher {now} has been installed since this MCP server started with "
+            f"{self.started_as}: "
+            "restart the server (Codex: start a new session; Claude Code: /mcp, then reconnect "
+            "watcher) so its "
+            "tools run the installed release — until then files the new release wrote may be "
+            "refused (exit 5)"
         )
         if not self._logged:
             log.warning("%s", notice)

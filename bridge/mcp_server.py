@@ -1,10 +1,10 @@
 """``watcher-bridge mcp``: the watcher commands as MCP tools over stdio (SPEC §10).
 
-Codex and Claude Code start this server themselves, with the environment the user grants it
-(Codex's shell sandbox strips ``*KEY*`` variables and has no network, so calling the bridge as a
-shell command cannot reach a real provider). Every tool hands the same core function the CLI
-uses to :func:`watcher.commands.core.execute` and returns its envelope; nothing here decides anything
-about attempts, locks or state.
+Codex and Claude Code start this server themselves, with the environment the user grants it (Codex's
+shell sandbox strips ``*KEY*`` variables and has no network, so calling the bridge as a shell
+command cannot reach a real provider). Every tool hands the same core function the CLI uses to
+:func:`watcher.commands.core.execute` and returns its envelope; nothing here decides anything about
+attempts, locks or state.
 
 What the server adds for agents (SPEC §10, "MCP, for agents"), all of it adaptation: progress
 notifications from the pipeline's hooks (:class:`_Progress`), a typed ``result`` in each output
@@ -104,10 +104,10 @@ if _SDK_MISSING is None:
             self.unlisted: dict[str, Run] = {}
 
         async def run_stdio_async(self) -> None:
-            """The SDK's stdio serving, told when stdin closes: the SDK itself waits for every running
-            tool call first, so a batch would go on making calls for a client that is gone. Here the
-            messages pass through a stream of our own, and the end of stdin starts the same going as
-            a signal (SPEC §15.4)."""
+            """The SDK's stdio serving, told when stdin closes: the SDK itself waits for every
+            running tool call first, so a batch would go on making calls for a client that is gone.
+            Here the messages pass through a stream of our own, and the end of stdin starts the same
+            going as a signal (SPEC §15.4)."""
             from mcp.server.stdio import stdio_server
             from mcp.shared._context_streams import create_context_streams
             from mcp.shared.message import SessionMessage
@@ -185,7 +185,8 @@ if _SDK_MISSING is None:
             if known is None:
                 return _usage(
                     name,
-                    f"there is no tool {name!r}; the tools are {', '.join(sorted(self.parameters))}",
+                    f"there is no tool {name!r}; the tools are "
+                    f"{', '.join(sorted(self.parameters))}",
                 )
             unknown = sorted(set(arguments) - known)
             if unknown:
@@ -238,9 +239,8 @@ def _annotations(hints: Hints) -> ToolAnnotations:
 
 
 def _tool_function(runner: _Runner, name: str, mcp: Mcp, run: Run) -> Callable[..., Any]:
-    """The function the SDK makes a tool of: its signature is the entry's arguments (the SDK
-    derives the input schema from it), plus the request's context for a tool that reports
-    progress."""
+    """The function the SDK makes a tool of: its signature is the entry's arguments (the SDK derives
+    the input schema from it), plus the request's context for a tool that reports progress."""
 
     async def tool(**arguments: Any) -> CallToolResult:
         ctx = arguments.pop("ctx", None)
@@ -272,9 +272,11 @@ def build_server(
     verbose: bool = False,
     version_on_disk: Callable[[], str | None] | None = None,
 ) -> WatcherServer:
-    """The MCP server: twelve tools (no grant: SPEC §13.2), two resources, one prompt. Requires the SDK.
+    """The MCP server: twelve tools (no grant: SPEC §13.2), two resources, one prompt. Requires the
+    SDK.
 
-    ``version_on_disk``: how the server learns which release is installed now (tests pass their own)."""
+    ``version_on_disk``: how the server learns which release is installed now (tests pass their
+    own)."""
     run = _Runner(data_dir, version_on_disk=version_on_disk or installed_version)
     server = WatcherServer(
         run,
@@ -342,7 +344,7 @@ def _add_resources(server: WatcherServer, run: _Runner) -> None:
         return await read("show", lambda c: show_comment(c, id, prompt=False))
 
 
-# ---- entry point -------------------------------------------------------------------------------------
+# ---- entry point ---------------------------------------------------------------------------------
 
 
 def _sdk_problem() -> str | None:

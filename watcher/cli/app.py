@@ -54,7 +54,8 @@ def _settings_help() -> str:
     )
     return (
         "\b\nSettings: environment variables, or the same keys in lower case without WATCHER_ in\n"
-        f"<data-dir>/config.toml (options win over the environment, which wins over the file):\n{rows}"
+        "<data-dir>/config.toml (options win over the environment, which wins over the "
+        f"file):\n{rows}"
     )
 
 
@@ -90,8 +91,8 @@ First steps:
 Exit codes: {exit_code_legend()}."""
 
 
-BRIDGE_HELP = f"""The watcher commands for agents (OpenAI Codex, Claude Code): every answer is exactly one
-JSON envelope on stdout, and the exit code is the CLI's.
+BRIDGE_HELP = f"""The watcher commands for agents (OpenAI Codex, Claude Code): every answer is
+exactly one JSON envelope on stdout, and the exit code is the CLI's.
 
 \b
 Envelope: {{"ok", "command", "exit_code", "result", "error": {{"kind", "message"}} | null}}
@@ -310,7 +311,8 @@ def command_at(args: Sequence[str]) -> int | None:
 
 
 def command_named(args: Sequence[str]) -> str:
-    """The command an argument list names ("" when none), for the envelope of a refused command line."""
+    """The command an argument list names ("" when none), for the envelope of a refused command
+    line."""
     at = command_at(args)
     return "" if at is None else args[at]
 

@@ -43,7 +43,7 @@ def _browse(url: str) -> bool:
     import webbrowser
 
     try:
-        return webbrowser.get().open(url)
+        return webbrowser.get().open_new_tab(url)
     except webbrowser.Error:  # no browser here: a server, cron, a bare terminal
         return False
 

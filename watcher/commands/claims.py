@@ -39,7 +39,7 @@ VIEWS = "watcher.cli.views"
 
 
 def claim(ctx: Context, *, limit: int = DEFAULT_LIMIT) -> Partial[ClaimResult]:
-    """Provider agent (SPEC §14): reserve attempts for the agent and hand it the prompts to judge."""
+    """Provider agent (SPEC §14): reserve attempts for the agent, hand it the prompts to judge."""
     from watcher.pipeline import agent
 
     check_limit(limit)
@@ -51,7 +51,8 @@ def submit(ctx: Context, comment_id: str, n: int, verdict: Any) -> Partial[Submi
     """Provider agent (SPEC §14): the agent's verdict for attempt ``n`` that claim handed out."""
     from watcher.pipeline import agent
 
-    # No provider or key check: the attempt says whether an agent claimed it, whatever is configured now.
+    # No provider or key check: the attempt says whether an agent claimed it, whatever is configured
+    # now.
     return agent.submit(run_of(ctx, "submit"), comment_id, n, verdict, notice=ctx.notice)
 
 
@@ -114,8 +115,10 @@ SUBMIT = Command(
     "claim is accepted (a duplicate or a late submit changes nothing). A verdict that\nfails "
     "the schema is recorded as the attempt's error and counts, as a model's would.",
     examples=(
-        'watcher submit 3bkf 1 \'{"needs_reply": true, "category": "question", '
-        '"priority": "normal", "summary": "Asks about X.", "reply_hint": ""}\'',
+        (
+            'watcher submit 3bkf 1 \'{"needs_reply": true, "category": "question", '
+            '"priority": "normal", "summary": "Asks about X.", "reply_hint": ""}\''
+        ),
         "watcher submit 3bkf 2 - < verdict.json",
     ),
     codes="0 stored: a verdict, or an invalid one counted as the attempt · 2 bad argument, "

@@ -101,11 +101,13 @@ class Context:
         there = {path.name for path in self.store.state_entries()}
         moving = [path for path in old.state_entries() if path.name not in there]
         command = (
-            f"mkdir -p {shlex.quote(str(new))} && mv {' '.join(shlex.quote(str(p)) for p in moving)} "
+            f"mkdir -p {shlex.quote(str(new))} && mv "
+            f"{' '.join(shlex.quote(str(p)) for p in moving)} "
             f"{shlex.quote(str(new))}/"
         )
         self.notice(
-            f"note: {old.paths.root} holds watcher state and the default data dir {new} none — the default is "
+            f"note: {old.paths.root} holds watcher state and the default data dir {new} none — the "
+            "default is "
             f"the user's data directory now, not ./data; move it with: {command} — or keep it with "
             f"WATCHER_DATA_DIR={shlex.quote(str(old.paths.root))}"
         )
@@ -171,7 +173,8 @@ def signal_failure(ctx: Context, exc: WatcherError) -> None:
 
 
 def since_of(text: str | None) -> datetime | None:
-    """``--since 2026-11-01`` (or a full ISO time): baseline comments created then or later are queued."""
+    """``--since 2026-11-01`` (or a full ISO time): baseline comments created then or later are
+    queued."""
     if text is None:
         return None
     from watcher.util.timeutil import parse_iso
@@ -236,12 +239,14 @@ def run_of(
 
 
 def repaired_index(ctx: Context) -> SeenFile:
-    """The reconciled index; a repair found here is saved (every command repairs the index, §4.2)."""
+    """The reconciled index; a repair found here is saved (every command repairs it, SPEC §4.2)."""
     settings, store = ctx.settings, ctx.store
     if not store.exists():
-        # `cd /tmp; watcher inbox` said "Nothing needs a reply." about a directory that is not there.
+        # `cd /tmp; watcher inbox` said "Nothing needs a reply." about a directory that is not
+        # there.
         ctx.notice(
-            f"note: data dir {settings.data_dir} does not exist (yet): nothing has been scanned there — "
+            f"note: data dir {settings.data_dir} does not exist (yet): nothing has been scanned "
+            "there — "
             "check --data-dir / WATCHER_DATA_DIR, or run `watcher scan`"
         )
     base = store.load_index()

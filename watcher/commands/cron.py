@@ -62,11 +62,15 @@ _ONE_PROBLEM = {
 # The fix that follows a message which does not already say it (house style: "… — do this").
 FIXES: dict[str, str] = {
     "provider_rate_limited": "nothing to do: later rounds call again once the cooldown ends",
-    "provider_unavailable": "nothing to do if it passes: each round checks the provider for free and calls again "
-    "once it answers; `watcher check` tests it now",
+    "provider_unavailable": (
+        "nothing to do if it passes: each round checks the provider for free and calls again "
+        "once it answers; `watcher check` tests it now"
+    ),
     "quota_exhausted": "raise the plan's spend limit, or wait until the quota renews",
     "source_unavailable": "nothing to do: the next round fetches what this one missed",
-    "lock_busy": "another watcher run was working; if this repeats, look for a stuck watcher process",
+    "lock_busy": (
+        "another watcher run was working; if this repeats, look for a stuck watcher process"
+    ),
     "interrupted": "the round was stopped; the next one goes on",
     "config": "fix it, then `watcher check` (free) tells whether the setup works",
     "usage": "fix the cron line",
@@ -164,8 +168,8 @@ def _run(
     step: str,
     fn: Callable[[Context], BaseModel | Partial[Any]],
 ) -> tuple[BaseModel | None, WatcherError | None]:
-    """One step as :func:`watcher.commands.core.execute` runs a command (its failure signal included),
-    keeping the error itself: its kind and cause name the problem."""
+    """One step as :func:`watcher.commands.core.execute` runs a command (its failure signal
+    included), keeping the error itself: its kind and cause name the problem."""
     try:
         out = fn(ctx)
     except WatcherError as exc:
@@ -304,13 +308,15 @@ def _needing_you(store: Store, named_before: set[str], failing_before: set[str])
 
 
 def _who(record: Any) -> str:
-    return f"@{visible(record.comment.author, one_line=True)} on “{visible(record.comment.article_title, one_line=True)}”"
+    author = visible(record.comment.author, one_line=True)
+    return f"@{author} on “{visible(record.comment.article_title, one_line=True)}”"
 
 
 def _failing_line(cid: str, record: Any) -> str:
     last = record.attempts[-1]
     return (
-        f"{cid}: no verdict yet, attempt {len(record.attempts)} failed ({last.error.kind}) — {_who(record)}; "
+        f"{cid}: no verdict yet, attempt {len(record.attempts)} failed ({last.error.kind}) — "
+        f"{_who(record)}; "
         f"the next round tries again, or read it now with `watcher show {cid}`"
     )
 
@@ -323,7 +329,8 @@ def _named_line(cid: str, record: Any) -> str:
     who = _who(record)
     if records.grant_refusal(record, 1) is None:
         return (
-            f"{cid}: no verdict, its {len(record.attempts)} attempts all failed{why} — {who}; read it with "
+            f"{cid}: no verdict, its {len(record.attempts)} attempts all failed{why} — {who}; "
+            "read it with "
             f"`watcher show {cid}`, or `watcher grant {cid}` gives it one more try"
         )
     return (
@@ -344,8 +351,10 @@ CRON = Command(
     "one before it stopped; the exit code\nis non-zero whenever one did.",
     examples=(
         "watcher cron",
-        "*/30 * * * * . $HOME/.config/devto-watcher.env && "
-        "/path/to/devto-watcher/.venv/bin/watcher cron",
+        (
+            "*/30 * * * * . $HOME/.config/devto-watcher.env && "
+            "/path/to/devto-watcher/.venv/bin/watcher cron"
+        ),
     ),
     codes=BATCH_CODES.replace("0 ran (per-comment errors are in the table)", "0 every step ran"),
     result=CronResult,

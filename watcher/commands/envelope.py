@@ -29,7 +29,8 @@ class Envelope(BaseModel, Generic[ResultT]):
     """SPEC §10: the one JSON document ``watcher-bridge <command>`` and ``--json`` print.
 
     Built unparametrized at run time (its result is whichever model the command returned);
-    ``Envelope[<model>]`` is only for the schema (:func:`watcher.commands.registry.envelope_schema`)."""
+    ``Envelope[<model>]`` is only for the schema
+    (:func:`watcher.commands.registry.envelope_schema`)."""
 
     model_config = ConfigDict(defer_build=True)
 

@@ -94,14 +94,16 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> In
 
 
 # What `watcher inbox` may list (SPEC §15.2): a verdict that says reply, an edited comment whose new
-# text no attempt is left for, or one the person reopened with `mark open` after the author answered.
+# text no attempt is left for, or one the person reopened with `mark open` after the author
+# answered.
 LISTABLE = frozenset({"done", "edited", "answered"})
 
 
 def needs_reply(record: InboxRecord, entry: SeenComment) -> bool:
     """Whether ``watcher inbox`` lists the comment: open, on dev.to, and its verdict says reply — or
     it was edited and cannot be judged again (its new text is unread), or the person reopened it
-    (``mark open``; a person's mark wins over the verdict and over dev.to's reply until a later one)."""
+    (``mark open``; a person's mark wins over the verdict and over dev.to's reply until a later
+    one)."""
     if entry.triage != "open" or entry.status not in LISTABLE:
         return False
     if entry.status == "edited":
@@ -113,31 +115,40 @@ def needs_reply(record: InboxRecord, entry: SeenComment) -> bool:
 
 def _hint(comment_id: str, state: str, record: InboxRecord) -> str | None:
     if state in ("deleted", "hidden") and record.gone is not None:
-        return f"{state} on dev.to ({record.gone.why}), first seen so at {record.gone.seen_at}: never called again"
+        return (
+            f"{state} on dev.to ({record.gone.why}), first seen so at {record.gone.seen_at}: "
+            "never called again"
+        )
     if state == "edited":
         return (
-            "edited on dev.to after its verdict, and no attempt is left for the new text: the verdict shown is "
-            f"the old text's — read it with `watcher show {comment_id}`; `watcher grant {comment_id}` lets the "
+            "edited on dev.to after its verdict, and no attempt is left for the new text: the "
+            "verdict shown is "
+            f"the old text's — read it with `watcher show {comment_id}`; `watcher grant "
+            f"{comment_id}` lets the "
             "next scan judge it (your decision; agents cannot)"
         )
     if records.edit_on_hold(record) or (record.edits and not record.edits[-1].judged):
         return (
-            "edited on dev.to after you replied or marked it: the new text is shown, not judged again "
+            "edited on dev.to after you replied or marked it: the new text is shown, not judged "
+            "again "
             f"(`watcher show {comment_id}` has both)"
         )
     if state == "exhausted" and records.grant_refusal(record, 1) is not None:
         return (
-            f"all attempts spent without a verdict, {CAP} + {records.MAX_GRANTED} granted: the most a "
+            f"all attempts spent without a verdict, {CAP} + {records.MAX_GRANTED} granted: the "
+            "most a "
             "comment gets — read it with `watcher show`"
         )
     if state == "exhausted":
         return (
-            f"all attempts spent without a verdict — `watcher grant {comment_id}` gives it another try "
+            f"all attempts spent without a verdict — `watcher grant {comment_id}` gives it another "
+            "try "
             "(your decision; agents cannot)"
         )
     if state == "baseline":
         return (
-            "baseline: older than the first scan's backlog window (WATCHER_BACKLOG_DAYS), so never sent to "
+            "baseline: older than the first scan's backlog window (WATCHER_BACKLOG_DAYS), so never "
+            "sent to "
             "the model — `watcher scan --since DATE` queues the ones created since DATE"
         )
     if state == "answered":
@@ -159,7 +170,8 @@ def show(ctx: Context, comment_id: str, *, prompt: bool = True) -> CommentRecord
     entry = index.comments.get(comment_id)
     state = records.state_of(record)
     lease = records.open_lease(record)
-    # The file leaves this release's fields out while unused (models._unset); the result has them all.
+    # The file leaves this release's fields out while unused (models._unset); the result has them
+    # all.
     return CommentRecord(
         schema_version=record.schema_version,
         comment=record.comment,
@@ -172,7 +184,8 @@ def show(ctx: Context, comment_id: str, *, prompt: bool = True) -> CommentRecord
         state=state,
         verdict_by=records.verdict_by(record),
         hint=(
-            f"attempt {len(record.attempts)} is claimed by an agent until {lease}: its verdict comes by "
+            f"attempt {len(record.attempts)} is claimed by an agent until {lease}: its verdict "
+            "comes by "
             "submit; after that time the next run closes it as interrupted"
             if lease
             else _hint(comment_id, state, record)
@@ -188,7 +201,8 @@ def show(ctx: Context, comment_id: str, *, prompt: bool = True) -> CommentRecord
 
 
 def _parent_of(store: Store, record: InboxRecord) -> Parent | None:
-    """The comment it replies to: as the thread showed it at discovery, else from its own inbox file."""
+    """The comment it replies to: as the thread showed it at discovery, else from its own inbox
+    file."""
     c = record.comment
     if c.parent_id is None:
         return None

@@ -70,7 +70,8 @@ def mark(ctx: Context, comment_ids: str | Sequence[str], triage: str) -> MarkRes
 
 
 def check(ctx: Context) -> Partial[CheckResult]:
-    """Every free check (config, key, provider probe, dev.to user, data dir); exit 0 only if all pass."""
+    """Every free check (config, key, provider probe, dev.to user, data dir); exit 0 only if all
+    pass."""
     from watcher.commands.checks import run_checks
 
     return Partial(*run_checks(ctx.data_dir, ctx.overrides, ctx.hooks.make_provider))
@@ -85,7 +86,8 @@ def grant(
 ) -> GrantResult:
     """More attempts for an exhausted or failed comment: the person's decision, never an agent's.
 
-    ``confirm`` asks the person (the CLI's, which refuses without a terminal); ``None``: ``--yes``."""
+    ``confirm`` asks the person (the CLI's, which refuses without a terminal); ``None``: ``--yes``.
+    """
     if ctx.entrypoint != "cli":
         raise UsageError(
             "grant is the person's decision: run `watcher grant ID` in a terminal. The bridge and "

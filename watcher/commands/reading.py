@@ -1,4 +1,5 @@
-"""The free overviews: status (counts, provider, breaker, signals, paths) and articles (SPEC §15.2)."""
+"""The free overviews: status (counts, provider, breaker, signals, paths) and articles
+(SPEC §15.2)."""
 
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ def _offline_quality() -> str:
     from watcher.providers.offline import MEASURED
 
     return (
-        f"{MEASURED.said()} ({MEASURED.comments} comments, {MEASURED.held_out} of them unseen while its rules "
+        f"{MEASURED.said()} ({MEASURED.comments} comments, {MEASURED.held_out} of them unseen "
+        "while its rules "
         "were written; `watcher eval --set bundled` measures it)"
     )
 

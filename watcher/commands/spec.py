@@ -123,7 +123,7 @@ class Command:
     mcp: Mcp | None = None
 
 
-# ---- parameters several commands share ------------------------------------------------------------
+# ---- parameters several commands share -----------------------------------------------------------
 
 LIMIT = Param(
     name="limit",
@@ -155,7 +155,7 @@ DRY_RUN = Param(
 )
 COMMENT_ID = Param(name="id", type=str, metavar="ID")
 
-# ---- exit-code lines of the epilogs ------------------------------------------------------------------
+# ---- exit-code lines of the epilogs --------------------------------------------------------------
 
 BATCH_CODES = (
     "0 ran (per-comment errors are in the table) · 2 fix the setup (no source or provider, key, "
@@ -165,7 +165,7 @@ BATCH_CODES = (
 READ_CODES = "0 ok · 2 bad argument or unknown id · 5 corrupt state file (moved to quarantine/)"
 VIEW_CODES = "0 ok · 2 bad option · 5 corrupt state file (moved to quarantine/)"  # no id taken
 
-# ---- MCP: annotations and arguments several tools share -------------------------------------------
+# ---- MCP: annotations and arguments several tools share ------------------------------------------
 # Value checks (limit range, triage choice, id shape) are advertised in the schema but enforced by
 # the same core functions as the CLI, so a bad value comes back as the core's usage envelope
 # (exit_code 2, reworded for MCP by bridge.wording) rather than as a second validator's error.

@@ -57,14 +57,16 @@ def evaluate(
         ]
         if stray:
             raise UsageError(
-                f"{', '.join(stray)} only go with --set (the labelled set); `watcher eval` alone judges "
+                f"{', '.join(stray)} only go with --set (the labelled set); `watcher eval` alone "
+                "judges "
                 "the verdicts already stored and makes no call"
             )
         from watcher.commands.evaluate import evaluate as judge
 
         if not ctx.store.exists():
             ctx.notice(
-                f"note: data dir {ctx.settings.data_dir} does not exist (yet): nothing to evaluate — check "
+                f"note: data dir {ctx.settings.data_dir} does not exist (yet): nothing to evaluate "
+                "— check "
                 "--data-dir / WATCHER_DATA_DIR"
             )
         return judge(ctx.store, since=since_at, since_text=since_text)
@@ -97,8 +99,10 @@ EVAL = Command(
         "watcher eval --since 2026-11-01 --json",
         "watcher eval --set bundled",
         "watcher eval --set data/eval   (the same set, from a clone)",
-        "watcher eval --set bundled --provider openai --provider-calls 200 "
-        "--eval-dir ~/watcher-eval",
+        (
+            "watcher eval --set bundled --provider openai --provider-calls 200 "
+            "--eval-dir ~/watcher-eval"
+        ),
     ),
     codes="0 ok · 2 bad option or unusable set, or a paid provider without --provider-calls "
     "and --eval-dir · 3 (--set with a provider) stopped by the provider · 5 corrupt state "

@@ -30,57 +30,57 @@ def _cells(item: ItemResult) -> tuple[str, str, str]:
 
 def batch(doc: BatchResult, screen: Screen) -> None:
     """A batch's table, its counts and the next step; the run's error is said beside them."""
+    if doc.items:
+        _table(doc, screen)
+    screen.out.print(_counts(doc))
+    if not doc.dry_run:
+        screen.out.print(f"next: {_next_step(doc, screen.error)}")
+
+
+def _table(doc: BatchResult, screen: Screen) -> None:
+    """One line per comment: the summary is cut to the terminal's width, not wrapped."""
     from rich.table import Table
 
     error = screen.error
-    if doc.items:
-        table = Table(title=f"{doc.command} ({doc.provider} {doc.model})")
-        used = 4 * 3 + 1  # borders and padding of four columns
-        rows = [_cells(item) for item in doc.items]
-        for column, name in enumerate(("comment", "outcome", "attempts")):
-            # These never shrink: the detail column gives way on a narrow terminal.
-            width = max([len(name), *(len(row[column]) for row in rows)])
-            table.add_column(name, no_wrap=True, min_width=width)
-            used += width
-        table.add_column("detail", no_wrap=True)
-        room = max(20, screen.out.width - used)
-        for item, row in zip(doc.items, rows, strict=True):
-            # One line per comment: the summary is cut to the terminal's width, not wrapped.
-            detail = describe(item)
-            if (
-                item.outcome == "not_started"
-                and error is not None
-                and item.message == error["message"]
-            ):
-                detail = (
-                    "not reached: the run stopped (the reason is below)"  # said once, on stderr
-                )
-            detail = detail if len(detail) <= room else detail[: room - 1] + "…"
-            table.add_row(*row, detail)
-        screen.out.print(table, soft_wrap=False)
+    table = Table(title=f"{doc.command} ({doc.provider} {doc.model})")
+    used = 4 * 3 + 1  # borders and padding of four columns
+    rows = [_cells(item) for item in doc.items]
+    for column, name in enumerate(("comment", "outcome", "attempts")):
+        # These never shrink: the detail column gives way on a narrow terminal.
+        width = max([len(name), *(len(row[column]) for row in rows)])
+        table.add_column(name, no_wrap=True, min_width=width)
+        used += width
+    table.add_column("detail", no_wrap=True)
+    room = max(20, screen.out.width - used)
+    for item, row in zip(doc.items, rows, strict=True):
+        detail = describe(item)
+        if item.outcome == "not_started" and error is not None and item.message == error["message"]:
+            detail = "not reached: the run stopped (the reason is below)"  # said once, on stderr
+        detail = detail if len(detail) <= room else detail[: room - 1] + "…"
+        table.add_row(*row, detail)
+    screen.out.print(table, soft_wrap=False)
+
+
+def _counts(doc: BatchResult) -> str:
+    """The run's one line of counts: calls against the limit, outcomes, and what else it found."""
     counts = ", ".join(f"{k} {v}" for k, v in sorted(doc.counts.items())) or "nothing to do"
     if doc.articles == 0:
         counts += " (the account has no published articles: check DEVTO_USERNAME if it should)"
     verb = "would call" if doc.dry_run else "model calls"
     calls = len(doc.would_call) if doc.dry_run else doc.calls
-    line = f"{verb}: {calls} (limit {doc.limit}) · {counts}"
-    if doc.discovered:
-        line += f" · new comments: {doc.discovered}"
-    if doc.remaining:
-        line += f" · remaining: {doc.remaining} (run again)"
-    if doc.repaired:
-        line += f" · seen.json brought up to date from inbox/: {len(doc.repaired)}"
-    if doc.baseline:
-        line += f" · baseline (older than the backlog window, not checked): {doc.baseline}"
-    if doc.answered:
-        line += f" · already answered by you: {doc.answered}"
-    if doc.replied:
-        line += f" · marked replied (you answered on dev.to): {len(doc.replied)}"
-    if doc.for_agent:
-        line += f" · waiting for the agent: {doc.for_agent}"
-    screen.out.print(line)
-    if not doc.dry_run:
-        screen.out.print(f"next: {_next_step(doc, error)}")
+    parts = [f"{verb}: {calls} (limit {doc.limit}) · {counts}"]
+    for shown, text in (
+        (doc.discovered, f"new comments: {doc.discovered}"),
+        (doc.remaining, f"remaining: {doc.remaining} (run again)"),
+        (doc.repaired, f"seen.json brought up to date from inbox/: {len(doc.repaired)}"),
+        (doc.baseline, f"baseline (older than the backlog window, not checked): {doc.baseline}"),
+        (doc.answered, f"already answered by you: {doc.answered}"),
+        (doc.replied, f"marked replied (you answered on dev.to): {len(doc.replied)}"),
+        (doc.for_agent, f"waiting for the agent: {doc.for_agent}"),
+    ):
+        if shown:
+            parts.append(text)
+    return " · ".join(parts)
 
 
 # What to do after a run stopped, by the error's kind: each says what is true of that stop.
@@ -88,10 +88,18 @@ _AFTER_STOP: dict[str, str] = {
     "provider_setup": "fix the setup named below, then `watcher check` (free) before the next run",
     "config": "fix the setting named below, then `watcher check` (free) before the next run",
     "usage": "fix the command line (`watcher COMMAND -h` has examples)",
-    "provider_unavailable": "wait: the next run checks the provider for free before it spends an attempt",
-    "rate_limited": "wait: no model call until the cooldown named below ends; the run after it calls again",
-    "cooldown": "wait: no model call until the cooldown named below ends; the run after it calls again",
-    "quota_exhausted": "raise the plan's spend limit or wait until the quota renews; no call until then",
+    "provider_unavailable": (
+        "wait: the next run checks the provider for free before it spends an attempt"
+    ),
+    "rate_limited": (
+        "wait: no model call until the cooldown named below ends; the run after it calls again"
+    ),
+    "cooldown": (
+        "wait: no model call until the cooldown named below ends; the run after it calls again"
+    ),
+    "quota_exhausted": (
+        "raise the plan's spend limit or wait until the quota renews; no call until then"
+    ),
     "source_unavailable": "wait: dev.to did not answer; the next scan fetches what this one missed",
     "interrupted": "run it again when you like; the interrupted attempt stays counted",
     "cancelled": "run it again when you like",
@@ -123,7 +131,8 @@ def _next_step(doc: BatchResult, error: EnvelopeError | None) -> str:
         return "`watcher recheck` later retries the failed ones (3 attempts per comment in all)"
     if doc.unmarked:
         return (
-            f"nothing new needs you; `watcher inbox` lists what still waits for a reply (from {doc.unmarked} "
+            "nothing new needs you; `watcher inbox` lists what still waits for a reply (from "
+            f"{doc.unmarked} "
             "checked comment(s) you have not marked)"
         )
     return "nothing needs you now"
@@ -134,12 +143,14 @@ def demo(doc: DemoResult, screen: Screen) -> None:
     answered = sum(run.answered for run in doc.scans)
     if calls:
         screen.out.print(
-            f"demo: {calls} bundled sample comments checked with the offline classifier, through the real "
+            f"demo: {calls} bundled sample comments checked with the offline classifier, through "
+            "the real "
             f"pipeline, in {doc.data_dir}"
         )
     else:
         screen.out.print(
-            f"demo: the bundled sample comments were checked by an earlier `watcher demo` in {doc.data_dir} "
+            "demo: the bundled sample comments were checked by an earlier `watcher demo` in "
+            f"{doc.data_dir} "
             "(nothing new to check; remove that directory to see it afresh)"
         )
     if doc.account_data_dir:
@@ -148,7 +159,8 @@ def demo(doc: DemoResult, screen: Screen) -> None:
         )
     if answered:
         screen.out.print(
-            f"      {answered} more the author had already answered on dev.to: never sent to the model"
+            f"      {answered} more the author had already answered on dev.to: never sent to the "
+            "model"
         )
     screen.out.print("")
     inbox(doc.inbox, screen)
@@ -160,7 +172,8 @@ def demo(doc: DemoResult, screen: Screen) -> None:
         )
     else:
         screen.out.print(
-            "Your own comments: set DEVTO_USERNAME and WATCHER_PROVIDER (and its key), run `watcher check`, "
+            "Your own comments: set DEVTO_USERNAME and WATCHER_PROVIDER (and its key), run "
+            "`watcher check`, "
             "then `watcher scan` — `watcher --help` lists every setting."
         )
 
@@ -179,7 +192,8 @@ def claim(doc: ClaimResult, screen: Screen) -> None:
     more = f" · {doc.remaining} more wait (claim again)" if doc.remaining else ""
     screen.out.print(f"claimed {len(doc.claimed)} (lease {doc.lease_minutes} min){more}")
     screen.out.print(
-        "prompts: each is in `watcher show ID --json` (prompt.system, prompt.user; `claim --json` gives them "
+        "prompts: each is in `watcher show ID --json` (prompt.system, prompt.user; `claim --json` "
+        "gives them "
         "with the verdict schema). Answer with `watcher submit ID N VERDICT` before the lease ends"
     )
 

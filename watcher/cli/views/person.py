@@ -69,7 +69,8 @@ def evaluation(doc: EvalResult, screen: Screen) -> None:
         cost = "free" if run.provider == "offline" else f"budget {run.call_budget}"
         where = run.data_dir or "a temporary data dir, removed"
         screen.out.print(
-            f"labelled set {run.path}: {run.comments} comments, {run.needs_reply} need a reply · judged by "
+            f"labelled set {run.path}: {run.comments} comments, {run.needs_reply} need a reply · "
+            "judged by "
             f"{run.provider} {run.model} · {run.calls} call(s) ({cost}) in {where}"
         )
         for name, base in (("always yes", run.always_yes), ("always no", run.always_no)):
@@ -80,14 +81,18 @@ def evaluation(doc: EvalResult, screen: Screen) -> None:
         if run.held_out is not None:
             held = run.held_out
             screen.out.print(
-                f"    on the {held.judged} held-out comments (written after the offline rules were last "
-                f"changed): agreement {_figure(held.agreement)} · precision {_figure(held.precision)} · "
+                f"    on the {held.judged} held-out comments (written after the offline rules were "
+                "last "
+                f"changed): agreement {_figure(held.agreement)} · precision "
+                f"{_figure(held.precision)} · "
                 f"recall {_figure(held.recall)}"
             )
     since = f" created since {doc.since}" if doc.since else ""
     screen.out.print(
-        f"{doc.comments} comment(s){since}: {doc.judged} judged (a verdict and your reply or mark) · "
-        f"{doc.unlabelled} unlabelled (not replied to or marked: not guessed) · {doc.without_verdict} "
+        f"{doc.comments} comment(s){since}: {doc.judged} judged (a verdict and your reply or mark) "
+        "· "
+        f"{doc.unlabelled} unlabelled (not replied to or marked: not guessed) · "
+        f"{doc.without_verdict} "
         "without a verdict"
     )
     if not doc.groups and not doc.judged:
@@ -113,7 +118,8 @@ def _group(group: EvalGroup, screen: Screen) -> None:
         f"{_figure(group.precision)} · recall {_figure(group.recall)}"
     )
     screen.out.print(
-        f"    said needs a reply: {c.true_positive} you replied, {c.false_positive} you ignored · said no "
+        f"    said needs a reply: {c.true_positive} you replied, {c.false_positive} you ignored · "
+        "said no "
         f"reply needed: {c.false_negative} you replied, {c.true_negative} you ignored"
     )
     for d in group.disagreements:

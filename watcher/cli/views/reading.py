@@ -46,14 +46,16 @@ def status(doc: StatusResult, screen: Screen) -> None:
     breaker = doc.breaker
     if breaker:
         screen.out.print(
-            f"breaker:   OPEN since {breaker.since} ({breaker.kind}): {one_line(breaker.message)} — "
+            f"breaker:   OPEN since {breaker.since} ({breaker.kind}): {one_line(breaker.message)} "
+            "— "
             "no model call until a free probe passes; `watcher check` tests it now"
         )
     claimed = doc.claimed
     if claimed.in_flight or claimed.lease_ended:
         screen.out.print(
             f"claimed:   {claimed.in_flight} in flight with an agent (first lease ends "
-            f"{claimed.earliest_lease_until or '-'}), {claimed.lease_ended} lease(s) ended without a "
+            f"{claimed.earliest_lease_until or '-'}), {claimed.lease_ended} lease(s) ended without "
+            "a "
             "submit (the next run closes them as interrupted)"
         )
     counts = doc.signals.counts
@@ -117,6 +119,7 @@ def inbox(doc: InboxResult, screen: Screen) -> None:
 
 
 def show(doc: CommentRecord, screen: Screen) -> None:
+    """One comment: where it stands, what it answers, its text and verdict, then what came after."""
     from rich.text import Text
 
     c = doc.comment
@@ -129,7 +132,8 @@ def show(doc: CommentRecord, screen: Screen) -> None:
     )
     if doc.gone:
         screen.out.print(
-            f"{doc.gone.kind} on dev.to: {one_line(doc.gone.why)} (first seen so at {doc.gone.seen_at}); "
+            f"{doc.gone.kind} on dev.to: {one_line(doc.gone.why)} (first seen so at "
+            f"{doc.gone.seen_at}); "
             "kept here, never called again"
         )
     if doc.parent:
@@ -155,6 +159,11 @@ def show(doc: CommentRecord, screen: Screen) -> None:
         )
         if v.reply_hint:
             screen.out.print(f"reply hint: {one_line(v.reply_hint)}")
+    _after(doc, screen)
+
+
+def _after(doc: CommentRecord, screen: Screen) -> None:
+    """What came after the comment: your replies, its edits, the hint, every attempt."""
     if doc.replied_at:
         screen.out.print(f"you replied at {doc.replied_at} (seen on dev.to)")
     for r in doc.your_replies:
@@ -165,7 +174,8 @@ def show(doc: CommentRecord, screen: Screen) -> None:
         then_said = f"verdict then: {said(e.verdict)}" if e.verdict else "no verdict then"
         then = "judged again" if e.judged else "not judged again (you had replied or marked it)"
         screen.out.print(
-            f"edit {n}, seen at {e.seen_at} after {e.attempts} attempt(s) — {then}; {then_said}; the text before:"
+            f"edit {n}, seen at {e.seen_at} after {e.attempts} attempt(s) — {then}; {then_said}; "
+            "the text before:"
         )
         for line in e.text.splitlines() or [""]:
             screen.out.print(f"  | {one_line(line)}")
@@ -178,7 +188,8 @@ def show(doc: CommentRecord, screen: Screen) -> None:
         if a.error:
             what += f" {a.error.kind}: {one_line(a.error.message)}"
         screen.out.print(
-            f"attempt {a.n}: {a.command} via {a.entrypoint} ({a.provider}) at {a.reserved_at} → {what}"
+            f"attempt {a.n}: {a.command} via {a.entrypoint} ({a.provider}) at {a.reserved_at} → "
+            f"{what}"
         )
 
 

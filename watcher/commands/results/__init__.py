@@ -1,9 +1,9 @@
 """What every command returns (SPEC §9, §10): one pydantic model per result.
 
-The pipeline and :mod:`watcher.commands.core` build these; :mod:`watcher.cli.render` reads them for a
-person; :mod:`watcher.commands.envelope` dumps them for ``--json`` and the bridge, and generates each MCP
-tool's output schema from them. Nested parts that are a file format (a verdict, an attempt, a
-comment, a breaker) are the file format's own model from :mod:`watcher.models`.
+The pipeline and :mod:`watcher.commands.core` build these; :mod:`watcher.cli.render` reads them for
+a person; :mod:`watcher.commands.envelope` dumps them for ``--json`` and the bridge, and generates
+each MCP tool's output schema from them. Nested parts that are a file format (a verdict, an attempt,
+a comment, a breaker) are the file format's own model from :mod:`watcher.models`.
 
 Cheap to import (pydantic and the file formats; no rich, no httpx, no MCP SDK): every run loads it.
 """

@@ -47,9 +47,9 @@ def _advertised(schema: JsonDict, cls: type[Any]) -> None:
 
     Extra keys are allowed (``additionalProperties: true``), though a model forbids them when a
     result is built: the official MCP client rejects a tool result that does not fit the schema,
-    after the command ran — a scan has spent its attempts by then. Output and schema come from
-    one model but down two paths (pydantic's schema of the fields; the serializer, custom for the
-    batch summary), and :data:`watcher.commands.envelope.RESULTS` names each command's model by hand, so a
+    after the command ran — a scan has spent its attempts by then. Output and schema come from one
+    model but down two paths (pydantic's schema of the fields; the serializer, custom for the batch
+    summary), and :data:`watcher.commands.envelope.RESULTS` names each command's model by hand, so a
     mismatch stays possible and must never cost a client error. tests/test_mcp_results.py checks
     real output against a *closed* copy of each schema: that is where a mismatch is caught.
     """

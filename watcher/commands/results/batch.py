@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -14,6 +14,12 @@ from pydantic import (
     model_serializer,
 )
 
+from watcher.commands.results._base import (
+    Command,
+    ItemOutcome,
+    _absent_if_none,
+    _Result,
+)
 from watcher.models import (
     Category,
     Priority,
@@ -21,17 +27,7 @@ from watcher.models import (
     Verdict,
 )
 
-if TYPE_CHECKING:
-    pass
-
-from watcher.commands.results._base import (
-    Command,
-    ItemOutcome,
-    _absent_if_none,
-    _Result,
-)
-
-# ---- scan / recheck: the batch summary (SPEC §7.1) --------------------------------------------------
+# ---- scan / recheck: the batch summary (SPEC §7.1) -----------------------------------------------
 
 
 class ItemVerdict(_Result):
@@ -215,7 +211,7 @@ class BatchResult(_Result):
         return ordered
 
 
-# ---- claim / submit: the agent as the model (SPEC §14) ----------------------------------------------
+# ---- claim / submit: the agent as the model (SPEC §14) -------------------------------------------
 
 
 # A JSON Schema document, as it is: described as a plain object (no ``additionalProperties``), so
@@ -224,7 +220,9 @@ JsonSchemaDocument = Annotated[dict[str, Any], WithJsonSchema({"type": "object"}
 
 
 class Claimed(_Result):
-    """One attempt reserved for the agent: judge the comment by ``system`` + ``user``, answer with ``schema``."""
+    # The docstring is the model's description in the claim tool's output schema: one line, as
+    # clients have it (tests/test_mcp_results.py).
+    """One attempt reserved for the agent: judge the comment by ``system`` + ``user``, answer with ``schema``."""  # noqa: E501
 
     # "schema" would shadow BaseModel.schema; the key in the output is still "schema".
     model_config = ConfigDict(serialize_by_alias=True, validate_by_name=True)

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     Field,
 )
 
+from watcher.commands.results._base import (
+    _absent_if_none,
+    _Result,
+)
 from watcher.models import (
     Category,
     TriageBy,
 )
 
-if TYPE_CHECKING:
-    pass
-
-from watcher.commands.results._base import (
-    _absent_if_none,
-    _Result,
-)
-
-# ---- eval: how good the verdicts are (SPEC §15.6) ----------------------------------------------------
+# ---- eval: how good the verdicts are (SPEC §15.6) ------------------------------------------------
 
 
 Figure = Annotated[
@@ -135,7 +131,9 @@ class LabelledSetRun(_Result):
 
 
 class EvalResult(_Result):
-    """``watcher eval``: stored verdicts against what the author did (SPEC §15.6). Free: no call, no write."""
+    # The docstring is the model's description in the eval tool's output schema: one line, as
+    # clients have it (tests/test_mcp_results.py).
+    """``watcher eval``: stored verdicts against what the author did (SPEC §15.6). Free: no call, no write."""  # noqa: E501
 
     since: str | None = Field(
         description="Only comments created on or after this time (--since), else null."

@@ -3,12 +3,15 @@ signals, check, demo, cron (SPEC §15.2, §15.3)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import (
     Field,
 )
 
+from watcher.commands.results._base import (
+    _absent_if_none,
+    _Result,
+)
+from watcher.commands.results.batch import BatchResult
 from watcher.models import (
     Attempt,
     Breaker,
@@ -24,16 +27,7 @@ from watcher.models import (
     Verdict,
 )
 
-if TYPE_CHECKING:
-    pass
-
-from watcher.commands.results._base import (
-    _absent_if_none,
-    _Result,
-)
-from watcher.commands.results.batch import BatchResult
-
-# ---- status ---------------------------------------------------------------------------------------
+# ---- status --------------------------------------------------------------------------------------
 
 
 class Cooldown(_Result):
@@ -111,7 +105,7 @@ class StatusResult(_Result):
     )
 
 
-# ---- inbox, show, mark, grant ------------------------------------------------------------------------
+# ---- inbox, show, mark, grant --------------------------------------------------------------------
 
 
 class InboxEntry(_Result):
@@ -225,7 +219,7 @@ class GrantResult(_Result):
     state: State
 
 
-# ---- signals, check, demo --------------------------------------------------------------------------
+# ---- signals, check, demo ------------------------------------------------------------------------
 
 
 class SignalsResult(_Result):
@@ -264,7 +258,7 @@ class DemoResult(_Result):
     )
 
 
-# ---- cron (SPEC §15.3) -------------------------------------------------------------------------------
+# ---- cron (SPEC §15.3) ---------------------------------------------------------------------------
 
 
 class CronProblemResult(_Result):
