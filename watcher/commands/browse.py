@@ -7,18 +7,17 @@ open, and a link is already in every ``inbox`` and ``show`` result).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from watcher.commands.core import Context
+from watcher.commands.results import Result
 from watcher.commands.screen import Screen, one_line
 from watcher.commands.spec import COMMENT_ID, READ_CODES, Command
 from watcher.errors import UsageError
 from watcher.pipeline import check_id
 
 
-class OpenResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class OpenResult(Result):
     id: str
     url: str = Field(description="The comment on dev.to: where the author posts a reply.")
     opened: bool = Field(

@@ -12,7 +12,7 @@ To add a command, write one module and add one line here; ``watcher open ID``
 (:mod:`watcher.commands.browse`) is one such:
 
 1. The module holds all of it. The core function (``open_comment(ctx, comment_id)``) returns a
-   result model defined beside it (a pydantic model with ``extra="forbid"``) and raises a
+   result model defined beside it (extending :class:`watcher.commands.results.Result`) and raises a
    :mod:`watcher.errors` error for a failure (:func:`watcher.commands.core.execute` makes that
    the exit code and the envelope). The human view, ``view(result, screen)``, prints with
    ``screen.out`` (:mod:`watcher.commands.screen`; it imports anything of rich inside itself).

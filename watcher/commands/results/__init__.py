@@ -16,6 +16,9 @@ from watcher.commands.results._base import (
     ResultT,
     _advertised,
 )
+
+# Result: the base a command's own result model extends (closed, built on first use).
+from watcher.commands.results._base import _Result as Result
 from watcher.commands.results.batch import (
     BatchResult,
     BatchSignals,
@@ -96,6 +99,7 @@ __all__ = [
     "Parent",
     "PublicSettings",
     "Rejected",
+    "Result",
     "ResultT",
     "SetFigures",
     "SignalsResult",
