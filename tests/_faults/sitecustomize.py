@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
