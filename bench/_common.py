@@ -1,8 +1,12 @@
-"""Shared pieces of the benchmarks: temp data dirs, fast setup writers, timing, result rows.
+"""Shared pieces of the benchmarks: temp data dirs, clean environments, timing, result rows.
 
-Every figure is a *ratio* against a floor measured in the same run on the same disk: absolute
-times on a shared 2-core machine are noise, ratios survive it. Floor and measurement are
-interleaved rep by rep and compared by their medians, so a burst of noise hits both.
+Every figure is a ratio against a floor measured in the same run on the same machine:
+absolute times on a shared 2-core machine are noise, ratios mostly survive it. Floor and
+measurement are interleaved rep by rep and compared by their medians.
+
+Only stable entry points are used: the console scripts as processes, ``watcher.cli:main``,
+and the modules ``watcher.config``, ``watcher.models``, ``watcher.pipeline``, ``watcher.store``,
+``watcher.providers``, ``watcher.source``.
 """
 
 from __future__ import annotations
@@ -11,33 +15,39 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from watcher.commands.core import Context
 from watcher.config import Settings
-from watcher.models import Comment, InboxRecord, Prompt, SeenFile, Verdict
+from watcher.models import Prompt, Usage, Verdict
 from watcher.pipeline import Hooks, Run, new_run_id, open_store
-from watcher.source import SOURCES, FetchResult, fetch_devto
-from watcher.store import durable
+from watcher.providers.base import CallResult, ProbeResult
 
-T0 = "2026-05-14T09:00:00.000000Z"
-VERDICT = Verdict(needs_reply=True, category="question", priority="normal",
-                  summary="Asks how to configure the thing.", reply_hint="Point to the docs.")
-COMMENT_TEXT = ("Thanks for the write-up! I tried the second example on Windows and the watcher "
-                "never picks up new files; is there a flag for polling, or do I need WSL for this? "
-                "Also, the link to the config reference in the last section seems to be broken.")
+BIN = Path(sys.executable).parent
+VERDICT = Verdict(
+    needs_reply=True,
+    category="question",
+    priority="normal",
+    summary="Asks how to configure the thing.",
+    reply_hint="Point to the docs.",
+)
+TEXT = (
+    "Thanks for the write-up! I tried the second example on Windows and the watcher never picks "
+    "up new files; is there a flag for polling, or do I need WSL for this?"
+)
 
 
 @dataclass
 class Row:
-    """One printed figure: what was measured, against which floor, and the target."""
+    """One printed figure: what was measured, against which floor, the target, OK or MISS."""
 
     figure: str
     title: str
@@ -49,11 +59,14 @@ class Row:
     notes: list[str] = field(default_factory=list)
 
     def render(self) -> str:
-        verdict = "PASS" if self.ok else "MISS"
         ratio = f"{self.ratio:.2f}×" if self.ratio is not None else "-"
-        lines = [f"[{self.figure}] {self.title}",
-                 (f"      measured {self.measured} · floor {self.floor} · ratio {ratio} · target {self.target}"
-                 f" · {verdict}")]
+        lines = [
+            f"[{self.figure}] {self.title}",
+            (
+                f"      measured {self.measured} · floor {self.floor} · ratio {ratio} "
+                f"· target {self.target} · {'OK' if self.ok else 'MISS'}"
+            ),
+        ]
         lines += [f"      - {note}" for note in self.notes]
         return "\n".join(lines)
 
@@ -61,7 +74,7 @@ class Row:
         return self.__dict__.copy()
 
 
-# ---- places -------------------------------------------------------------------------------------
+# ---- places and environments ------------------------------------------------------------------
 
 
 @contextmanager
@@ -74,70 +87,50 @@ def temp_dir(base: Path | None, label: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def clean_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a bench process: no WATCHER_*/DEVTO_* setting and no provider key of
+    the caller's, the data dir set to ``data_dir``, and ``extra`` on top."""
+    keys = ("WATCHER_", "DEVTO_", "OPENAI_", "ANTHROPIC_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(keys)}
+    env.pop("PYTHONPATH", None)
+    env["WATCHER_DATA_DIR"] = str(data_dir)
+    env.update(extra)
+    return env
+
+
 def settings(root: Path, **values: Any) -> Settings:
-    """Settings for a bench data dir: offline unless told otherwise, nothing from the environment."""
+    """Settings for an in-process bench data dir: nothing read from the environment."""
     return Settings(data_dir=root, **values)
 
 
-def context(s: Settings, *, entrypoint: str = "cli", hooks: Hooks | None = None) -> Context:
-    ctx = Context(entrypoint=entrypoint, data_dir=s.data_dir, hooks=hooks or Hooks())
-    ctx._settings = s  # the bench never reads the caller's WATCHER_* environment
-    return ctx
-
-
 def run_of(s: Settings, command: Any, *, limit: int, hooks: Hooks, parallel: int = 1) -> Run:
-    """A pipeline :class:`Run` as ``commands`` builds one, but with any ``limit``.
-
-    The 20-call cap of ``--limit`` is a policy of the command layer (``check_limit``), not a
-    cost: the pipeline takes a Run of 200 calls as it is, so the bench needs no patching to
-    measure one batch of 200.
-    """
-
-    # ``parallel`` only where the pipeline has it (SPEC §15.1): bench/ab.py runs this bench against
-    # older trees too.
-    extra = {"parallel": parallel} if "parallel" in {f.name for f in fields(Run)} else {}
-    return Run(settings=s, store=open_store(s.paths, hooks), command=command, entrypoint="cli",
-               run_id=new_run_id(), limit=limit, hooks=hooks, **extra)
-
-
-@dataclass(frozen=True)
-class BenchDevto:
-    """The real dev.to source (``fetch_devto``) over a given transport with no pacing sleep.
-
-    Registered in :data:`watcher.source.SOURCES` for the duration of a figure (see
-    :func:`bench_source`), so ``scan --source bench-devto`` goes through the product's own
-    source registry: nothing is patched.
-    """
-
-    transport: Any
-    name: str = "bench-devto"
-
-    def fetch(self, settings: Settings, index: SeenFile, *, full: bool = False) -> FetchResult:
-        return fetch_devto(settings, index, full=full, transport=self.transport, sleep=lambda _s: None)
+    """A pipeline :class:`Run` as the command layer builds one, with any ``limit``: the 20-call
+    cap of ``--limit`` is a policy of the command layer, not a cost, and a batch of 200 calls
+    separates the per-call cost from the once-per-run cost."""
+    return Run(
+        settings=s,
+        store=open_store(s.paths, hooks),
+        command=command,
+        entrypoint="cli",
+        run_id=new_run_id(),
+        limit=limit,
+        hooks=hooks,
+        parallel=parallel,
+    )
 
 
-@contextmanager
-def bench_source(transport: Any) -> Iterator[str]:
-    """Register :class:`BenchDevto` over ``transport``; yields the name to pass as ``source=``."""
-    source = BenchDevto(transport)
-    SOURCES[source.name] = lambda: source
-    try:
-        yield source.name
-    finally:
-        del SOURCES[source.name]
+def process(argv: list[str], env: dict[str, str]) -> None:
+    """Run a console script to its end; raise with its stderr if it fails."""
+    done = subprocess.run(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()[-500:]}"
+        )
 
 
-@contextmanager
-def patched(obj: Any, name: str, value: Any) -> Iterator[None]:
-    old = getattr(obj, name)
-    setattr(obj, name, value)
-    try:
-        yield
-    finally:
-        setattr(obj, name, old)
-
-
-# ---- data -------------------------------------------------------------------------------------------
+# ---- data ---------------------------------------------------------------------------------------
 
 
 def cid(i: int) -> str:
@@ -145,33 +138,80 @@ def cid(i: int) -> str:
     return f"b{i:07x}"
 
 
-def comment(i: int, *, article_id: int = 1, text: str = COMMENT_TEXT) -> Comment:
-    c = cid(i)
-    return Comment(id=c, article_id=article_id, article_title="Watching files on every platform",
-                   article_url=f"https://dev.to/me/article-{article_id}", author="priyan",
-                   created_at=f"2026-05-14T09:{(i // 60) % 60:02d}:{i % 60:02d}Z", text=text,
-                   url=f"https://dev.to/priyan/comment/{c}")
+def forem_node(i: int, *, created_at: str | None = None) -> dict[str, Any]:
+    """One comment as ``GET /comments?a_id=`` returns it (no replies), tagged for the fake
+    provider."""
+    when = created_at or f"2026-05-14T09:{(i // 60) % 60:02d}:{i % 60:02d}Z"
+    return {
+        "type_of": "comment",
+        "id_code": cid(i),
+        "created_at": when,
+        "body_html": f"<p>TAG:{cid(i)} {TEXT}</p>",
+        "user": {"username": "priyan", "name": "Priyan"},
+        "children": [],
+    }
 
 
-def prompt_for(c: Comment) -> Prompt:
-    from watcher.providers import prompts
+def forem_article(article_id: int, comments_count: int) -> dict[str, Any]:
+    """One article as ``GET /articles?username=`` lists it."""
+    return {
+        "type_of": "article",
+        "id": article_id,
+        "title": f"Article {article_id}",
+        "url": f"https://dev.to/me/article-{article_id}",
+        "comments_count": comments_count,
+        "user": {"username": "me", "name": "Me"},
+    }
 
-    return prompts.render(c)
 
-
-def write_plain(path: Path, payload: bytes) -> None:
-    """Setup only: no fsync. What is measured always goes through watcher's own writes."""
+def write_export(path: Path, n: int, *, first: int = 0) -> Path:
+    """A Forem-format export of ``n`` comments created in the last minutes (inside any backlog
+    window, so a first scan sends every one of them to the model)."""
+    now = datetime.now(UTC)
+    nodes = [
+        forem_node(i, created_at=(now - timedelta(seconds=n - k)).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        for k, i in enumerate(range(first, first + n))
+    ]
+    doc = {"username": "me", "articles": [{**forem_article(1, n), "comments": nodes}]}
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.write(payload)
+    path.write_text(json.dumps(doc))
+    return path
 
 
-def record_bytes(record: InboxRecord) -> bytes:
-    """The bytes watcher itself would write for ``record`` (same encoder as durable.write_json)."""
-    return (json.dumps(record.model_dump(mode="json"), ensure_ascii=False, indent=1) + "\n").encode()
+class InstantProvider:
+    """Answers every prompt at once (a verdict, or with ``error`` a malformed answer): isolates
+    watcher's own cost per call from the model's."""
+
+    name = "bench"
+    model = "instant"
+
+    def __init__(self, *, malformed: bool = False) -> None:
+        self.malformed = malformed
+
+    def complete(self, prompt: Prompt) -> CallResult:
+        usage = Usage(input_tokens=300, output_tokens=40)
+        if self.malformed:
+            from watcher.models import AttemptError
+
+            error = AttemptError(
+                kind="malformed_json", message="the model answered text that is not JSON"
+            )
+            return CallResult(error=error, raw="Sure! needs a reply.", usage=usage, duration_ms=0)
+        raw = json.dumps(VERDICT.model_dump())
+        return CallResult(verdict=VERDICT, raw=raw, usage=usage, duration_ms=0)
+
+    def probe(self) -> ProbeResult:
+        return ProbeResult(ok=True, message="instant")
+
+    def close(self) -> None:
+        pass
 
 
-# ---- timing -----------------------------------------------------------------------------------------
+def instant_hooks(*, malformed: bool = False, **hooks: Any) -> Hooks:
+    return Hooks(make_provider=lambda _s: InstantProvider(malformed=malformed), **hooks)
+
+
+# ---- timing -------------------------------------------------------------------------------------
 
 
 def timed(fn: Callable[[], Any]) -> float:
@@ -185,52 +225,4 @@ def median(values: list[float]) -> float:
 
 
 def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
-class WriteCounter:
-    """Counts durable writes (by file) and fsyncs while active, by wrapping the one write function.
-
-    ``durable.write_json`` and every caller reach ``durable.write_bytes`` through the module
-    global, so one wrapper sees them all; the wrapper costs about a microsecond per write.
-    """
-
-    def __init__(self) -> None:
-        self.writes: Counter[str] = Counter()
-        self.fsyncs = 0
-
-    @contextmanager
-    def active(self) -> Iterator[WriteCounter]:
-        real_write, real_fsync = durable.write_bytes, os.fsync
-
-        def write_bytes(path: Path, payload: bytes, **kwargs: Any) -> None:
-            self.writes[_label(path)] += 1
-            real_write(path, payload, **kwargs)
-
-        def fsync(fd: int) -> None:
-            self.fsyncs += 1
-            real_fsync(fd)
-
-        with patched(durable, "write_bytes", write_bytes), patched(os, "fsync", fsync):
-            yield self
-
-
-def _label(path: Path) -> str:
-    if path.parent.name == "inbox":
-        return "inbox/*.json"
-    if path.parent.name == "signals":
-        return f"signals/{path.name}"
-    return path.name
-
-
-def forem_node(i: int, *, author: str = "priyan") -> dict[str, Any]:
-    """One comment as ``GET /comments?a_id=`` returns it (no replies)."""
-    return {"type_of": "comment", "id_code": cid(i), "created_at": f"2026-05-14T09:{(i // 60) % 60:02d}:{i % 60:02d}Z",
-            "body_html": f"<p>{COMMENT_TEXT}</p>", "user": {"username": author, "name": author}, "children": []}
-
-
-def forem_article(article_id: int, comments_count: int) -> dict[str, Any]:
-    """One article as ``GET /articles?username=`` lists it."""
-    return {"type_of": "article", "id": article_id, "title": f"Article {article_id}",
-            "url": f"https://dev.to/me/article-{article_id}", "comments_count": comments_count,
-            "user": {"username": "me", "name": "Me"}}
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"

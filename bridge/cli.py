@@ -5,36 +5,47 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
-from watcher.cli.argv import hoist_global_options
+import typer
+
+from watcher.cli.app import DATA_DIR_HELP, build_app
+from watcher.cli.app import main as watcher_main
+from watcher.cli.frontend import Frontend
 
 if TYPE_CHECKING:
     from watcher.pipeline import Hooks
 
 
+def mcp(
+    ctx: typer.Context,
+    data_dir: Annotated[Path | None, typer.Option("--data-dir", help=DATA_DIR_HELP)] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log each request on stderr.")
+    ] = False,
+) -> None:
+    """Serve the watcher commands as MCP tools over stdio (for Codex and Claude Code)."""
+    from bridge.mcp_server import serve  # the MCP SDK: only for this command
+
+    # The global options, wherever they were typed, reach the app's callback
+    # (watcher/cli/argv.py); they are listed here too, for `watcher-bridge mcp -h`.
+    frontend = ctx.obj
+    assert isinstance(frontend, Frontend)
+    serve(data_dir=data_dir or frontend.data_dir, verbose=verbose or frontend.verbose)
+
+
+def build_bridge() -> typer.Typer:
+    """The bridge's typer app: the registry's commands the bridge offers, and ``mcp``."""
+    app = build_app("bridge")
+    # Not in the command list: the bridge's help says what it is (BRIDGE_HELP).
+    app.command("mcp", hidden=True)(mcp)
+    return app
+
+
 def main(argv: Sequence[str] | None = None, *, hooks: Hooks | None = None) -> None:
-    """Console entry point of ``watcher-bridge``: ``mcp`` serves MCP over stdio, anything else is
-    :func:`watcher.cli.app.main` answering with one envelope. ``hooks`` go to those commands, as
-    there; the MCP server builds each tool call's own (its progress notifications)."""
-    # Global options may stand before or after the command (`--data-dir X mcp`, `mcp --data-dir X`).
-    args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
-    command = next(
-        (
-            i
-            for i, a in enumerate(args)
-            if not a.startswith("-") and (i == 0 or args[i - 1] != "--data-dir")
-        ),
-        None,
-    )
-    if command is not None and args[command] == "mcp":
-        from bridge.mcp_server import serve
-
-        serve(args[:command] + args[command + 1 :])
-        return
-    # Imported here: `mcp` never needs typer or the CLI (bench/run.py figure 5c).
-    from watcher.cli.app import main as watcher_main
-
-    watcher_main(args, entrypoint="bridge", hooks=hooks)
+    """Console entry point of ``watcher-bridge``: :func:`watcher.cli.app.main` answering with one
+    envelope, and ``mcp``, which serves MCP over stdio. ``hooks`` go to the commands, as there;
+    the MCP server builds each tool call's own (its progress notifications)."""
+    watcher_main(argv, entrypoint="bridge", hooks=hooks, app=build_bridge)

@@ -25,6 +25,10 @@ REWORDINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"\bmark takes one of ([a-z, ]+), got ", r"triage must be one of \1, got "),
         (r"`watcher inbox --all`", "the inbox tool with all=true"),
+        (
+            r"`watcher mark (\w+) (replied|ignored|open)`",
+            r'the mark tool with id "\1" and triage "\2"',
+        ),
         (r"run `watcher scan` first, or check the id", "run the scan tool first, or check the id"),
         (r"\(or pass --source FILE\)", "(or pass source: the path of a Forem-format export file)"),
         (r"\(or pass --source FILE to scan\)", "(or pass source to the scan tool)"),

@@ -135,7 +135,6 @@ def _preload(names: tuple[str, ...]) -> None:
 def serve(path: str) -> None:
     from pydantic.plugin import _loader
 
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     _preload(PRELOAD + WATCHER_PRELOAD)
     if pulled_in := [name for name in FRESH if name in sys.modules]:
         raise RuntimeError(f"preloading watcher imported {pulled_in}, which must be imported fresh in each child")

@@ -45,6 +45,9 @@ EXEC = os.environ.get("WATCHER_TESTS_EXEC", "") == "1"
 _THIS_PROCESS = threading.RLock()
 
 
+# Besides WATCHER_* and DEVTO_*: what no command a test runs inherits from the shell.
+_NOT_INHERITED = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PYTHONUNBUFFERED")
+
 # The pipeline-lock wait of lock-busy tests other than the one that proves the real 5 s: long
 # enough that a loaded machine still starts both processes inside it, short enough to be cheap.
 SHORT_LOCK_WAIT_S = 1.0
@@ -77,10 +80,11 @@ def env_for(data_dir: Path | None, extra: Mapping[str, str] | None = None, fault
             notices: Notices | None = None, lock_wait: float | None = None,
             clock_shift: timedelta | None = None) -> dict[str, str]:
     """The environment a command gets: this process's without ``WATCHER_*``, ``DEVTO_*`` or keys
-    (what a shell could leak into a test), then the data dir, ``NO_COLOR``, ``extra`` and the hooks'."""
+    (what a shell could leak into a test) and without ``PYTHONUNBUFFERED`` (stdout buffered as
+    when cron or an MCP client starts it), then the data dir, ``NO_COLOR``, ``extra`` and the hooks'."""
     with _THIS_PROCESS:  # not while run_main has this process's environment changed for its command
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("WATCHER_", "DEVTO_")) and k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+               if not k.startswith(("WATCHER_", "DEVTO_")) and k not in _NOT_INHERITED}
     if data_dir is not None:  # None: the default data dir (under the tests' own XDG_DATA_HOME)
         env["WATCHER_DATA_DIR"] = str(data_dir)
     env["NO_COLOR"] = "1"
@@ -124,7 +128,7 @@ def command(entry: str, *args: str) -> list[str]:
     return [str(ENTRYPOINTS[entry]), *args]
 
 
-def run(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None, fault: str | None = None,
+def run(entry: str, *args: str, data_dir: Path | None, env: Mapping[str, str] | None = None, fault: str | None = None,
         timeout: float = 60, lock_wait: float | None = None,
         clock_shift: timedelta | None = None) -> subprocess.CompletedProcess[str]:
     """``entry`` as a process of its own, to its end (see :func:`start` for how it is started)."""
@@ -142,35 +146,26 @@ def run(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = Non
     return subprocess.CompletedProcess(proc.args, proc.wait(), out, err)
 
 
-def start(entry: str, *args: str, data_dir: Path, env: dict[str, str] | None = None, fault: str | None = None,
-          notices: Notices | None = None, lock_wait: float | None = None,
-          clock_shift: timedelta | None = None) -> subprocess.Popen[str] | ForkedProcess:
-    """``entry`` started as a process of its own, stdout and stderr piped, stdin /dev/null.
+def start(entry: str, *args: str, data_dir: Path | None, env: Mapping[str, str] | None = None,
+          fault: str | None = None, notices: Notices | None = None, lock_wait: float | None = None,
+          clock_shift: timedelta | None = None, stdin: Any = subprocess.DEVNULL, stderr: Any = subprocess.PIPE,
+          sdk: bool = False) -> subprocess.Popen[str] | ForkedProcess:
+    """``entry`` started as a process of its own, in text mode: stdout piped, ``stdin`` /dev/null
+    and ``stderr`` piped unless given (a test that talks to ``watcher-bridge mcp`` over its stdin
+    passes ``subprocess.PIPE``, and ``sdk=True`` to have the MCP SDK preloaded).
 
     Forked from the worker's fork server (tests/_forkserver.py: the libraries come preloaded,
     watcher itself is imported fresh in the child), or a real ``exec`` of the console script
-    under ``WATCHER_TESTS_EXEC=1``. Either way a real process: its own pid, locks, signals.
+    under ``WATCHER_TESTS_EXEC=1`` (or when the environment sets a variable a preloaded library
+    read at import: :func:`_forkserver.forkable`). Either way a real process: its own pid,
+    locks, signals.
     """
     child_env = env_for(data_dir, env, fault, notices, lock_wait, clock_shift)
     if EXEC or not forkable(child_env):
-        return subprocess.Popen(command(entry, *args), env=child_env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    return ForkedProcess(command(entry, *args), MODULES[entry], child_env)
-
-
-def popen(entry: str, *args: str, env: dict[str, str], stdin: Any = subprocess.PIPE, stdout: Any = subprocess.PIPE,
-          stderr: Any = subprocess.PIPE, start_new_session: bool = False,
-          sdk: bool = False) -> subprocess.Popen[str] | ForkedProcess:
-    """``entry`` as a process of its own with exactly ``env`` and the standard streams asked for, as
-    ``subprocess.Popen(..., text=True)`` takes them: for a test that talks to the process over its
-    stdin (``watcher-bridge mcp``). Forked from the worker's fork server, with the MCP SDK preloaded
-    when ``sdk``; a real ``exec`` under ``WATCHER_TESTS_EXEC=1`` (or when ``env`` sets a variable
-    a preloaded library read at import: :func:`_forkserver.forkable`)."""
-    if EXEC or not forkable(env):
-        return subprocess.Popen(command(entry, *args), env=env, stdin=stdin, stdout=stdout, stderr=stderr,
-                                text=True, start_new_session=start_new_session)
-    return ForkedProcess(command(entry, *args), MODULES[entry], env, stdin=stdin, stdout=stdout, stderr=stderr,
-                         start_new_session=start_new_session, preload="mcp" if sdk else "")
+        return subprocess.Popen(command(entry, *args), env=child_env, stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=stderr, text=True)
+    return ForkedProcess(command(entry, *args), MODULES[entry], child_env, stdin=stdin, stderr=stderr,
+                         preload="mcp" if sdk else "")
 
 
 def script(path: Path, *args: str, stdin: Any = subprocess.DEVNULL, stdout: Any = subprocess.PIPE,

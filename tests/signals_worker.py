@@ -5,8 +5,8 @@
     python signals_worker.py count DATA_DIR PASS_BYTES
         print "ready", then run the counter over and over until DATA_DIR/stop exists (or SIGKILL)
 
-PASS_BYTES is lowered in this process only, so each run makes many state and cursor writes and
-a kill is likely to land between them; the product code has no switch for it.
+PASS_BYTES is handed to the counter (its ``pass_bytes``), so each run makes many state and cursor
+writes and a kill is likely to land between them.
 """
 
 from __future__ import annotations
@@ -35,11 +35,10 @@ def append(data_dir: Path, name: str, n: int, keys: list[str]) -> None:
 
 
 def count(data_dir: Path, pass_bytes: int) -> None:
-    signals.PASS_BYTES = pass_bytes
     paths = Paths(data_dir)
     print("ready", flush=True)
     while not (data_dir / "stop").exists():
-        signals.run_counter(paths)
+        signals.run_counter(paths, pass_bytes=pass_bytes)
 
 
 def main(argv: list[str]) -> None:

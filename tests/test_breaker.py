@@ -7,14 +7,13 @@ cron scenario starts real ``watcher`` processes where the breaker must cross pro
 from __future__ import annotations
 
 import json
-import socket
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _fakes.clock import later
+from _fakes.http import closed_port
 from _fakes.provider import FakeProvider, in_process_hooks, running_fake
 from _proc import run, run_main, write_export
 
@@ -167,25 +166,16 @@ def test_status_shows_the_open_breaker(data_dir: Path, export: Path) -> None:
 # ---- as cron runs it ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def closed_port() -> Iterator[int]:
-    """A loopback port nothing listens on: connections are refused at once."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    yield port
-
-
 @pytest.mark.slow
 def test_a_night_of_cron_against_a_down_server_spends_one_attempt(
-        data_dir: Path, export: Path, closed_port: int) -> None:
+        data_dir: Path, export: Path) -> None:
     """8 rounds of `scan && recheck` against a refused port: every round exits 3 and says why,
     exactly 1 attempt on disk in total; the server back up → the next run calls.
 
     The first round and the run after the outage are real processes, so the breaker crosses
     processes on disk as it does under cron; the rounds between run the CLI's ``main`` in this
     process (each with a fresh context, nothing kept in memory between runs)."""
-    env = {**_env(), "WATCHER_BASE_URL": f"http://127.0.0.1:{closed_port}/v1"}
+    env = {**_env(), "WATCHER_BASE_URL": f"http://127.0.0.1:{closed_port()}/v1"}
     codes = []
     for round_no in range(8):
         cron = run if round_no == 0 else run_main

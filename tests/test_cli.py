@@ -325,3 +325,39 @@ def test_an_unexpanded_setting_stops_status_with_exit_2_naming_it(data_dir: Path
     doc = json.loads(result.stdout)
     assert (result.returncode, doc["error"]["kind"]) == (2, "config")
     assert doc["error"]["message"].startswith("DEVTO_USERNAME is the unexpanded text ${DEVTO_USERNAME}")
+
+
+def _one_comment(tmp_path: Path) -> tuple[str, str]:
+    """A scanned comment's id and its dev.to link."""
+    export = write_export(tmp_path / "e.json", ["open1"])
+    invoke("scan", "--source", str(export))
+    shown = json.loads(invoke("show", "open1", "--json").stdout)["result"]
+    return "open1", shown["comment"]["url"]
+
+
+def test_open_hands_the_comments_link_to_the_browser(data_dir: Path, tmp_path: Path) -> None:
+    """`watcher open ID` prints the comment's dev.to link and gives it to the browser ($BROWSER)."""
+    cid, url = _one_comment(tmp_path)
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {tmp_path / "opened"}\n')
+    browser.chmod(0o755)
+    proc = run("cli", "open", cid, data_dir=data_dir, env={"BROWSER": str(browser)})
+    assert (proc.returncode, proc.stdout) == (0, url + "\n"), proc.stderr
+    assert (tmp_path / "opened").read_text() == url + "\n"
+
+
+def test_open_without_a_browser_prints_the_link_and_says_so(data_dir: Path, tmp_path: Path) -> None:
+    """Where no browser can be started, the link is still printed, a line on stderr says so, exit 0."""
+    cid, url = _one_comment(tmp_path)
+    proc = run("cli", "open", cid, "--json", data_dir=data_dir, env={"BROWSER": str(tmp_path / "none")})
+    assert proc.returncode == 0
+    assert envelope(proc)["result"] == {"id": cid, "url": url, "opened": False}
+    human = run("cli", "open", cid, data_dir=data_dir, env={"BROWSER": str(tmp_path / "none")})
+    assert human.stdout == url + "\n" and "no web browser" in human.stderr
+
+
+def test_open_is_the_persons_own_and_not_offered_to_agents(data_dir: Path, tmp_path: Path) -> None:
+    """The bridge has no `open` (an unknown command, exit 2); an unknown id is a usage error."""
+    cid, _ = _one_comment(tmp_path)
+    assert envelope(invoke("open", cid, entry="bridge"))["exit_code"] == 2
+    assert invoke("open", "zzzz9").returncode == 2

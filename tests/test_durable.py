@@ -13,7 +13,7 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import pytest
 from _fakes.records import record
@@ -21,8 +21,8 @@ from _fakes.records import record
 from watcher.config import Paths
 from watcher.errors import EXIT_STATE, SaveFailed, WatcherError, exit_code_for
 from watcher.models import InboxRecord
-from watcher.store import durable
 from watcher.store.durable import quarantine, read_model, write_bytes, write_json, write_model
+from watcher.store.oscalls import OsCalls
 
 OLD = {"schema_version": 1, "value": "old"}
 NEW = {"schema_version": 1, "value": "new"}
@@ -65,64 +65,68 @@ def test_write_model_round_trips_through_read_model(paths: Paths) -> None:
     assert read_model(paths.inbox_file("abc1"), InboxRecord, quarantine_dir=paths.quarantine) == rec
 
 
-def _fail_when(monkeypatch: pytest.MonkeyPatch, name: str, when: Callable[..., bool]) -> list[object]:
-    real = getattr(os, name)
-    calls: list[object] = []
+class Failing(OsCalls):
+    """The real OS calls, but ``name`` fails with a full disk whenever ``when(*args)`` says so."""
 
-    def fake(*args: object) -> object:
-        if when(*args):
-            calls.append(args)
+    def __init__(self, name: str, when: Callable[..., bool]) -> None:
+        self.name, self.when = name, when
+        self.failed: list[tuple[object, ...]] = []
+
+    def _check(self, name: str, *args: object) -> None:
+        if name == self.name and self.when(*args):
+            self.failed.append(args)
             raise OSError(28, "No space left on device (injected)")
-        return real(*args)
 
-    monkeypatch.setattr(os, name, fake)
-    return calls
+    def fsync(self, fd: int) -> None:
+        self._check("fsync", fd)
+        super().fsync(fd)
+
+    def replace(self, src: str | Path, dst: str | Path) -> None:
+        self._check("replace", src, dst)
+        super().replace(src, dst)
 
 
-def test_fsync_failure_keeps_previous_file_and_no_temp(state_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fsync_failure_keeps_previous_file_and_no_temp(state_file: Path) -> None:
     """OSError at the temp file's fsync: SaveFailed, old bytes intact, temp removed."""
     old_bytes = state_file.read_bytes()
-    calls = _fail_when(monkeypatch, "fsync", lambda fd: not _is_dir_fd(fd))
+    calls = Failing("fsync", lambda fd: not _is_dir_fd(fd))
     with pytest.raises(SaveFailed) as info:
-        write_json(state_file, NEW)
-    assert calls, "the injected fsync was never reached"
+        write_json(state_file, NEW, calls=calls)
+    assert calls.failed, "the injected fsync was never reached"
     assert state_file.read_bytes() == old_bytes
     assert _leftovers(state_file.parent) == []
     assert str(state_file) in str(info.value)
 
 
-def test_replace_failure_keeps_previous_file_and_no_temp(state_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_replace_failure_keeps_previous_file_and_no_temp(state_file: Path) -> None:
     """OSError at os.replace: SaveFailed, old bytes intact, temp removed."""
     old_bytes = state_file.read_bytes()
-    calls = _fail_when(monkeypatch, "replace", lambda src, dst: True)
+    calls = Failing("replace", lambda src, dst: True)
     with pytest.raises(SaveFailed):
-        write_json(state_file, NEW)
-    assert calls
+        write_json(state_file, NEW, calls=calls)
+    assert calls.failed
     assert state_file.read_bytes() == old_bytes
     assert _leftovers(state_file.parent) == []
 
 
-def test_directory_fsync_failure_is_loud_new_content_in_place_no_temp(
-    state_file: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_directory_fsync_failure_is_loud_new_content_in_place_no_temp(state_file: Path) -> None:
     """OSError at the directory fsync (after replace): SaveFailed, new bytes in place, no temp."""
-    calls = _fail_when(monkeypatch, "fsync", _is_dir_fd)
+    calls = Failing("fsync", _is_dir_fd)
     with pytest.raises(SaveFailed) as info:
-        write_json(state_file, NEW)
-    assert calls
+        write_json(state_file, NEW, calls=calls)
+    assert calls.failed
     assert json.loads(state_file.read_text("utf-8")) == NEW
     assert _leftovers(state_file.parent) == []
     assert exit_code_for(info.value) == EXIT_STATE
 
 
-def test_write_failure_mid_payload_keeps_previous_file(state_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_write_failure_mid_payload_keeps_previous_file(state_file: Path) -> None:
     """A failing data write (disk full) leaves the old file and no temp, and raises SaveFailed."""
     old_bytes = state_file.read_bytes()
-    real_fdopen = os.fdopen
 
     class Full:
         def __init__(self, fd: int) -> None:
-            self._fh = real_fdopen(fd, "wb")
+            self._fh = os.fdopen(fd, "wb")
 
         def __enter__(self) -> Self:
             return self
@@ -133,23 +137,26 @@ def test_write_failure_mid_payload_keeps_previous_file(state_file: Path, monkeyp
         def write(self, data: bytes) -> int:
             raise OSError(28, "No space left on device (injected)")
 
-    monkeypatch.setattr(os, "fdopen", lambda fd, mode: Full(fd))
+    class DiskFull(OsCalls):
+        def fdopen(self, fd: int, mode: str) -> Any:
+            return Full(fd)
+
     with pytest.raises(SaveFailed):
-        write_bytes(state_file, b"{}")
+        write_bytes(state_file, b"{}", calls=DiskFull())
     assert state_file.read_bytes() == old_bytes
     assert _leftovers(state_file.parent) == []
 
 
-def test_interrupt_during_write_removes_temp(state_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupt_during_write_removes_temp(state_file: Path) -> None:
     """A non-OSError (Ctrl-C) between temp and replace propagates and still removes the temp."""
     old_bytes = state_file.read_bytes()
 
-    def interrupted(*args: object) -> None:
-        raise KeyboardInterrupt
+    class Interrupted(OsCalls):
+        def replace(self, src: str | Path, dst: str | Path) -> None:
+            raise KeyboardInterrupt
 
-    monkeypatch.setattr(os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        write_json(state_file, NEW)
+        write_json(state_file, NEW, calls=Interrupted())
     assert state_file.read_bytes() == old_bytes
     assert _leftovers(state_file.parent) == []
 
@@ -182,23 +189,25 @@ def test_quarantine_leaves_a_file_replaced_since_it_was_read(data_dir: Path) -> 
     assert list((data_dir / "quarantine").iterdir()) == []
 
 
-def test_read_model_never_moves_a_healthy_file_written_during_the_move(
-    paths: Paths, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_read_model_never_moves_a_healthy_file_written_during_the_move(paths: Paths) -> None:
     """A write landing between the corrupt read and the move: the healthy record is returned, kept."""
     target = paths.inbox_file("abc1")
     target.parent.mkdir(parents=True)
     target.write_bytes(b"{truncated")
     healthy = record("abc1")
-    real_rename = os.rename
 
-    def writer_wins_the_race(src: object, dst: object) -> None:
-        monkeypatch.setattr(os, "rename", real_rename)
-        write_model(target, healthy)  # the concurrent writer's os.replace lands right here
-        real_rename(src, dst)
+    class WriterWinsTheRace(OsCalls):
+        raced = False
 
-    monkeypatch.setattr(os, "rename", writer_wins_the_race)
-    assert read_model(target, InboxRecord, quarantine_dir=paths.quarantine) == healthy
+        def rename(self, src: str | Path, dst: str | Path) -> None:
+            if not self.raced:
+                self.raced = True
+                write_model(target, healthy)  # the concurrent writer's os.replace lands right here
+            super().rename(src, dst)
+
+    calls = WriterWinsTheRace()
+    assert read_model(target, InboxRecord, quarantine_dir=paths.quarantine, calls=calls) == healthy
+    assert calls.raced
     assert read_model(target, InboxRecord, quarantine_dir=paths.quarantine) == healthy
     assert list(paths.quarantine.iterdir()) == []
 
@@ -209,13 +218,16 @@ def test_read_model_of_a_missing_file_is_none(paths: Paths) -> None:
 
 
 
-def test_write_into_a_new_directory_makes_the_directory_durable(data_dir: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_write_into_a_new_directory_makes_the_directory_durable(data_dir: Path) -> None:
     """Creating inbox/ on the first write fsyncs its parent too, not only the file's directory."""
     synced: list[Path] = []
-    real = durable.fsync_dir
-    monkeypatch.setattr(durable, "fsync_dir", lambda d: (synced.append(Path(d)), real(d))[1])
-    write_json(data_dir / "inbox" / "abc1.json", NEW)
+
+    class Watched(OsCalls):
+        def sync_dir(self, directory: Path) -> None:
+            synced.append(Path(directory))
+            super().sync_dir(directory)
+
+    write_json(data_dir / "inbox" / "abc1.json", NEW, calls=Watched())
     assert synced == [data_dir, data_dir / "inbox"]
 
 

@@ -1,6 +1,6 @@
 """SPEC §15.1: a hold of the pipeline lock is one decision or one write, and nothing else.
 
-Every other run waits while one holds the lock (bench/run.py figure 8: the p95 of those waits).
+Every other run waits while one holds the lock (bench/concurrency.py measures those waits).
 What a hold must not do: build a model's validator (a model is built on first use, and
 InboxRecord alone is ~40 ms of CPU), write more than one record, or build the redaction of a
 submitted verdict. The first test drives real processes, fresh ones, since a model once built
@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _fakes.provider import running_fake
@@ -125,12 +126,15 @@ def test_a_scan_that_meets_many_changes_writes_one_record_per_hold(w: World) -> 
     assert counted.unlocked == []
 
 
-def test_a_submit_checks_and_redacts_the_verdict_before_it_takes_the_lock(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_submit_checks_and_redacts_the_verdict_before_it_takes_the_lock(tmp_path: Path) -> None:
     """Building the redaction compiles a pattern from the configured keys: done under the lock,
     every other run would wait for it."""
+    import sys
+    from types import FrameType
+
     from _proc import run_main
 
+    from watcher.pipeline import Hooks
     from watcher.providers import redact
 
     data = tmp_path / "data"
@@ -142,28 +146,28 @@ def test_a_submit_checks_and_redacts_the_verdict_before_it_takes_the_lock(tmp_pa
     (first,) = claimed["result"]["claimed"]
     stores: list[HoldCounting] = []
     built_under_lock: list[bool] = []
-    real_init = redact.Redaction.__init__
+    building = redact.Redaction.__init__.__code__
 
-    def init(self: redact.Redaction, *args: object, **kwargs: object) -> None:
-        built_under_lock.append(any(s._holding for s in stores))
-        real_init(self, *args, **kwargs)
-
-    monkeypatch.setattr(redact.Redaction, "__init__", init)
+    def watch(frame: FrameType, event: str, _arg: object) -> None:  # observes; replaces nothing
+        if event == "call" and frame.f_code is building:
+            built_under_lock.append(any(s._holding for s in stores))
 
     def store(paths: Paths) -> HoldCounting:
         stores.append(HoldCounting(paths))
         return stores[-1]
 
-    from watcher.pipeline import Hooks
-
-    done = run_main("bridge", "submit", first["id"], str(first["n"]), json.dumps(VERDICT), data_dir=data, env=agent,
-                    hooks=Hooks(make_store=store))
+    sys.setprofile(watch)
+    try:
+        done = run_main("bridge", "submit", first["id"], str(first["n"]), json.dumps(VERDICT), data_dir=data,
+                        env=agent, hooks=Hooks(make_store=store))
+    finally:
+        sys.setprofile(None)
     assert done.envelope is not None and done.envelope["exit_code"] == 0, done.stderr
     assert built_under_lock == [False]
     assert [len(hold) for hold in stores[0].holds] == [1]  # the outcome, and the index saved with it
 
 
-# ---- what a first call of a comment costs (bench/run.py figure 1c) ------------------------------------
+# ---- what a first call of a comment costs ---------------------------------------------------------
 
 
 class Watched(FileStore):
@@ -206,28 +210,38 @@ def test_a_scan_makes_the_call_locks_it_may_take_before_its_first_durable_write(
     assert sorted(p.stem for p in Paths(data).call_locks.iterdir()) == ["a1", "a2", "a3"]
 
 
-def test_a_record_this_run_wrote_as_it_is_is_not_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+class InboxReads(FileStore):
+    """The real store, noting which comments' records it read from their files."""
+
+    def __init__(self, paths: Paths) -> None:
+        super().__init__(paths)
+        self.inbox_reads: list[str] = []
+
+    def _read(self, path: Path, *args: Any, **kwargs: Any) -> Any:
+        if path.parent.name == "inbox":
+            self.inbox_reads.append(path.stem)
+        return super()._read(path, *args, **kwargs)
+
+
+def test_a_record_this_run_wrote_as_it_is_is_not_read_back(tmp_path: Path) -> None:
     """A new comment is written, then re-read under the lock before its reservation: the file
     holds the record just written, so the re-read is an lstat. One whose text had to be mended to
     be written (a lone surrogate, stored as U+FFFD) is read back from its file."""
     from _proc import run_main
 
-    from watcher.store import durable
+    from watcher.pipeline import Hooks
 
     doc = json.loads(write_export(tmp_path / "export.json", ["plain", "odd"]).read_text())
     doc["articles"][0]["comments"][1]["body_html"] = "<p>hello \udc00 there</p>"
     source = tmp_path / "surrogates.json"
     source.write_text(json.dumps(doc))
-    reads: list[str] = []
-    real_read = durable.read_model
+    stores: list[InboxReads] = []
 
-    def read_model(path: Path, *args: object, **kwargs: object) -> object:
-        if path.parent.name == "inbox":
-            reads.append(path.stem)
-        return real_read(path, *args, **kwargs)  # type: ignore[arg-type]
+    def store(paths: Paths) -> InboxReads:
+        stores.append(InboxReads(paths))
+        return stores[-1]
 
-    monkeypatch.setattr(durable, "read_model", read_model)
     done = run_main("cli", "scan", "--source", str(source), data_dir=tmp_path / "data",
-                    env={"WATCHER_PROVIDER": "offline"})
+                    env={"WATCHER_PROVIDER": "offline"}, hooks=Hooks(make_store=store))
     assert done.returncode == 0, done.stderr
-    assert set(reads) == {"odd"}
+    assert {cid for s in stores for cid in s.inbox_reads} == {"odd"}

@@ -28,7 +28,7 @@ from jsonschema.validators import validator_for
 from mcp import ClientSession
 from test_mcp_server import TOOLS, doc, run_memory_session
 
-from watcher.commands.envelope import RESULTS, envelope_schema
+from watcher.commands.registry import RESULTS, envelope_schema
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -26,7 +26,7 @@ import anyio
 import pytest
 from _forkserver import ForkedProcess
 from _mcp_stdio import stdio_client
-from _proc import BIN, env_for, envelope, popen, run, write_export
+from _proc import BIN, env_for, envelope, run, start, write_export
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.types import CallToolResult
 
@@ -193,7 +193,7 @@ def test_bad_arguments_are_usage_tool_errors_and_the_server_keeps_serving(data_d
 
 STRAY_HOOK = """
 import os
-from watcher.commands import core as commands
+from watcher.commands import reading as commands
 from watcher.store.files import FileStore
 
 _status = commands.status
@@ -236,11 +236,10 @@ def test_stdout_carries_only_protocol_messages_even_when_code_prints(data_dir: P
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(STRAY_HOOK)
     fresh = tmp_path / "not-yet"  # status says on stderr that it does not exist yet: a notice
-    env = env_for(fresh, {"PYTHONPATH": str(hook), "WATCHER_PROVIDER": "offline"})
-    env.pop("PYTHONUNBUFFERED", None)  # as Codex starts it: a print stays in stdout's buffer until exit
+    env = {"PYTHONPATH": str(hook), "WATCHER_PROVIDER": "offline"}
     export = write_export(tmp_path / "export.json", ["one"])
-    with open(tmp_path / "stderr.txt", "w") as err:
-        proc = popen("bridge", "mcp", env=env, stderr=err, sdk=True)
+    with open(tmp_path / "stderr.txt", "w") as err:  # stdout buffered as Codex starts it (no PYTHONUNBUFFERED)
+        proc = start("bridge", "mcp", data_dir=fresh, env=env, stdin=subprocess.PIPE, stderr=err, sdk=True)
         lines = _raw_exchange(proc, [
             {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
@@ -303,12 +302,11 @@ def test_watcher_and_the_plain_bridge_never_import_the_sdk(data_dir: Path) -> No
     assert not [m for m in imported if m == "mcp" or m.startswith(("mcp.", "mcp_types"))]
 
 
-def test_the_mcp_command_never_imports_typer_or_the_cli(data_dir: Path) -> None:
-    """``watcher-bridge mcp`` finds its command without typer and watcher.cli.app: an MCP client waits
-    for the start before it offers the tools (bench/run.py figure 5c). The whole path the command
-    loads: its entry point and the server module (click comes with the SDK's own web stack)."""
-    code = ("import bridge.cli, bridge.mcp_server, sys; "
-            "found = sorted(m for m in sys.modules if m.split('.')[0] == 'typer' or m.startswith('watcher.cli.app')); "
+def test_the_mcp_server_needs_neither_typer_nor_the_cli(data_dir: Path) -> None:
+    """The server reads the command registry, not the typer app: ``watcher-bridge mcp`` parses its
+    options with typer (bridge/cli.py), but the server itself runs without the CLI's modules."""
+    code = ("import bridge.mcp_server, sys; "
+            "found = sorted(m for m in sys.modules if m.split('.')[0] == 'typer' or m.startswith('watcher.cli')); "
             "assert not found, found")
     proc = subprocess.run([sys.executable, "-c", code], env=env_for(data_dir), capture_output=True, text=True,
                           timeout=60, check=False)

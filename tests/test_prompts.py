@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 
 from watcher.providers import prompts
 from watcher.models import Comment
@@ -30,13 +29,6 @@ def _comment(text: str = "How do I run this across processes?", **fields: object
         "url": "https://dev.to/priyan/comment/3bkf",
     }
     return Comment(**{**base, **fields})
-
-
-@pytest.fixture
-def fresh_template_cache() -> Iterator[None]:
-    load_template.cache_clear()
-    yield
-    load_template.cache_clear()
 
 
 def test_render_names_the_template_and_hashes_its_bytes() -> None:
@@ -167,46 +159,50 @@ def test_comment_text_is_kept_verbatim_including_edges() -> None:
         assert fenced_blocks(render(_comment(text)).user)["COMMENT"] == text
 
 
-def test_fence_token_skips_a_candidate_the_text_contains(monkeypatch: pytest.MonkeyPatch) -> None:
-    """If the first candidate token occurs in the text, another token is chosen."""
-    real = hashlib.sha256
-
-    class Rigged:
-        def __init__(self, data: bytes) -> None:
-            self._data = data
-
-        def hexdigest(self) -> str:
-            return "ab" * 32 if self._data.startswith(b"0:") else real(self._data).hexdigest()
-
-    monkeypatch.setattr(prompts.hashlib, "sha256", Rigged)
-    token = fence_token("contains abababababababab here")
-    assert token != "ab" * 8 and token not in "contains abababababababab here"
+def test_fence_token_skips_a_candidate_an_outside_text_contains() -> None:
+    """A candidate token found in the outside texts is skipped: the next one, found in none, is chosen."""
+    text = "How do I run this across processes?"
+    first = hashlib.sha256(f"0:{text}".encode()).hexdigest()[:16]  # the candidate anyone can compute
+    other = f"a parent that holds {first} on purpose"
+    token = fence_token(text, other)
+    assert token == hashlib.sha256(f"1:{text}".encode()).hexdigest()[:16]
+    assert token not in text and token not in other
 
 
-def test_bundled_template_is_preferred(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_template_cache: None
-) -> None:
+def _render_installed(tmp_path: Path, template: bytes) -> subprocess.CompletedProcess[str]:
+    """``render`` in a fresh interpreter whose ``watcher`` is laid out as a wheel installs it:
+    the package's modules, plus ``watcher/_bundled/prompts/verdict.md`` holding ``template``
+    (pyproject's force-include). Prints the system text, the user text and the template's sha256."""
+    package = tmp_path / "site" / "watcher"
+    package.mkdir(parents=True)
+    for entry in Path(prompts.__file__).resolve().parents[1].iterdir():
+        if entry.name != "_bundled":
+            (package / entry.name).symlink_to(entry)
+    (package / "_bundled" / "prompts").mkdir(parents=True)
+    (package / "_bundled" / "prompts" / "verdict.md").write_bytes(template)
+    code = (
+        "import json; from watcher.models import Comment; from watcher.providers.prompts import render; "
+        "p = render(Comment(id='3bkf', article_id=1, article_title='T', article_url='https://dev.to/a/t', "
+        "author='a', created_at='2026-05-14T09:12:44Z', text='x', url='https://dev.to/a/comment/3bkf')); "
+        "print(json.dumps([p.system, p.user, p.template_sha256]))"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "site")}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          check=False, timeout=60)
+
+
+def test_bundled_template_is_preferred(tmp_path: Path) -> None:
     """An installed wheel's watcher/_bundled/prompts/verdict.md is used when present."""
-    bundled = tmp_path / "_bundled" / "prompts"
-    bundled.mkdir(parents=True)
     data = b"<!-- part: system -->\nS\n<!-- part: user -->\nU {{comment_text}}\n<!-- part: parent -->\nP\n"
-    (bundled / "verdict.md").write_bytes(data)
-    monkeypatch.setattr(prompts.resources, "files", lambda package: tmp_path)
-    prompt = render(_comment("x"))
-    assert (prompt.system, prompt.user) == ("S", "U x")
-    assert prompt.template_sha256 == hashlib.sha256(data).hexdigest()
+    done = _render_installed(tmp_path, data)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["S", "U x", hashlib.sha256(data).hexdigest()]
 
 
-def test_a_template_missing_a_part_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_template_cache: None
-) -> None:
+def test_a_template_missing_a_part_is_refused(tmp_path: Path) -> None:
     """A template without its user part is a packaging bug reported clearly."""
-    bundled = tmp_path / "_bundled" / "prompts"
-    bundled.mkdir(parents=True)
-    (bundled / "verdict.md").write_bytes(b"<!-- part: system -->\nS\n")
-    monkeypatch.setattr(prompts.resources, "files", lambda package: tmp_path)
-    with pytest.raises(ValueError, match="lacks part"):
-        render(_comment())
+    done = _render_installed(tmp_path, b"<!-- part: system -->\nS\n")
+    assert done.returncode == 1 and "ValueError: prompt template verdict.md lacks part(s): parent, user" in done.stderr
 
 
 def test_importing_prompts_reads_no_file() -> None:

@@ -1,4 +1,5 @@
-"""Anthropic provider over respx: one request per call, every outcome classified (SPEC §6)."""
+"""Anthropic provider over an injected fake transport: one request per call, every outcome
+classified (SPEC §6)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
-import respx
+from _fakes.http import Reply, Route, Wire
 from pydantic import SecretStr
 
 from watcher.config import Settings
 from watcher.models import Comment, Prompt
-from watcher.providers.prompts import render
 from watcher.providers import make_provider, verdict_json_schema
 from watcher.providers.base import Provider
+from watcher.providers.prompts import render
 
 BASE = "https://anthropic.invalid"
 KEY = "sk-ant-test-0123456789abcdef"
@@ -80,24 +81,27 @@ def _error(type_: str, message: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def provider(tmp_path: Path) -> Iterator[Provider]:
-    built = make_provider(_settings(tmp_path))
+def wire() -> Wire:
+    return Wire()
+
+
+@pytest.fixture
+def provider(tmp_path: Path, wire: Wire) -> Iterator[Provider]:
+    built = make_provider(_settings(tmp_path), transport=wire.transport())
     yield built
     built.close()  # type: ignore[attr-defined]
 
 
-@pytest.fixture
-def mock() -> Iterator[respx.MockRouter]:
-    with respx.mock(base_url=BASE, assert_all_mocked=True, assert_all_called=False) as router:
-        yield router
+def _answer(wire: Wire, *replies: Reply) -> Route:
+    return wire.on("POST", "/v1/messages", *replies)
 
 
-def _reply(status: int, body: dict[str, Any], **headers: str) -> dict[str, Any]:
-    return {"return_value": httpx.Response(status, json=body, headers=headers)}
+def _reply(status: int, body: dict[str, Any], **headers: str) -> httpx.Response:
+    return httpx.Response(status, json=body, headers=headers)
 
 
-# One row per SPEC §6 kind (some kinds have several triggers): (id, mock kwargs, kind).
-ROWS: list[tuple[str, dict[str, Any], str]] = [
+# One row per SPEC §6 kind (some kinds have several triggers): (id, reply, kind).
+ROWS: list[tuple[str, Reply, str]] = [
     (
         "rate_limited",
         _reply(
@@ -122,15 +126,15 @@ ROWS: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("quota_billing_error", _reply(402, _error("billing_error", "Payment required")), "quota_exhausted"),
     ("overloaded_529", _reply(529, _error("overloaded_error", "Overloaded")), "overloaded"),
-    ("overloaded_503", {"return_value": httpx.Response(503, text="upstream unavailable")}, "overloaded"),
+    ("overloaded_503", httpx.Response(503, text="upstream unavailable"), "overloaded"),
     ("overloaded_error_type", _reply(500, _error("overloaded_error", "Overloaded")), "overloaded"),
     ("server_error_500", _reply(500, _error("api_error", "Internal server error")), "server_error"),
     ("server_error_504", _reply(504, _error("timeout_error", "Gateway timeout")), "server_error"),
-    ("timeout_read", {"side_effect": httpx.ReadTimeout}, "timeout"),
-    ("timeout_write", {"side_effect": httpx.WriteTimeout}, "timeout"),
-    ("unreachable_connect", {"side_effect": httpx.ConnectError}, "unreachable"),
-    ("unreachable_connect_timeout", {"side_effect": httpx.ConnectTimeout}, "unreachable"),
-    ("network_read", {"side_effect": httpx.ReadError}, "network"),
+    ("timeout_read", httpx.ReadTimeout, "timeout"),
+    ("timeout_write", httpx.WriteTimeout, "timeout"),
+    ("unreachable_connect", httpx.ConnectError, "unreachable"),
+    ("unreachable_connect_timeout", httpx.ConnectTimeout, "unreachable"),
+    ("network_read", httpx.ReadError, "network"),
     ("auth_401", _reply(401, _error("authentication_error", "invalid x-api-key")), "auth"),
     ("auth_403", _reply(403, _error("permission_error", "no access to this model")), "auth"),
     ("bad_request_400", _reply(400, _error("invalid_request_error", "max_tokens: too large")), "bad_request"),
@@ -149,7 +153,7 @@ ROWS: list[tuple[str, dict[str, Any], str]] = [
     ("malformed_no_content", _reply(200, _message([], stop="end_turn")), "malformed_json"),
     (
         "malformed_body",
-        {"return_value": httpx.Response(200, text="<html>captive portal</html>")},
+        httpx.Response(200, text="<html>captive portal</html>"),
         "malformed_json",
     ),
     ("invalid_verdict", _reply(200, _message([_tool({**GOOD, "category": "rant"})])), "invalid_verdict"),
@@ -158,55 +162,54 @@ ROWS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("mock_kwargs", "kind"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+@pytest.mark.parametrize(("reply", "kind"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
 def test_each_outcome_is_one_request_and_one_kind(
-    provider: Provider, mock: respx.MockRouter, mock_kwargs: dict[str, Any], kind: str
+    provider: Provider, wire: Wire, reply: Reply, kind: str
 ) -> None:
     """Every §6 row: the classified kind, after exactly one HTTP request (no retry)."""
-    route = mock.post("/v1/messages").mock(**mock_kwargs)
+    route = _answer(wire, reply)
     result = provider.complete(_prompt())
     assert result.error is not None and result.error.kind == kind
-    assert route.call_count == 1 and mock.calls.call_count == 1
+    assert route.calls == 1 and len(wire.requests) == 1
 
 
-@pytest.mark.parametrize(
-    ("mock_kwargs", "kind"),
-    [r[1:] for r in ROWS if "return_value" in r[1]],
-    ids=[r[0] for r in ROWS if "return_value" in r[1]],
-)
+ARRIVED = [r for r in ROWS if isinstance(r[1], httpx.Response)]
+
+
+@pytest.mark.parametrize(("reply", "kind"), [r[1:] for r in ARRIVED], ids=[r[0] for r in ARRIVED])
 def test_a_response_that_arrived_keeps_raw_usage_status_and_duration(
-    provider: Provider, mock: respx.MockRouter, mock_kwargs: dict[str, Any], kind: str
+    provider: Provider, wire: Wire, reply: httpx.Response, kind: str
 ) -> None:
     """Whenever a response arrived, its raw body, usage, HTTP status and duration are kept."""
-    mock.post("/v1/messages").mock(**mock_kwargs)
+    _answer(wire, reply)
     result = provider.complete(_prompt())
-    assert result.error is not None and result.error.http_status == mock_kwargs["return_value"].status_code
-    assert result.raw == mock_kwargs["return_value"].text
+    assert result.error is not None and result.error.http_status == reply.status_code
+    assert result.raw == reply.text
     assert result.usage is not None and result.duration_ms is not None
 
 
-def test_a_tool_call_is_a_verdict_with_usage(provider: Provider, mock: respx.MockRouter) -> None:
+def test_a_tool_call_is_a_verdict_with_usage(provider: Provider, wire: Wire) -> None:
     """A forced record_verdict tool call with a valid input is the verdict."""
-    mock.post("/v1/messages").mock(**_reply(200, _message([_tool(GOOD)])))
+    _answer(wire, _reply(200, _message([_tool(GOOD)])))
     result = provider.complete(_prompt())
     assert result.verdict is not None and result.verdict.category == "bug_report"
     assert result.usage is not None and (result.usage.input_tokens, result.usage.output_tokens) == (420, 57)
 
 
 def test_a_text_answer_is_parsed_when_there_is_no_tool_call(
-    provider: Provider, mock: respx.MockRouter
+    provider: Provider, wire: Wire
 ) -> None:
     """A compatible server that ignores tools and answers JSON text still gives a verdict."""
-    mock.post("/v1/messages").mock(**_reply(200, _message([_text(json.dumps(GOOD))], stop="end_turn")))
+    _answer(wire, _reply(200, _message([_text(json.dumps(GOOD))], stop="end_turn")))
     assert provider.complete(_prompt()).verdict is not None
 
 
-def test_request_carries_prompt_and_schema_as_forced_tool(provider: Provider, mock: respx.MockRouter) -> None:
+def test_request_carries_prompt_and_schema_as_forced_tool(provider: Provider, wire: Wire) -> None:
     """The body has the system text, the user message and the verdict schema as a forced tool."""
-    route = mock.post("/v1/messages").mock(**_reply(200, _message([_tool(GOOD)])))
+    route = _answer(wire, _reply(200, _message([_tool(GOOD)])))
     prompt = _prompt()
     provider.complete(prompt)
-    body = json.loads(route.calls.last.request.content)
+    body = json.loads(route.last.content)
     assert (body["model"], body["system"]) == ("claude-test", prompt.system)
     assert body["messages"] == [{"role": "user", "content": prompt.user}]
     assert body["tools"][0]["input_schema"] == verdict_json_schema()
@@ -214,27 +217,27 @@ def test_request_carries_prompt_and_schema_as_forced_tool(provider: Provider, mo
     assert isinstance(body["max_tokens"], int)
 
 
-def test_request_headers_carry_key_and_version(provider: Provider, mock: respx.MockRouter) -> None:
+def test_request_headers_carry_key_and_version(provider: Provider, wire: Wire) -> None:
     """x-api-key and anthropic-version 2023-06-01 are sent; no Bearer header."""
-    route = mock.post("/v1/messages").mock(**_reply(200, _message([_tool(GOOD)])))
+    route = _answer(wire, _reply(200, _message([_tool(GOOD)])))
     provider.complete(_prompt())
-    headers = route.calls.last.request.headers
+    headers = route.last.headers
     assert (headers["x-api-key"], headers["anthropic-version"]) == (KEY, "2023-06-01")
     assert "authorization" not in headers
 
 
-def test_retry_after_is_kept_on_a_rate_limit(provider: Provider, mock: respx.MockRouter) -> None:
+def test_retry_after_is_kept_on_a_rate_limit(provider: Provider, wire: Wire) -> None:
     """A 429's Retry-After lands on the error."""
-    mock.post("/v1/messages").mock(
-        **_reply(429, _error("rate_limit_error", "slow down"), **{"retry-after": "12"})
+    _answer(
+        wire, _reply(429, _error("rate_limit_error", "slow down"), **{"retry-after": "12"})
     )
     error = provider.complete(_prompt()).error
     assert error is not None and error.retry_after_s == 12.0
 
 
-def test_an_echoed_key_is_redacted(provider: Provider, mock: respx.MockRouter) -> None:
+def test_an_echoed_key_is_redacted(provider: Provider, wire: Wire) -> None:
     """A server that echoes the key back does not get it into the attempt record."""
-    mock.post("/v1/messages").mock(**_reply(401, _error("authentication_error", f"bad key {KEY}")))
+    _answer(wire, _reply(401, _error("authentication_error", f"bad key {KEY}")))
     result = provider.complete(_prompt())
     assert result.error is not None and result.raw is not None
     assert KEY not in result.raw and KEY not in result.error.message

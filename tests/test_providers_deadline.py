@@ -18,14 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _fakes.http import closed_port
 from _fakes.provider import FakeProvider, running_fake
 from pydantic import SecretStr
 
 from watcher.config import Settings
 from watcher.models import Comment, Prompt
-from watcher.providers.prompts import render
 from watcher.providers import make_provider
 from watcher.providers.base import CallResult, ProbeResult
+from watcher.providers.prompts import render
 
 KEY = "sk-deadline-0123456789abcdef"
 REPO = Path(__file__).resolve().parent.parent
@@ -74,19 +75,13 @@ def _prompt() -> Prompt:
     return render(comment)
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 # ---- no connection -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["openai", "anthropic"])
 def test_a_closed_port_is_unreachable_and_sends_nothing(tmp_path: Path, name: str) -> None:
     """Connection refused: unreachable, no response fields, and fast (no wait for the deadline)."""
-    result, elapsed = _call(tmp_path, f"http://127.0.0.1:{_closed_port()}", provider=name)
+    result, elapsed = _call(tmp_path, f"http://127.0.0.1:{closed_port()}", provider=name)
     assert result.error is not None and result.error.kind == "unreachable"
     assert (result.raw, result.usage, result.error.http_status) == (None, None, None)
     assert "WATCHER_BASE_URL" in result.error.message
@@ -107,7 +102,9 @@ def test_a_trickling_body_ends_as_timeout_at_the_deadline(tmp_path: Path, fake: 
 
 
 class _TrickleHeaders:
-    """A raw socket server that answers every request one byte of the status line at a time."""
+    """A raw socket server that answers every request one byte of the status line at a time.
+
+    Raw on purpose: the status line itself must trickle, which no HTTP server library sends."""
 
     def __init__(self, pause_s: float) -> None:
         self.pause_s = pause_s
@@ -167,7 +164,7 @@ def test_the_probe_is_bounded_by_the_same_deadline(tmp_path: Path, trickle_heade
 
 def test_a_probe_of_a_closed_port_is_unreachable(tmp_path: Path) -> None:
     """No connection made: the probe says unreachable and what to check."""
-    result, _ = _probe(tmp_path, f"http://127.0.0.1:{_closed_port()}/v1")
+    result, _ = _probe(tmp_path, f"http://127.0.0.1:{closed_port()}/v1")
     assert (result.ok, result.kind) == (False, "unreachable")
     assert "WATCHER_BASE_URL" in result.message
 
@@ -254,6 +251,8 @@ def test_the_deadline_cuts_a_reused_keep_alive_connection(tmp_path: Path) -> Non
 
     status, _, payload = Fake().handle({"messages": [{"content": "TAG:first"}]})
     accepted: list[int] = []
+    # A raw socket on purpose: what matters is which connection the second request arrives on,
+    # and that its answer trickles there; an HTTP server library hides both.
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()

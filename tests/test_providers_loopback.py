@@ -1,7 +1,8 @@
 """Both HTTP providers against a real loopback server: the real client config end to end.
 
-respx replaces the transport; these tests keep it, so headers, URL joining, the timeout and
-the zero-retry transport are what a real provider would see. The server records every request:
+The in-process fake (``_fakes.http``) replaces the transport; these tests keep the one httpx
+builds, so headers, URL joining, the timeout, the proxies from the environment and the zero-retry
+transport are what a real provider would see. The server records every request:
 "exactly one call" is asserted on its log, not on a mock.
 """
 
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _fakes.http import closed_port
 from pydantic import SecretStr
 
 from watcher.config import Settings
 from watcher.models import Comment, Prompt
-from watcher.providers.prompts import render
 from watcher.providers import make_provider, verdict_json_schema
 from watcher.providers.base import Provider
+from watcher.providers.prompts import render
 
 KEY = "sk-loopback-0123456789abcdef"
 VERDICT = {
@@ -76,6 +77,16 @@ def _handler(state: FakeServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(payload)
 
+        def do_CONNECT(self) -> None:  # the name is http.server API
+            # An HTTPS request through a proxy starts with CONNECT host:443: record it and refuse
+            # the tunnel (the loopback server speaks no TLS).
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            state.calls.append(Recorded("CONNECT", self.path, headers, b""))
+            self.send_response(403)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            self.close_connection = True
+
         def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
             pass
 
@@ -85,8 +96,9 @@ def _handler(state: FakeServer) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture(autouse=True)
 def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     # A developer's HTTP(S)_PROXY must not route loopback test traffic elsewhere.
-    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
 
 
 @pytest.fixture
@@ -217,10 +229,7 @@ def test_a_dropped_connection_is_network_after_one_request(
 @pytest.mark.parametrize("name", ["openai", "anthropic"])
 def test_a_closed_port_is_unreachable(tmp_path: Path, name: str) -> None:
     """Connection refused is unreachable (no connection was made), with no response fields."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    result = _provider(tmp_path, name, f"http://127.0.0.1:{port}").complete(_prompt())
+    result = _provider(tmp_path, name, f"http://127.0.0.1:{closed_port()}").complete(_prompt())
     assert result.error is not None and result.error.kind == "unreachable"
     assert result.raw is None and result.usage is None and result.error.http_status is None
     assert "is the server running? check WATCHER_BASE_URL" in result.error.message
@@ -269,3 +278,39 @@ def test_the_key_never_reaches_a_log_line(
         _provider(tmp_path, name, server.url).complete(_prompt())
     assert caplog.records, "debug logging produced no records: the test would prove nothing"
     assert all(KEY not in record.getMessage() for record in caplog.records)
+
+
+# ---- proxies from the environment (httpx reads them: trust_env) ---------------------------------
+
+
+def test_http_proxy_carries_the_call(
+    tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With HTTP_PROXY set, the call goes to the proxy, which is asked for the absolute URL."""
+    monkeypatch.setenv("HTTP_PROXY", server.url)
+    server.reply = _openai_ok
+    result = _provider(tmp_path, "openai", "http://model.invalid/v1").complete(_prompt())
+    assert result.verdict is not None
+    assert [c.path for c in server.calls] == ["http://model.invalid/v1/chat/completions"]
+
+
+def test_https_proxy_is_asked_for_a_tunnel(
+    tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With HTTPS_PROXY set, an https base URL is reached through a CONNECT tunnel at the proxy."""
+    monkeypatch.setenv("HTTPS_PROXY", server.url)
+    result = _provider(tmp_path, "anthropic", "https://model.invalid").complete(_prompt())
+    assert result.error is not None and result.error.kind == "network"
+    assert [(c.method, c.path) for c in server.calls] == [("CONNECT", "model.invalid:443")]
+
+
+def test_no_proxy_sends_the_call_direct(
+    tmp_path: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host in NO_PROXY is called directly, not through HTTP_PROXY (a port nothing serves)."""
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    server.reply = _openai_ok
+    result = _provider(tmp_path, "openai", server.url + "/v1").complete(_prompt())
+    assert result.verdict is not None
+    assert [c.path for c in server.calls] == ["/v1/chat/completions"]

@@ -4,7 +4,6 @@ not branches elsewhere (STYLE rules 11)."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -77,20 +76,6 @@ def test_config_and_the_registry_do_not_import_httpx() -> None:
             "r.provider_spec('openai'); print('httpx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "False"
-
-
-def test_a_process_that_talks_http_does_not_load_httpxs_own_cli() -> None:
-    """`import httpx` would load httpx's command-line client (click, rich, pygments: ~0.1 s of CPU
-    a process) whenever click is installed, as the mcp extra installs it. watcher never runs it."""
-    assert importlib.util.find_spec("click") is not None, "the test extra's mcp brings click; without it this proves nothing"
-    code = ("import sys, pathlib, watcher.cli.app, watcher.providers._http, httpx; "
-            "from watcher.config import load_settings; from watcher.providers import make_provider; "
-            "env = {'WATCHER_PROVIDER': 'openai', 'WATCHER_API_KEY': 'k'}; "
-            "make_provider(load_settings(data_dir=pathlib.Path('.'), env=env)).close(); "
-            "print(sorted(m for m in ('click', 'pygments', 'rich.syntax', 'rich.progress') "
-            "if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
-    assert out.stdout.strip() == "[]"
 
 
 class GeminiLike(OpenAIProvider):

@@ -160,7 +160,8 @@ def fake() -> Iterator[FakeProvider]:
 def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Path, tmp_path: Path,
                                                                     account: Hooks) -> None:
     """check, scan (dry and real), status, inbox (all, new), show (a verdict, a baseline, an
-    answered comment), mark, eval, recheck, signals and refusals, as --json, envelope and tables."""
+    answered comment), mark, eval, recheck, signals, cron, open and refusals, as --json, envelope
+    and tables."""
     export(tmp_path / "export.json", ["q1", "p1", "s1", "q2"])
     source = ACCOUNT
     t = Transcript("offline", tmp_path, data_dir, {"WATCHER_PROVIDER": "offline"}, hooks=account)
@@ -193,6 +194,9 @@ def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Pa
     cron = {"DEVTO_USERNAME": "maya_writes"}
     t.run("cli", "cron", "--json", env=cron)
     t.run("cli", "cron", env=cron)
+    nobrowser = {"BROWSER": str(tmp_path / "no-browser")}  # webbrowser's own choice: none here
+    t.run("cli", "open", "q1", "--json", env=nobrowser)
+    t.run("cli", "open", "q1", env=nobrowser)
     t.check()
 
 

@@ -3,11 +3,9 @@ file-level save, reconcile and patch_triage."""
 
 from __future__ import annotations
 
-import os
+import time
 from dataclasses import dataclass
-from pathlib import Path
 
-import pytest
 from _fakes.records import entry, error, record, verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -232,7 +230,7 @@ def test_reconcile_adds_missing_and_repairs_moved_on_entries(paths: Paths) -> No
     assert repaired.comments["a"].triage == "ignored"
 
 
-def test_reconcile_reads_only_files_whose_stamp_changed(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reconcile_reads_only_files_whose_stamp_changed(paths: Paths) -> None:
     """An up-to-date index costs a stat per comment, no reads."""
     FileStore(paths).save_record(record("a"))
     index, _ = FileStore(paths).reconcile_index(SeenFile())
@@ -244,64 +242,60 @@ def test_reconcile_reads_only_files_whose_stamp_changed(paths: Paths, monkeypatc
     assert NoReads(paths).reconcile_index(index) == (index, [])
 
 
-def _quiet_inbox(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
-    """inbox/ as an idle account's: last changed long ago (its mtime), trusted at once."""
-    os.utime(paths.inbox, ns=(1_000_000_000, 1_000_000_000))
-    monkeypatch.setattr(_index, "_QUIET_NS", 0)
+def _full_reconcile(paths: Paths, index: SeenFile, *, later_s: float = 0) -> tuple[SeenFile, list[str]]:
+    """A full reconcile as :meth:`FileStore.reconcile_index` makes it, with its clock ``later_s``
+    ahead: inbox/ last changed that long ago, as on an idle account."""
+    return _index.reconcile(paths, index, None, load_record=FileStore(paths).load_record, written={},
+                            now_ns=lambda: time.time_ns() + int(later_s * 1e9))
 
 
-def _count_stats(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    stats: list[str] = []
-    real = _index.stamp
-
-    def counted(path: str | Path) -> str | None:
-        stats.append(str(path))
-        return real(path)
-
-    monkeypatch.setattr(_index, "stamp", counted)
-    return stats
+def _edit_in_place(paths: Paths, rec: InboxRecord) -> None:
+    """Rewrite an inbox file in place (same inode, new size): inbox/'s own times do not move, so
+    only a stat of the file itself can see the change."""
+    with open(paths.inbox_file(rec.comment.id), "r+b") as fh:
+        fh.truncate(0)
+        fh.write(rec.model_dump_json().encode())
 
 
-def test_a_second_full_reconcile_of_the_same_index_makes_no_stat(paths: Paths,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def _reserved(cid: str) -> InboxRecord:
+    return records.reserve(record(cid), command="scan", entrypoint="cli", provider="offline", model="m")
+
+
+def test_a_second_full_reconcile_of_the_same_index_makes_no_stat(paths: Paths) -> None:
     """Reconciling the same index again (a run: before planning, then under the lock) while
     inbox/ is unchanged gives the first result back without a stat per comment."""
     for cid in ("a", "b"):
         FileStore(paths).save_record(record(cid))
-    _quiet_inbox(paths, monkeypatch)
     base = SeenFile()
-    first = FileStore(paths).reconcile_index(base)
-    stats = _count_stats(monkeypatch)
-    assert FileStore(paths).reconcile_index(base) == first
-    assert stats == []
-    assert FileStore(paths).reconcile_index(first[0]) == (first[0], [])  # another index: a full pass
-    assert len(stats) == 2
+    first = _full_reconcile(paths, base, later_s=10)
+    _edit_in_place(paths, _reserved("a"))  # seen only by a stat of a.json
+    assert _full_reconcile(paths, base, later_s=10) == first
+    again, changed = _full_reconcile(paths, first[0], later_s=10)  # another index: a full pass
+    assert changed == ["a"] and again.comments["a"].status == "reserved"
 
 
-def test_a_write_into_inbox_between_two_reconciles_is_seen(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_write_into_inbox_between_two_reconciles_is_seen(paths: Paths) -> None:
     """Any inbox write (a temp file renamed into inbox/) moves the directory's times, so the
     second reconcile of the same index is a full one and repairs what changed."""
     FileStore(paths).save_record(record("a"))
-    _quiet_inbox(paths, monkeypatch)
     base = SeenFile()
-    FileStore(paths).reconcile_index(base)
-    reserved = records.reserve(record("a"), command="scan", entrypoint="cli", provider="offline", model="m")
-    FileStore(paths).save_record(reserved)
+    first = _full_reconcile(paths, base, later_s=10)  # kept: a result is remembered only while it is alive
+    FileStore(paths).save_record(_reserved("a"))
     FileStore(paths).save_record(record("b"))
-    again, changed = FileStore(paths).reconcile_index(base)
-    assert changed == ["a", "b"]
+    again, changed = _full_reconcile(paths, base, later_s=10)
+    assert changed == ["a", "b"] and first[1] == ["a"]
     assert (again.comments["a"].status, again.comments["a"].attempts) == ("reserved", 1)
 
 
-def test_a_recently_changed_inbox_is_never_trusted(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_recently_changed_inbox_is_never_trusted(paths: Paths) -> None:
     """inbox/ changed within the last two seconds (a clock tick could hide a further change):
     every full reconcile stats every comment."""
     FileStore(paths).save_record(record("a"))
     base = SeenFile()
-    FileStore(paths).reconcile_index(base)
-    stats = _count_stats(monkeypatch)
-    FileStore(paths).reconcile_index(base)
-    assert len(stats) == 1
+    first = _full_reconcile(paths, base)  # kept: a result is remembered only while it is alive
+    _edit_in_place(paths, _reserved("a"))
+    again, _ = _full_reconcile(paths, base)
+    assert first[0].comments["a"].status == "pending" and again.comments["a"].status == "reserved"
 
 
 def test_a_record_the_store_just_wrote_is_not_read_again(paths: Paths) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from watcher.errors import CorruptState, LogReplaced, SaveFailed, exit_code_for
 from watcher.models import SignalCursor, SignalState
 from watcher.pipeline import new_run_id
 from watcher.store import durable, signals
+from watcher.store.locks import signals_lock
+from watcher.store.oscalls import OsCalls
 
 
 def _line(key: str, width: int = 40) -> bytes:
@@ -37,19 +40,19 @@ def _write_raw(paths: Paths, data: bytes) -> None:
         fh.write(data)
 
 
-def _fail_replace_into(monkeypatch: pytest.MonkeyPatch, target: Path, *, times: int = 1) -> list[str]:
-    """Make the next ``times`` durable writes of ``target`` fail at os.replace; return a call log."""
-    real_replace = os.replace
-    failed: list[str] = []
+class FailReplaceInto(OsCalls):
+    """The real OS calls, but the next ``times`` durable writes of ``target`` fail at the rename
+    (a full disk); ``failed`` logs them."""
 
-    def replace(src: Any, dst: Any) -> None:
-        if Path(dst) == target and len(failed) < times:
-            failed.append(str(dst))
+    def __init__(self, target: Path, *, times: int = 1) -> None:
+        self.target, self.times = target, times
+        self.failed: list[str] = []
+
+    def replace(self, src: str | Path, dst: str | Path) -> None:
+        if Path(dst) == self.target and len(self.failed) < self.times:
+            self.failed.append(str(dst))
             raise OSError(28, "No space left on device (injected)")
-        real_replace(src, dst)
-
-    monkeypatch.setattr(os, "replace", replace)
-    return failed
+        super().replace(src, dst)
 
 
 def _cursor(paths: Paths) -> int:
@@ -84,19 +87,17 @@ def test_append_writes_one_json_line_per_event_with_ts_first(paths: Paths) -> No
     assert records[0]["ts"].endswith("Z")
 
 
-def test_append_puts_all_lines_of_one_call_in_a_single_write(
-    paths: Paths, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_append_puts_all_lines_of_one_call_in_a_single_write(paths: Paths) -> None:
     """Three events are one os.write of three whole lines, so they cannot interleave."""
     writes: list[bytes] = []
-    real_write = os.write
 
-    def write(fd: int, data: bytes) -> int:
-        writes.append(bytes(data))
-        return real_write(fd, data)
+    class Watched(OsCalls):
+        def write(self, fd: int, data: bytes) -> int:
+            writes.append(bytes(data))
+            return super().write(fd, data)
 
-    monkeypatch.setattr(os, "write", write)
-    signals.append(paths, [{"key": f"k{i}", "run": "r", "entrypoint": "cli"} for i in range(3)])
+    events = [{"key": f"k{i}", "run": "r", "entrypoint": "cli"} for i in range(3)]
+    signals.append(paths, events, calls=Watched())
     assert len(writes) == 1
     assert writes[0].count(b"\n") == 3 and writes[0].endswith(b"\n")
 
@@ -131,45 +132,41 @@ def test_append_starts_a_fresh_line_after_a_torn_tail(paths: Paths) -> None:
     assert result.invalid == 1
 
 
-def test_append_raises_save_failed_when_the_disk_fails(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_append_raises_save_failed_when_the_disk_fails(paths: Paths) -> None:
     """An OSError while appending surfaces as SaveFailed (exit 5)."""
 
     _emit(paths, "verdict.ok", run="r", entrypoint="cli")  # the log exists already
 
-    def write(fd: int, data: bytes) -> int:
-        raise OSError(28, "No space left on device (injected)")
+    class Full(OsCalls):
+        def write(self, fd: int, data: bytes) -> int:
+            raise OSError(28, "No space left on device (injected)")
 
-    monkeypatch.setattr(os, "write", write)
     with pytest.raises(SaveFailed) as caught:
-        _emit(paths, "verdict.ok", run="r", entrypoint="cli")
+        signals.append(paths, [{"key": "verdict.ok", "run": "r", "entrypoint": "cli"}], calls=Full())
     assert exit_code_for(caught.value) == 5
     assert str(paths.observations) in str(caught.value)
 
 
-def test_counted_lines_are_fsynced_before_the_watermark_that_claims_them(
-        paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_counted_lines_are_fsynced_before_the_watermark_that_claims_them(paths: Paths) -> None:
     """Appends skip fsync; the counter fsyncs the log before saving state, so applied never
     points past durable bytes after a power cut."""
-    from watcher.store import durable
-
     _emit(paths, "verdict.ok", run="r", entrypoint="cli")
     events: list[str] = []
-    real_fsync, real_write_model = os.fsync, durable.write_model
 
-    def fsync(fd: int) -> None:
-        if os.path.samestat(os.fstat(fd), os.stat(paths.observations)):
-            events.append("log fsync")
-        real_fsync(fd)
+    class Watched(OsCalls):
+        def fsync(self, fd: int) -> None:
+            if os.path.samestat(os.fstat(fd), os.stat(paths.observations)):
+                events.append("log fsync")
+            super().fsync(fd)
 
-    def write_model(path, model, **where):  # type: ignore[no-untyped-def]
+    def write_model(path: Path, model: Any) -> None:
         events.append(f"write {path.name}")
-        real_write_model(path, model, **where)
+        durable.write_model(path, model, calls=calls)
 
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(durable, "write_model", write_model)
-    _emit(paths, "verdict.ok", run="r", entrypoint="cli")
+    calls = Watched()
+    signals.append(paths, [{"key": "verdict.ok", "run": "r", "entrypoint": "cli"}], calls=calls)
     assert events == []  # the append itself made no fsync of the log
-    signals.run_counter(paths)
+    signals.run_counter(paths, write=write_model, calls=calls)
     assert events[:2] == ["log fsync", "write state.json"]
 
 
@@ -203,16 +200,14 @@ def test_each_line_is_counted_once_across_runs(paths: Paths) -> None:
     assert third.applied == _cursor(paths) == paths.observations.stat().st_size
 
 
-def test_failed_state_save_keeps_counts_at_zero_and_the_next_run_counts_both(
-    paths: Paths, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_state_save_keeps_counts_at_zero_and_the_next_run_counts_both(paths: Paths) -> None:
     """Seed window (a): OSError on the first state save → counts 0; next run counts 2."""
     _write_raw(paths, _line("K") + _line("K"))
-    failed = _fail_replace_into(monkeypatch, paths.signals_state)
+    full = FailReplaceInto(paths.signals_state)
 
     with pytest.raises(SaveFailed):
-        signals.run_counter(paths)
-    assert failed == [str(paths.signals_state)]
+        signals.run_counter(paths, calls=full)
+    assert full.failed == [str(paths.signals_state)]
     assert _counts(paths) == {}
     assert _cursor(paths) == 0  # the cursor did not move past lines that were never counted
 
@@ -220,14 +215,11 @@ def test_failed_state_save_keeps_counts_at_zero_and_the_next_run_counts_both(
     assert result.counts == {"K": 2}
 
 
-def test_failed_cursor_save_after_counting_replays_without_double_counting(
-    paths: Paths, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_cursor_save_after_counting_replays_without_double_counting(paths: Paths) -> None:
     """Seed window (b): cursor save fails after counts saved as 2; +1 line → reads 3, count 3."""
     _write_raw(paths, _line("K") + _line("K"))
-    _fail_replace_into(monkeypatch, paths.signals_cursor)
     with pytest.raises(SaveFailed):
-        signals.run_counter(paths)
+        signals.run_counter(paths, calls=FailReplaceInto(paths.signals_cursor))
     assert _counts(paths) == {"K": 2}
     assert _cursor(paths) == 0
 
@@ -241,14 +233,11 @@ def test_failed_cursor_save_after_counting_replays_without_double_counting(
     assert idle.lines_read == 0 and idle.counts == {"K": 3}
 
 
-def test_worked_example_forty_byte_lines_ending_at_40_80_120(
-    paths: Paths, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_worked_example_forty_byte_lines_ending_at_40_80_120(paths: Paths) -> None:
     """Seed's worked example: A=80 after the crash; 40 and 80 are skipped, 120 makes N=3."""
     _write_raw(paths, _line("K") + _line("K"))
-    _fail_replace_into(monkeypatch, paths.signals_cursor)
     with pytest.raises(SaveFailed):
-        signals.run_counter(paths)
+        signals.run_counter(paths, calls=FailReplaceInto(paths.signals_cursor))
     state = signals.read_state(paths)
     assert state is not None
     assert (state.counts, state.applied, _cursor(paths)) == ({"K": 2}, 80, 0)
@@ -295,43 +284,35 @@ def test_lines_that_are_not_keyed_json_objects_count_as_invalid(paths: Paths) ->
     assert signals.run_counter(paths).invalid == len(bad)  # and never counted twice
 
 
-def test_counter_reads_only_the_new_bytes_not_the_whole_log(
-    paths: Paths, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_counter_reads_only_the_new_bytes_not_the_whole_log(paths: Paths) -> None:
     """After a large counted log, a run reads the new line plus a capped head, nothing else."""
     _write_raw(paths, _line("old", 200) * 2000)  # 400 KB already counted
     signals.run_counter(paths)
     _write_raw(paths, _line("new", 200))
     read: list[int] = []
-    real_pread = os.pread
 
-    def pread(fd: int, n: int, offset: int) -> bytes:
-        data = real_pread(fd, n, offset)
-        read.append(len(data))
-        return data
+    class Watched(OsCalls):
+        def pread(self, fd: int, size: int, offset: int) -> bytes:
+            data = super().pread(fd, size, offset)
+            read.append(len(data))
+            return data
 
-    monkeypatch.setattr(os, "pread", pread)
-    result = signals.run_counter(paths)
+    result = signals.run_counter(paths, calls=Watched())
     assert result.counts == {"old": 2000, "new": 1}
     assert sum(read) <= 200 + 2 * signals.HEAD_CAP
 
 
-def test_a_backlog_is_counted_in_several_durable_passes(
-    paths: Paths, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_backlog_is_counted_in_several_durable_passes(paths: Paths) -> None:
     """With small passes, the state is saved per pass and the totals are still exact."""
-    monkeypatch.setattr(signals, "PASS_BYTES", 100)
     saves: list[int] = []
-    real_write_model = durable.write_model
 
-    def write_model(path: Path, model: Any, **where: Any) -> None:
+    def write_model(path: Path, model: Any) -> None:
         if isinstance(model, SignalState):
             saves.append(model.applied)
-        real_write_model(path, model, **where)
+        durable.write_model(path, model)
 
-    monkeypatch.setattr(durable, "write_model", write_model)
     _write_raw(paths, _line("K") * 10)
-    result = signals.run_counter(paths)
+    result = signals.run_counter(paths, write=write_model, pass_bytes=100)
     assert result.counts == {"K": 10} and result.new_lines == 10
     assert saves == [120, 240, 360, 400]
 
@@ -357,21 +338,17 @@ def test_lost_state_file_recounts_the_whole_log_once(paths: Paths) -> None:
     assert signals.run_counter(paths).counts == {"K": 3}
 
 
-def test_state_lost_while_reading_is_recounted_from_the_watermark_under_the_lock(
-    paths: Paths, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_state_lost_while_reading_is_recounted_from_the_watermark_under_the_lock(paths: Paths) -> None:
     """If the watermark moves back between the read and the lock, the gap is read too."""
     _write_raw(paths, _line("K") * 2)
     signals.run_counter(paths)
     _write_raw(paths, _line("K"))
-    real_lock: Callable[[Paths], Any] = signals.signals_lock
 
-    def lock_after_losing_state(p: Paths) -> Any:
+    def lock_after_losing_state() -> AbstractContextManager[None]:
         paths.signals_state.unlink(missing_ok=True)  # as a concurrent --reset-then-crash would
-        return real_lock(p)
+        return signals_lock(paths)
 
-    monkeypatch.setattr(signals, "signals_lock", lock_after_losing_state)
-    result = signals.run_counter(paths)
+    result = signals.run_counter(paths, lock=lock_after_losing_state)
     assert result.counts == {"K": 3}
 
 
@@ -462,14 +439,11 @@ def test_reset_without_a_log_clears_counts_of_a_removed_log(paths: Paths) -> Non
     assert signals.run_counter(paths).counts == {"verdict.ok": 1}
 
 
-def test_reset_interrupted_before_the_cursor_write_still_recounts_everything(
-    paths: Paths, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_reset_interrupted_before_the_cursor_write_still_recounts_everything(paths: Paths) -> None:
     """Crash between the fresh state and cursor 0: the next run starts at min(cursor, 0)."""
     _counted_log(paths, 3)
-    _fail_replace_into(monkeypatch, paths.signals_cursor)
     with pytest.raises(SaveFailed):
-        signals.run_counter(paths, reset=True)
+        signals.run_counter(paths, reset=True, calls=FailReplaceInto(paths.signals_cursor))
     assert _counts(paths) == {} and _cursor(paths) == 120
     assert signals.run_counter(paths).counts == {"K": 3}
 
@@ -516,7 +490,7 @@ def test_counts_match_the_log_after_any_sequence_of_appends_and_failed_saves(
     ops: list[tuple[Any, ...]],
 ) -> None:
     """Whatever fails when, counts never exceed the complete lines and end equal to them."""
-    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+    with tempfile.TemporaryDirectory() as tmp:
         paths = Paths(Path(tmp))
         expected: Counter[str] = Counter()
         half: bytes | None = None  # the rest of a line still being written
@@ -534,13 +508,9 @@ def test_counts_match_the_log_after_any_sequence_of_appends_and_failed_saves(
                 half, expected[op[1]] = line[20:], expected[op[1]] + 1
             else:
                 target = {"fail_state": paths.signals_state, "fail_cursor": paths.signals_cursor}.get(op[0])
-                with mp.context() as faults:
-                    if target is not None:
-                        _fail_replace_into(faults, target)
-                    try:
-                        signals.run_counter(paths)
-                    except SaveFailed:
-                        pass
+                calls = FailReplaceInto(target) if target is not None else None
+                with contextlib.suppress(SaveFailed):
+                    signals.run_counter(paths, calls=calls)
             now = Counter(_counts(paths))
             assert now >= before  # counts never go down
             assert not now - expected  # ...and never run ahead of the complete lines
@@ -564,22 +534,22 @@ def test_corrupt_state_is_quarantined_loudly_and_the_next_run_recounts(paths: Pa
 
 
 def test_a_log_created_and_counted_elsewhere_since_the_counter_looked_is_counted_not_called_removed(
-        paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+        paths: Paths) -> None:
     """Two processes on a new data dir: this counter finds no log; before it reads the saved state,
     another process appends the first lines and counts them. That is a new log, not a removed
     one: the lines are counted, no LogReplaced (the counter re-checks under the signals lock,
     where every log is created)."""
-    real_open, real_count = signals._open_log, signals.run_counter
     looked: list[bool] = []
 
-    def no_log_yet(p: Paths) -> int | None:
-        if not looked:
-            looked.append(True)
-            _emit(p, "a.first", run="other", entrypoint="cli")  # meanwhile another process appends…
-            real_count(p)  # …and counts it
-            return None
-        return real_open(p)
+    class NoLogYet(OsCalls):
+        def open(self, path: Path, flags: int, mode: int = 0o777) -> int:
+            if path == paths.observations and not looked:
+                looked.append(True)
+                _emit(paths, "a.first", run="other", entrypoint="cli")  # meanwhile another appends…
+                signals.run_counter(paths)  # …and counts it
+                raise FileNotFoundError(2, "No such file or directory (when this counter looked)")
+            return super().open(path, flags, mode)
 
-    monkeypatch.setattr(signals, "_open_log", no_log_yet)
-    result = signals.run_counter(paths)
+    result = signals.run_counter(paths, calls=NoLogYet())
+    assert looked == [True]
     assert result.counts == {"a.first": 1} and result.new_lines == 0

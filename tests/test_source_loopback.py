@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,13 +9,14 @@ from typing import Any
 import pytest
 from _fakes.clock import FakeClock
 from _fakes.forem import FakeForem, serving_forem
+from _fakes.http import closed_port
 from pydantic import SecretStr
 
 from watcher.config import Settings
 from watcher.errors import SourceUnavailable
 from watcher.models import SeenArticle, SeenFile
-from watcher.state.seen import record_article
 from watcher.source import FetchResult, fetch_devto
+from watcher.state.seen import record_article
 
 KEY = "devto-loopback-KEY-987"
 
@@ -194,10 +194,8 @@ def test_loopback_non_json_5xx_is_source_unavailable_and_writes_nothing(
 
 def test_loopback_unreachable_server_is_source_unavailable(tmp_path: Path) -> None:
     """Nothing listening on the port: a clear 'cannot reach dev.to' with exit 3."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    settings = Settings(data_dir=tmp_path / "data", devto_username="maya", devto_base_url=f"http://127.0.0.1:{port}/api")
+    url = f"http://127.0.0.1:{closed_port()}/api"
+    settings = Settings(data_dir=tmp_path / "data", devto_username="maya", devto_base_url=url)
     clock = FakeClock(100.0)
     with pytest.raises(SourceUnavailable, match="cannot reach dev.to"):
         fetch_devto(settings, SeenFile(), clock=clock, sleep=clock.sleep)

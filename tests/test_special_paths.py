@@ -15,8 +15,10 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -301,48 +303,75 @@ def test_scan_with_a_symlinked_lock_says_so_and_creates_nothing_outside(data_dir
 # ---- a read-only data dir ----------------------------------------------------------------------
 
 
-def _refuse_writes_under(root: Path, monkeypatch: pytest.MonkeyPatch, errno_: int) -> None:
-    """Tests run as root, where chmod 555 stops nothing: os.open/mkdir under ``root`` fail instead."""
-    real_open, real_mkdir = os.open, os.mkdir
+# Tests run as root, where chmod 555 stops nothing. The interpreter's audit events are raised
+# before ``os.open``/``open`` and ``os.mkdir`` act (Python's "Audit events table"), and a hook that
+# raises aborts the call with its exception: a read-only ``root`` without rebinding ``os``. A hook
+# cannot be removed, so one is added once and refuses only inside :func:`_refusing_writes_under`.
+_REFUSED: list[tuple[str, int]] = []  # (root, errno) while a test refuses writes under it
+_HOOKED: list[bool] = []  # one hook per process
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
-    def fake_open(path: object, flags: int, *args: object, **kwargs: object) -> int:
-        if str(path).startswith(str(root)) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
-            raise OSError(errno_, os.strerror(errno_), str(path))
-        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
 
-    def fake_mkdir(path: object, *args: object, **kwargs: object) -> None:
-        if str(path).startswith(str(root)):
-            raise OSError(errno_, os.strerror(errno_), str(path))
-        real_mkdir(path, *args, **kwargs)  # type: ignore[arg-type]
+def _refuse(event: str, args: tuple[object, ...]) -> None:
+    if not _REFUSED or event not in ("open", "os.mkdir"):
+        return
+    path = args[0]
+    if not isinstance(path, str | os.PathLike):
+        return  # a descriptor or bytes: nothing the store opens by name
+    if event == "open" and not (isinstance(args[2], int) and args[2] & _WRITE_FLAGS):
+        return
+    root, errno_ = _REFUSED[-1]
+    if os.fspath(path).startswith(root):
+        raise OSError(errno_, os.strerror(errno_), os.fspath(path))
 
-    monkeypatch.setattr(os, "open", fake_open)
-    monkeypatch.setattr(os, "mkdir", fake_mkdir)
+
+@contextmanager
+def _refusing_writes_under(root: Path, errno_: int) -> Iterator[None]:
+    """``root`` as a read-only directory is to root: every create, write and mkdir under it fails
+    with ``errno_`` (EACCES: permissions, EROFS: a read-only mount); reads work."""
+    if not _HOOKED:
+        sys.addaudithook(_refuse)
+        _HOOKED.append(True)
+    _REFUSED.append((str(root), errno_))
+    try:
+        yield
+    finally:
+        _REFUSED.pop()
+
+
+def test_the_write_refusal_is_real(tmp_path: Path) -> None:
+    """The refusal the tests below rely on: writes under the root fail inside the block only, reads never."""
+    (tmp_path / "old").write_text("x")
+    with _refusing_writes_under(tmp_path, 30):
+        with pytest.raises(OSError, match="Read-only file system"):
+            (tmp_path / "new").write_text("y")
+        with pytest.raises(OSError, match="Read-only file system"):
+            (tmp_path / "d").mkdir()
+        assert (tmp_path / "old").read_text() == "x"
+    (tmp_path / "new").write_text("y")
 
 
 @pytest.mark.parametrize("errno_", [13, 30], ids=["EACCES", "EROFS"])
-def test_an_unwritable_lock_file_is_cannot_write_exit_5(paths: Paths, monkeypatch: pytest.MonkeyPatch,
-                                                        errno_: int) -> None:
+def test_an_unwritable_lock_file_is_cannot_write_exit_5(paths: Paths, errno_: int) -> None:
     """Lock acquire refused (permissions, read-only mount): SaveFailed "cannot write <lock>: <reason>"."""
     paths.pipeline_lock.parent.mkdir(parents=True)
-    _refuse_writes_under(paths.root, monkeypatch, errno_)
-    with pytest.raises(SaveFailed) as info, FileStore(paths).pipeline_lock(timeout=0):
+    with (_refusing_writes_under(paths.root, errno_), pytest.raises(SaveFailed) as info,
+          FileStore(paths).pipeline_lock(timeout=0)):
         pass
     assert exit_code_for(info.value) == EXIT_STATE
     assert str(info.value).startswith(f"cannot write {paths.pipeline_lock}: {os.strerror(errno_)}")
 
 
-def test_an_uncreatable_locks_dir_names_the_directory(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_uncreatable_locks_dir_names_the_directory(paths: Paths) -> None:
     """No locks/ yet and the data dir is read-only: the message names locks/, the thing that could not be made."""
-    _refuse_writes_under(paths.root, monkeypatch, 13)
-    with pytest.raises(SaveFailed) as info, locks.seen_lock(paths):
+    with _refusing_writes_under(paths.root, 13), pytest.raises(SaveFailed) as info, locks.seen_lock(paths):
         pass
     assert str(info.value).startswith(f"cannot write {paths.root / 'locks'}: Permission denied")
 
 
-def test_a_durable_write_into_a_read_only_dir_is_cannot_write(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_durable_write_into_a_read_only_dir_is_cannot_write(paths: Paths) -> None:
     """The temp file cannot be created: SaveFailed naming the state file, exit 5."""
-    _refuse_writes_under(paths.root, monkeypatch, 30)
-    with pytest.raises(SaveFailed) as info:
+    with _refusing_writes_under(paths.root, 30), pytest.raises(SaveFailed) as info:
         durable.write_model(paths.seen, SeenFile())
     assert str(info.value).startswith(f"cannot write {paths.seen}: Read-only file system")
 
@@ -490,13 +519,7 @@ def settings(data_dir: Path) -> Settings:
     return Settings(data_dir=data_dir)
 
 
-def _clock(monkeypatch: pytest.MonkeyPatch, shift: timedelta) -> None:
-    """Cooldowns are judged by provider_state's own "now", not a run's Hooks.clock: move that one."""
-    monkeypatch.setattr(provider_state, "utcnow", later(shift))
-
-
-def test_a_cooldown_a_year_ahead_is_capped_at_7_days_and_ends(settings: Settings,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cooldown_a_year_ahead_is_capped_at_7_days_and_ends(settings: Settings) -> None:
     """Written while the clock ran a year ahead: read as now + 7 days, written down, over after 7 days."""
     far = iso(utcnow() + timedelta(days=365))
     durable.write_model(settings.paths.provider_state, ProviderState(cooldown_until=far, reason="rate_limited"))
@@ -504,8 +527,8 @@ def test_a_cooldown_a_year_ahead_is_capped_at_7_days_and_ends(settings: Settings
     assert cooldown is not None
     assert parse_iso(cooldown.until) <= utcnow() + timedelta(days=7)
     assert FileStore(settings.paths).load_provider_state().cooldown_until == cooldown.until  # the cap is on disk
-    _clock(monkeypatch, timedelta(days=7, minutes=1))
-    assert provider_state.read_cooldown(FileStore(settings.paths)) is None
+    a_week_on = later(timedelta(days=7, minutes=1))()  # the caller's "now", as a batch hands it
+    assert provider_state.read_cooldown(FileStore(settings.paths), now=a_week_on) is None
 
 
 def test_a_cooldown_within_7_days_is_left_as_written(settings: Settings) -> None:

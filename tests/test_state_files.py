@@ -165,19 +165,19 @@ def test_files_that_do_not_use_this_releases_fields_keep_the_first_releases_shap
     assert json.loads(used.model_dump_json())["baseline"] is True  # and written once it is used
 
 
-def test_a_record_read_again_is_the_file_as_it_is_now(paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_record_read_again_is_the_file_as_it_is_now(paths: Paths) -> None:
     """A store reads a record once and trusts its stamp after (one lstat per re-read): any change
     to the file since — another process's save, a copy written over it in place, a corrupt
     file, its removal — is read and judged as the first read would."""
-    from watcher.state import records
-    from watcher.store import durable
+    from test_store_reads import ReadCounting
 
-    mine, theirs = FileStore(paths), FileStore(paths)
+    from watcher.state import records
+
+    mine, theirs = ReadCounting(paths), FileStore(paths)
     theirs.save_record(record("abc1"))
     assert mine.load_record("abc1") == record("abc1")
-    reads: list[Path] = []
-    real = durable.read_model
-    monkeypatch.setattr(durable, "read_model", lambda path, *a, **k: reads.append(path) or real(path, *a, **k))
+    reads = mine.reads
+    reads.clear()
     assert mine.load_record("abc1") == record("abc1") and reads == []  # unchanged: not read again
 
     reserved = records.reserve(record("abc1"), command="scan", entrypoint="cli", provider="p", model="m")

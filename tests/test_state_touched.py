@@ -109,8 +109,7 @@ def test_scan_closes_an_orphaned_reservation_it_meets(data_dir: Path, tmp_path: 
     assert fake.calls == ["orf"] and _record(data_dir, "new").attempts[-1].error.kind == "interrupted"
 
 
-def test_a_failed_index_save_still_reports_the_batch(data_dir: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_index_save_still_reports_the_batch(data_dir: Path, tmp_path: Path) -> None:
     """Calls made, verdicts saved, then seen.json cannot be written: exit 5, but the summary of the
     calls is still there (the table is printed)."""
     fake = FakeProvider()
@@ -176,25 +175,32 @@ def _stops_blocked_by(thread: threading.Thread) -> set[int]:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads a thread's signal mask from /proc")
-def test_watchers_helper_threads_never_take_sigint_or_sigterm(data_dir: Path, fake: FakeProvider, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_watchers_helper_threads_never_take_sigint_or_sigterm(data_dir: Path, fake: FakeProvider,
+                                                              tmp_path: Path) -> None:
     """A signal sent to the process goes to any thread that does not block it, and Python's handler
     then waits for the main thread, which a model call's recv keeps asleep until its deadline: the
     scan of the test above hung so 3 times in 300 under load. The deadline thread and the call workers
     block both, and the main thread still takes them."""
-    from watcher.pipeline import calls
+    from watcher.providers import make_provider
 
     masks: list[tuple[str, set[int]]] = []
-    real = calls._complete
 
-    def complete(provider: Any, prompt: Any) -> Any:
-        masks.append((threading.current_thread().name, set(signal.pthread_sigmask(signal.SIG_BLOCK, []))))
-        return real(provider, prompt)
+    class MaskNoting:
+        """The real provider, noting the signal mask of the thread each call is made on."""
 
-    monkeypatch.setattr(calls, "_complete", complete)
+        def __init__(self, settings: Any) -> None:
+            self._real = make_provider(settings)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._real, name)
+
+        def complete(self, prompt: Any) -> Any:
+            masks.append((threading.current_thread().name, set(signal.pthread_sigmask(signal.SIG_BLOCK, []))))
+            return self._real.complete(prompt)
+
     export = write_export(tmp_path / "e.json", ["a1", "a2", "a3"])
     done = run_main("cli", "scan", "--source", str(export), "--json", data_dir=data_dir,
-                    env={**fake.env(), "WATCHER_PARALLEL": "2"})
+                    env={**fake.env(), "WATCHER_PARALLEL": "2"}, hooks=Hooks(make_provider=MaskNoting))
     assert done.returncode == 0, done.stderr
     stops = {signal.SIGINT, signal.SIGTERM}
     assert len(masks) == 3 and all(name.startswith("watcher-call-") and stops <= mask for name, mask in masks), masks

@@ -1,4 +1,4 @@
-"""What a store reads again and what it trusts by stamp (SPEC §4.2, bench/run.py figure 1).
+"""What a store reads again and what it trusts by stamp (SPEC §4.2).
 
 A store reads a file once and, while the file keeps the stamp of that read or of its own write
 (every durable write makes a new inode), answers from what it read. Anything another process
@@ -15,29 +15,27 @@ import pytest
 from watcher.config import Paths
 from watcher.errors import UnsafePath
 from watcher.models import ProviderState
-from watcher.store import durable
 from watcher.store.dirs import real_directories
 from watcher.store.files import FileStore
 
 
-@pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The paths ``durable.read_model`` opened, in order."""
-    seen: list[Path] = []
-    real = durable.read_model
+class ReadCounting(FileStore):
+    """The real store, noting the path of every file it reads (its one read, ``_read``)."""
 
-    def counting(path: Path, *args: Any, **kwargs: Any) -> Any:
-        seen.append(path)
-        return real(path, *args, **kwargs)
+    def __init__(self, paths: Paths) -> None:
+        super().__init__(paths)
+        self.reads: list[Path] = []
 
-    monkeypatch.setattr(durable, "read_model", counting)
-    return seen
+    def _read(self, path: Path, *args: Any, **kwargs: Any) -> Any:
+        self.reads.append(path)
+        return super()._read(path, *args, **kwargs)
 
 
-def test_provider_state_is_read_again_only_when_another_process_wrote_it(paths: Paths, reads: list[Path]) -> None:
+def test_provider_state_is_read_again_only_when_another_process_wrote_it(paths: Paths) -> None:
     """The gate asks for provider.json after every answer: a file unchanged since this store
     wrote or read it is not read again, and a file another store wrote since is."""
-    mine, theirs = FileStore(paths), FileStore(paths)
+    mine, theirs = ReadCounting(paths), FileStore(paths)
+    reads = mine.reads
     assert mine.load_provider_state() == ProviderState()
     assert mine.load_provider_state() == ProviderState()
     assert reads == [paths.provider_state]  # no file: looked at by its stamp the second time

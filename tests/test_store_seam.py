@@ -26,7 +26,7 @@ ALLOWED = {
     ("watcher/config.py", "read_bytes"): "config.toml: the user's settings, read once, never written",
     ("watcher/source/_export.py", "read_bytes"): "--source FILE: the user's Forem export, read only",
     ("watcher/providers/prompts.py", "read_bytes"): "the prompt template shipped with the package",
-    ("watcher/cli/app.py", "os.open"): "/dev/null over a closed stdout (SPEC §13.6), no file of the data dir",
+    ("watcher/cli/frontend.py", "os.open"): "/dev/null over a closed stdout (SPEC §13.6), no file of the data dir",
     ("watcher/commands/labelled.py", "read_bytes"): "the labelled set's labels.json (SPEC §15.6), read only",
 }
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from pydantic import ValidationError
 
 from watcher.models import AttemptError, Category, Priority, Verdict
 from watcher.providers import parse_verdict_text, verdict_json_schema
@@ -84,7 +86,9 @@ def test_an_unknown_category_is_an_invalid_verdict() -> None:
 
 def test_an_over_long_summary_is_an_invalid_verdict() -> None:
     """The summary is limited to 280 characters."""
-    assert _kind(parse_verdict_text(json.dumps({**GOOD, "summary": "x" * 281}))) == "invalid_verdict"
+    assert (
+        _kind(parse_verdict_text(json.dumps({**GOOD, "summary": "x" * 281}))) == "invalid_verdict"
+    )
 
 
 def test_invalid_verdict_message_names_the_field_not_the_value() -> None:
@@ -106,6 +110,57 @@ def test_schema_enums_match_the_verdict_model() -> None:
     schema = verdict_json_schema()
     assert schema["properties"]["category"]["enum"] == list(Category.__args__)
     assert schema["properties"]["priority"]["enum"] == list(Priority.__args__)
+
+
+_other_values = {
+    "needs_reply": st.booleans() | st.sampled_from([0, 1, "true", None]),
+    "category": st.sampled_from([*Category.__args__, "Question", ""]),
+    "priority": st.sampled_from([*Priority.__args__, "urgent", None]),
+    "summary": st.text(max_size=290) | st.integers(),
+    "reply_hint": st.text(max_size=510) | st.none(),
+    "confidence": st.floats(0, 1),
+}
+
+
+@st.composite
+def _near_verdicts(draw: st.DrawFn) -> dict[str, Any]:
+    """A good verdict with up to two fields dropped, changed or added."""
+    data = dict(GOOD)
+    for name in draw(st.sets(st.sampled_from(sorted(_other_values)), max_size=2)):
+        if draw(st.booleans()):
+            data.pop(name, None)
+        else:
+            data[name] = draw(_other_values[name])
+    return data
+
+
+@settings(max_examples=400, deadline=None)
+@given(_near_verdicts())
+def test_the_schema_and_the_verdict_model_accept_the_same_objects(data: dict[str, Any]) -> None:
+    """An object fits the schema exactly when the Verdict model (strict, no coercion) takes it;
+    string lengths aside, which the schema states in words (the next test)."""
+    summary, hint = data.get("summary"), data.get("reply_hint")
+    assume(not isinstance(summary, str) or 1 <= len(summary) <= 280)
+    assume(not isinstance(hint, str) or len(hint) <= 500)
+    schema_ok = Draft202012Validator(verdict_json_schema()).is_valid(data)
+    try:
+        Verdict.model_validate(data, strict=True)
+    except ValidationError:
+        model_ok = False
+    else:
+        model_ok = True
+    assert schema_ok == model_ok
+
+
+def test_schema_states_the_models_length_limits_in_words() -> None:
+    """OpenAI strict mode takes no minLength/maxLength: the limits travel in the descriptions."""
+    properties = verdict_json_schema()["properties"]
+    limits = Verdict.model_json_schema()["properties"]
+    assert "1 to 280 characters" in properties["summary"]["description"]
+    assert "at most 500 characters" in properties["reply_hint"]["description"]
+    assert (limits["summary"]["minLength"], limits["summary"]["maxLength"]) == (1, 280)
+    assert limits["reply_hint"]["maxLength"] == 500
+    assert not any("maxLength" in p or "minLength" in p for p in properties.values())
 
 
 def test_schema_is_a_fresh_copy_each_time() -> None:

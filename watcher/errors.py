@@ -248,7 +248,9 @@ class SaveConflict(StateError):
 
 
 class Interrupted(WatcherError):
-    """The person stopped a batch (SPEC §13.6): the in-flight attempt is recorded as interrupted."""
+    """The person stopped a batch (SPEC §13.6): the in-flight attempt is recorded as interrupted.
+    Stopped while waiting for a lock (SPEC §16.6), it is ``LockWaitInterrupted``
+    (watcher/store/locks.py), a :class:`LockBusy` too: the lock was not taken."""
 
     exit_code = EXIT_INTERRUPTED
     kind = "interrupted"

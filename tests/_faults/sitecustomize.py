@@ -20,10 +20,6 @@ of this (SPEC §12), and none of these variables is read outside this file.
 ``WATCHER_TEST_LOCK_WAIT=<seconds>`` is the store's pipeline-lock wait instead of the real 5 s:
 lock-busy tests other than the one that proves the real 5 s wait do not have to wait 5 s.
 
-``WATCHER_TEST_LOCK_LOG=<file>`` appends, for every take of the pipeline lock, a line: the seconds
-this process waited for it, the seconds it held it, and the command: bench/concurrency.py figure 8
-reads them.
-
 ``WATCHER_TEST_LOCKED_BUILDS=<file>`` appends the name of every watcher model whose validator was
 built while this process held the pipeline lock (a model is built on first use, and under the lock
 every other run waits for it: tests/test_lock_holds.py wants the file to stay empty).
@@ -40,7 +36,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -51,7 +46,6 @@ FAULTS = [f.strip() for f in os.environ.get("WATCHER_TEST_FAULT", "").split(",")
 NOTIFY_FILE = os.environ.get("WATCHER_TEST_NOTIFY", "")
 LOCK_WAIT = os.environ.get("WATCHER_TEST_LOCK_WAIT", "")
 CLOCK_SHIFT = os.environ.get("WATCHER_TEST_CLOCK_SHIFT", "")
-LOCK_LOG = os.environ.get("WATCHER_TEST_LOCK_LOG", "")
 LOCKED_BUILDS = os.environ.get("WATCHER_TEST_LOCKED_BUILDS", "")
 
 KILL_POINTS = (
@@ -315,35 +309,6 @@ def _install_lock_wait(seconds: float) -> None:
     FileStore.pipeline_lock = pipeline_lock  # type: ignore[method-assign]
 
 
-def _install_lock_log(path: str) -> None:
-    from watcher.store.files import FileStore
-
-    real_lock = FileStore.pipeline_lock
-
-    @contextmanager
-    def pipeline_lock(self: Any, **kwargs: Any) -> Iterator[None]:
-        caller = sys._getframe(2)  # who took it, for the log: the pipeline step, its caller, theirs
-        names = []
-        while caller is not None and len(names) < 3:
-            names.append(caller.f_code.co_name)
-            caller = caller.f_back
-        where = "/".join(names)
-        began = time.monotonic()
-        with real_lock(self, **kwargs):
-            got = time.monotonic()
-            try:
-                yield
-            finally:
-                held = time.monotonic() - got
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    os.write(fd, f"{got - began:.6f} {held:.6f} {' '.join(sys.argv[1:3])} {where}\n".encode())
-                finally:
-                    os.close(fd)
-
-    FileStore.pipeline_lock = pipeline_lock  # type: ignore[method-assign]
-
-
 def _install_locked_builds(path: str) -> None:
     from pydantic import BaseModel
 
@@ -398,11 +363,9 @@ def _install() -> None:
             raise SystemExit(f"sitecustomize: unknown fault {fault!r}")
     if points.watches:
         _install_points(points)
-    if LOCK_LOG:
-        _install_lock_log(LOCK_LOG)
     if LOCKED_BUILDS:
         _install_locked_builds(LOCKED_BUILDS)
 
 
-if FAULTS or LOCK_WAIT or CLOCK_SHIFT or LOCK_LOG or LOCKED_BUILDS:
+if FAULTS or LOCK_WAIT or CLOCK_SHIFT or LOCKED_BUILDS:
     _install()

@@ -92,12 +92,16 @@ def cancelled_at(wire: list[dict[str, Any]]) -> float | None:
                  and r["msg"].get("method") == "notifications/cancelled"), None)
 
 
-def wait_exit(ws_wire: Any, timeout: float = 5.0) -> list[dict[str, Any]]:
-    """The tap's log once the server has exited (or after ``timeout``)."""
+def wait_exit(ws_wire: Any, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The tap's log once the server has exited (the tap logs ``exit`` after its child is reaped, so
+    everything the server wrote is on disk). A server still running after ``timeout`` seconds —
+    once its client has ended — fails the test, with how the session ended so far."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        wire = ws_wire()
+    while True:
+        wire = list(ws_wire())
         if any(r.get("event") == "exit" for r in wire):
-            return list(wire)
-        time.sleep(0.1)
-    return list(ws_wire())
+            return wire
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the server had not exited {timeout} s after its client ended: "
+                                 f"{wire_events(wire)}, last methods {methods(wire)[-5:]}")
+        time.sleep(0.05)  # polling the tap's log for the exit record, not waiting for it to happen

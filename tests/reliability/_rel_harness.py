@@ -12,10 +12,9 @@ import itertools
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,9 @@ BASE_MARKS = {"done": "replied", "bad": "ignored"}
 # SPEC §14: an agent's claim is in flight for 15 minutes. Recovery is a later run: every lease
 # a dead or silent agent left has ended by then (its runs get the clock later(LEASE_END)).
 AGENT_ENV = {"WATCHER_PROVIDER": "agent"}
+# A cooldown the rig's provider sets has ended this much later: its Retry-After is at most 1 s, and a
+# 429 without one backs off for a minute at first (provider_state.FIRST_BACKOFF).
+COOLDOWN_PASSED = timedelta(minutes=2)
 # What makes each entry point print its envelope: the bridge always does, the CLI with --json.
 ENVELOPE: dict[str, tuple[str, ...]] = {"cli": ("--json",), "bridge": ()}
 
@@ -174,8 +176,11 @@ def recover_until_quiet(data_dir: Path, env: Mapping[str, str], export: Path, *,
     close; then a final ``signals``. Recovery runs must succeed (a cooldown is waited out). They
     run after every agent's lease has ended (:data:`_fakes.clock.LEASE_END`), as a later cron run would.
 
-    With ``fake``, the runs reach it in process (no socket): recovery is about state, not wire."""
-    hooks = rig_hooks(in_process(fake) if fake is not None else None, later(LEASE_END))
+    With ``fake``, the runs reach it in process (no socket): recovery is about state, not wire.
+    A round that meets a cooldown (exit 3) is followed by one that runs after it has ended: the
+    runs' clock moves on, as a later cron run's would, and nobody sleeps."""
+    shift = [LEASE_END]
+    hooks = rig_hooks(in_process(fake) if fake is not None else None, lambda: later(shift[0])())
     done: list[Answer] = []
     problems: list[str] = []
     for round_no in range(max_rounds):
@@ -190,7 +195,7 @@ def recover_until_quiet(data_dir: Path, env: Mapping[str, str], export: Path, *,
                          for a in pair if a.returncode not in (0, 3)]
             continue
         if 3 in codes:
-            time.sleep(0.5)  # a cooldown from a 429 (Retry-After ≤ 1 s in the rig)
+            shift[0] += COOLDOWN_PASSED
             continue
         busy = [o for a in pair for o in outcomes_of(a) if o in ("interrupted", "deferred", "not_started")]
         if sum(calls_of(a) for a in pair) == 0 and not busy:

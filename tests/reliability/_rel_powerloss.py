@@ -147,15 +147,23 @@ _REAL = {name: getattr(os, name) for name in ("open", "write", "close", "fsync",
                                               "link", "unlink", "remove", "mkdir", "rmdir")}
 
 
+# A planted bug (tests/reliability/test_rel_power_loss.py): given a sync about to be made (its kind,
+# ``fsync`` or ``fsync-dir``, the path under the root, the operation before it), whether the store's
+# code lacks it. The recorder then neither makes nor records it: what the code would do without it.
+Unsynced = Callable[[str, str, "Event | None"], bool]
+
+
 class Recorder:
     """The trace of one workload under ``root`` (a directory that exists), and its crash states.
 
     The state of ``root`` when recording starts is durable: it was there before the workload.
     """
 
-    def __init__(self, root: Path, *, every: bool = True) -> None:
+    def __init__(self, root: Path, *, every: bool = True, unsynced: Unsynced | None = None) -> None:
         self.root = os.path.abspath(root)
         self.every = every
+        self.unsynced = unsynced
+        self.last_op: Event | None = None  # the latest file-system operation (notes left out)
         self.capped = 0  # crash points where ``every`` found more than EVERY_CAP combinations
         self.at: dict[int, list[State]] = {}  # every crash point's states (the trace index of its last entry)
         self.trace: list[Event] = []
@@ -232,7 +240,8 @@ class Recorder:
         with self._lock:
             self._settle()
             change()
-            self.trace.append(Event(kind, what))
+            self.last_op = Event(kind, what)
+            self.trace.append(self.last_op)
             self._generate()
 
     def _settle(self) -> None:
@@ -322,8 +331,10 @@ class Recorder:
                 real(fd)
                 return
             self._catch_up_fd(fd)
-            real(fd)
             kind = "fsync-dir" if self.model.kind[inode] == "d" else "fsync"
+            if self.unsynced is not None and self.unsynced(kind, self._name(inode), self.last_op):
+                return  # a planted bug: the store's code has no such sync
+            real(fd)
             self._op(kind, self._name(inode), lambda: self.model.sync(inode))
 
     def rename(self, src: Any, dst: Any, real: Callable[..., None]) -> None:
@@ -400,11 +411,13 @@ def _read_all(fd: int, size: int) -> bytes:
 
 
 @contextmanager
-def recording(root: Path, monkeypatch: pytest.MonkeyPatch, *, every: bool = True) -> Iterator[Recorder]:
+def recording(root: Path, monkeypatch: pytest.MonkeyPatch, *, every: bool = True,
+              unsynced: Unsynced | None = None) -> Iterator[Recorder]:
     """Record every file-system operation under ``root`` while the block runs (this thread and the
-    batch's call threads alike); ``every``: see :func:`crash_states`."""
-    rec = Recorder(root, every=every)
-    fsync, fdatasync = os.fsync, os.fdatasync  # the rig's in-process fsync (free) is what they call
+    batch's call threads alike); ``every``: see :func:`crash_states`; ``unsynced``: a planted bug,
+    the syncs the store's code would lack."""
+    rec = Recorder(root, every=every, unsynced=unsynced)
+    fsync, fdatasync = os.fsync, os.fdatasync
     with monkeypatch.context() as patch:
         patch.setattr(os, "open", rec.open)
         patch.setattr(os, "write", rec.write)

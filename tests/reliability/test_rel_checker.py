@@ -197,3 +197,15 @@ def test_checker_reports_a_planted_violation(plant: str, recovered) -> None:  # 
     do(data, fake, before)
     found = check_all(data, fake.calls, before=before, expect=Expect(marks=baseline.marks))
     assert any(expected in v for v in found), found
+
+
+def test_recovery_runs_after_a_cooldown_instead_of_sleeping_it_out(baseline: Baseline, tmp_path: Path) -> None:
+    """A 429 with Retry-After 30 s (exit 3): the next recovery round runs past it and judges the comment."""
+    with running_fake() as fake:
+        data = baseline.clone(tmp_path / "case", fake)
+        fake.script("flaky", "429:30", "verdict")
+        recovery = recover_until_quiet(data, fake.env(), baseline.full_export, fake=fake)
+        assert recovery.problems == []
+        assert 3 in [run.returncode for run in recovery.runs]  # the cooldown was met
+        record = FileStore(Paths(data)).load_record("flaky")
+        assert record is not None and record.verdict is not None

@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,14 +35,14 @@ from _fakes.provider import IN_PROCESS_ENV, TAG, VERDICT, FakeProvider, in_proce
 from _proc import Answer, run_main
 from _rel_harness import AGENT_ENV, LONG, TALLY, Baseline, RunPidStore, script_followups
 from _rel_invariants import Snapshot, attempts_monotonic, call_budget, verdicts_final
-from _rel_powerloss import Recorder, State, materialize, recording
+from _rel_powerloss import Event, Recorder, State, Unsynced, materialize, recording
 
 from watcher.state import records as rec_rules
 from watcher.config import Paths
-from watcher.errors import CorruptState, SaveFailed
+from watcher.errors import CorruptState
 from watcher.models import InboxRecord, SeenFile, SignalState
 from watcher.pipeline import Hooks
-from watcher.store import durable, signals
+from watcher.store import durable
 from watcher.store.files import FileStore
 
 # Next commands run on this many states per workload in the quick lane (all of them in the long lane).
@@ -112,7 +111,7 @@ def _expand(args: tuple[str, ...], baseline: Baseline, last: Answer | None) -> l
 
 
 def run_workload(name: str, baseline: Baseline, work: Path, monkeypatch: pytest.MonkeyPatch,
-                 plant: Callable[[], None] | None = None, *, every: bool = True) -> Recorded:
+                 plant: Unsynced | None = None, *, every: bool = True) -> Recorded:
     """Run workload ``name`` in process on a copy of the baseline while recording it."""
     root = work / "root"
     root.mkdir(parents=True)
@@ -125,10 +124,8 @@ def run_workload(name: str, baseline: Baseline, work: Path, monkeypatch: pytest.
         baseline.clone(root / DATA, fake)
         calls_before = list(fake.calls)
     data = root / DATA
-    with recording(root, monkeypatch, every=every) as rec:
+    with recording(root, monkeypatch, every=every, unsynced=plant) as rec:
         _trace_requests(fake, rec)
-        if plant is not None:
-            plant()
         last: Answer | None = None
         for step in WORKLOADS[name]:
             last = _run_step(step, data, fake, rec, baseline, last)
@@ -447,38 +444,23 @@ def test_every_power_loss_state_keeps_the_promises(name: str, baseline: Baseline
 # ---- the checker sees a broken durable write ------------------------------------------------------------
 
 
-def planted_write(*, sync_file: bool = True, sync_dir: bool = True) -> Callable[..., None]:
-    """:func:`watcher.store.durable.write_bytes` with one of its syncs removed (a planted bug)."""
+def _no_directory_fsync(kind: str, name: str, last: Event | None) -> bool:
+    """The durable write without the fsync of its directory after the rename into it."""
+    return (kind == "fsync-dir" and last is not None and last.kind == "rename"
+            and os.path.dirname(last.what.split(" -> ")[1]) == name)
 
-    def write_bytes(path: Path, payload: bytes, *, within: Path | None = None) -> None:
-        tmp: str | None = None
-        try:
-            if not path.parent.is_dir():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                durable.fsync_dir(path.parent.parent)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
-                fh.flush()
-                if sync_file:
-                    os.fsync(fh.fileno())
-            os.replace(tmp, path)
-            tmp = None
-            if sync_dir:
-                durable.fsync_dir(path.parent)
-        except OSError as exc:
-            raise SaveFailed(path, exc) from exc
-        finally:
-            if tmp is not None:
-                os.unlink(tmp)
 
-    return write_bytes
+def _no_fsync_before_replace(kind: str, name: str, last: Event | None) -> bool:
+    """The durable write without the fsync of its temp file (``.<name>.<random>.tmp``) before the rename."""
+    base = os.path.basename(name)
+    return kind == "fsync" and base.startswith(".") and base.endswith(".tmp")
 
 
 # Each planted bug, and what the checker must then report: reservations of requests that left are
 # lost (the rename undone; or the file renamed before its bytes were durable, torn or empty), and
 # so are verdicts an item line reported.
-PLANTED = {"no-directory-fsync": {"sync_dir": False}, "no-fsync-before-replace": {"sync_file": False}}
+PLANTED: dict[str, Unsynced] = {"no-directory-fsync": _no_directory_fsync,
+                                "no-fsync-before-replace": _no_fsync_before_replace}
 PLANTED_WORKLOAD = "recheck"
 
 
@@ -487,7 +469,6 @@ def test_a_durable_write_missing_a_sync_breaks_promises_in_crash_states(bug: str
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """With one sync removed from the durable write, the checker finds crash states that lose a
     reservation whose request left, and a verdict that was reported (so a clean run means something)."""
-    plant = functools.partial(monkeypatch.setattr, durable, "write_bytes", planted_write(**PLANTED[bug]))
     wanted = ("its reservation is not in the crash state", "verdict reported (an item line) is lost")
 
     def both(found: Explored) -> bool:
@@ -495,7 +476,7 @@ def test_a_durable_write_missing_a_sync_breaks_promises_in_crash_states(bug: str
 
     # Every combination of a broken run is thousands of broken states: the one-group-at-a-time
     # bound shows it as well, and the exploration stops once both kinds were seen.
-    recorded = run_workload(PLANTED_WORKLOAD, baseline, tmp_path, monkeypatch, plant, every=False)
+    recorded = run_workload(PLANTED_WORKLOAD, baseline, tmp_path, monkeypatch, PLANTED[bug], every=False)
     found = explore(recorded, baseline, tmp_path, sample=0, enough=both)
     assert found.bad_states > 0
     assert both(found), found.violations[:5]
@@ -590,23 +571,16 @@ def test_the_recorder_sees_each_operation_and_the_model_keeps_only_what_was_sync
     assert {("old" in s, "new" in s) for s in final} == {(True, False), (False, True)}
 
 
-class _NoLogSync:
-    """``os`` as :mod:`watcher.store.signals` sees it, without the counter's fsync of the log (a planted bug)."""
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(os, name)
-
-    @staticmethod
-    def fsync(fd: int) -> None:
-        return None
+def _no_log_fsync(kind: str, name: str, last: Event | None) -> bool:
+    """The counter without its fsync of the log (observations.jsonl) before it saves the watermark."""
+    return kind == "fsync" and os.path.basename(name) == "observations.jsonl"
 
 
 def test_a_counter_that_does_not_sync_the_log_is_caught_counting_lines_a_power_cut_loses(
         baseline: Baseline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the fsync of the log before the watermark, some crash state's counter claims lines
     the log no longer holds; the checker reports it."""
-    plant = functools.partial(monkeypatch.setattr, signals, "os", _NoLogSync())
-    recorded = run_workload("signals", baseline, tmp_path, monkeypatch, plant)
+    recorded = run_workload("signals", baseline, tmp_path, monkeypatch, _no_log_fsync)
     found = explore(recorded, baseline, tmp_path, sample=0)
     assert any("the counter counted" in v and "of a log that holds" in v for v in found.violations), \
         found.violations[:5]

@@ -1,7 +1,9 @@
 """The global options' place on a command line, shared by ``watcher`` and ``watcher-bridge``.
 
-Kept apart from :mod:`watcher.cli.app` so ``watcher-bridge mcp`` can find its command without
-importing typer and the CLI it never uses (bench/run.py figure 5c: the start an MCP client waits for).
+click parses a group's options (typer's callback) only before the command's name. Declaring them
+again on every command, hidden, would accept them after it too, but click then offers the hidden
+names for any mistyped option ("No such option: --bogus (Possible options: --verbose)"); so the
+command line is put in click's order first, here.
 """
 
 from __future__ import annotations

@@ -29,14 +29,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from watcher.commands import core as commands
-from watcher.commands.core import Context
+from watcher.commands import runs
+from watcher.commands.core import Context, signal_failure
+from watcher.commands.inbox import inbox_view
 from watcher.commands.results import CronNamed, CronProblemResult, CronResult, InboxResult
+from watcher.commands.spec import BATCH_CODES, Command, Param, whole_number
 from watcher.config import data_paths
 from watcher.errors import ProviderSetup, StateError, WatcherError
 from watcher.models import CronProblem, CronState
 from watcher.notify.targets import Target
-from watcher.pipeline import Partial, open_store
+from watcher.pipeline import DEFAULT_LIMIT, Partial, open_store
 from watcher.state import records
 from watcher.store import Store
 from watcher.util.timeutil import iso, parse_iso, utcnow
@@ -61,11 +63,15 @@ _ONE_PROBLEM = {
 # The fix that follows a message which does not already say it (house style: "… — do this").
 FIXES: dict[str, str] = {
     "provider_rate_limited": "nothing to do: later rounds call again once the cooldown ends",
-    "provider_unavailable": "nothing to do if it passes: each round checks the provider for free and calls again "
-    "once it answers; `watcher check` tests it now",
+    "provider_unavailable": (
+        "nothing to do if it passes: each round checks the provider for free and calls again "
+        "once it answers; `watcher check` tests it now"
+    ),
     "quota_exhausted": "raise the plan's spend limit, or wait until the quota renews",
     "source_unavailable": "nothing to do: the next round fetches what this one missed",
-    "lock_busy": "another watcher run was working; if this repeats, look for a stuck watcher process",
+    "lock_busy": (
+        "another watcher run was working; if this repeats, look for a stuck watcher process"
+    ),
     "interrupted": "the round was stopped; the next one goes on",
     "config": "fix it, then `watcher check` (free) tells whether the setup works",
     "usage": "fix the cron line",
@@ -117,7 +123,7 @@ def _is_problem(notice: str) -> bool:
     )
 
 
-def cron(ctx: Context, *, limit: int = commands.DEFAULT_LIMIT) -> Partial[CronResult]:
+def cron(ctx: Context, *, limit: int = DEFAULT_LIMIT) -> Partial[CronResult]:
     """One cron round: scan, recheck, the new comments; what to say, and what was said already."""
     notices: list[str] = []
     quiet = replace(ctx, notice=notices.append)  # the steps' notices are sorted below, not printed
@@ -155,9 +161,9 @@ def _steps(
     limit: int, *, claim: bool = True
 ) -> list[tuple[str, Callable[[Context], BaseModel | Partial[Any]]]]:
     return [
-        ("scan", lambda c: commands.scan(c, limit=limit)),
-        ("recheck", lambda c: commands.recheck(c, limit=limit)),
-        ("inbox", lambda c: commands.inbox_view(c, new=True, claim=claim)),
+        ("scan", lambda c: runs.scan(c, limit=limit)),
+        ("recheck", lambda c: runs.recheck(c, limit=limit)),
+        ("inbox", lambda c: inbox_view(c, new=True, claim=claim)),
     ]
 
 
@@ -192,12 +198,12 @@ def _run(
     step: str,
     fn: Callable[[Context], BaseModel | Partial[Any]],
 ) -> tuple[BaseModel | None, WatcherError | None]:
-    """One step as :func:`watcher.commands.core.execute` runs a command (its failure signal included),
-    keeping the error itself: its kind and cause name the problem."""
+    """One step as :func:`watcher.commands.core.execute` runs a command (its failure signal
+    included), keeping the error itself: its kind and cause name the problem."""
     try:
         out = fn(ctx)
     except WatcherError as exc:
-        commands.signal_failure(ctx, exc)
+        signal_failure(ctx, exc)
         return None, exc
     return (out.result, out.error) if isinstance(out, Partial) else (out, None)
 
@@ -332,13 +338,15 @@ def _needing_you(store: Store, named_before: set[str], failing_before: set[str])
 
 
 def _who(record: Any) -> str:
-    return f"@{visible(record.comment.author, one_line=True)} on “{visible(record.comment.article_title, one_line=True)}”"
+    author = visible(record.comment.author, one_line=True)
+    return f"@{author} on “{visible(record.comment.article_title, one_line=True)}”"
 
 
 def _failing_line(cid: str, record: Any) -> str:
     last = record.attempts[-1]
     return (
-        f"{cid}: no verdict yet, attempt {len(record.attempts)} failed ({last.error.kind}) — {_who(record)}; "
+        f"{cid}: no verdict yet, attempt {len(record.attempts)} failed ({last.error.kind}) — "
+        f"{_who(record)}; "
         f"the next round tries again, or read it now with `watcher show {cid}`"
     )
 
@@ -351,10 +359,48 @@ def _named_line(cid: str, record: Any) -> str:
     who = _who(record)
     if records.grant_refusal(record, 1) is None:
         return (
-            f"{cid}: no verdict, its {len(record.attempts)} attempts all failed{why} — {who}; read it with "
+            f"{cid}: no verdict, its {len(record.attempts)} attempts all failed{why} — {who}; "
+            "read it with "
             f"`watcher show {cid}`, or `watcher grant {cid}` gives it one more try"
         )
     return (
         f"{cid}: no verdict after the most attempts a comment gets{why} — {who}; read it with "
         f"`watcher show {cid}`"
     )
+
+
+# The registry's entry (watcher/commands/registry.py).
+CRON = Command(
+    name="cron",
+    summary="For cron: scan, recheck, list what is new; else quiet.",
+    help="For cron: scan, recheck, then the new comments that need a reply — quiet "
+    "otherwise.\n\nStdout: each new comment needing a reply, once; a comment whose attempts "
+    "are all spent,\nnamed once with the command that helps. Stderr: a problem as one line "
+    "with its fix, when it\nstarts or changes, and at most once a day while it lasts. "
+    "Nothing at all when nothing is\nnew and nothing is wrong. Each step runs even when the "
+    "one before it stopped; the exit code\nis non-zero whenever one did.",
+    examples=(
+        "watcher cron",
+        (
+            "*/30 * * * * . $HOME/.config/devto-watcher.env && "
+            "/path/to/devto-watcher/.venv/bin/watcher cron"
+        ),
+    ),
+    codes=BATCH_CODES.replace("0 ran (per-comment errors are in the table)", "0 every step ran"),
+    result=CronResult,
+    run=lambda c, a: cron(c, limit=a["limit"]),
+    view="watcher.cli.views.reading:cron",
+    own_errors=True,
+    params=(
+        Param(
+            name="limit",
+            type=int,
+            default=DEFAULT_LIMIT,
+            flags=("--limit",),
+            help="Most model calls for scan, and again for recheck (1–20 each).",
+            show_default=True,
+            parser=whole_number,
+            metavar="N",
+        ),
+    ),
+)

@@ -3,33 +3,18 @@
 ``--json``, ``watcher-bridge <command>`` and each MCP tool answer with one
 ``{"ok", "command", "exit_code", "result", "error"}`` document: :meth:`Envelope.to_json` dumps
 it, with ``result`` the model the command returned (:mod:`watcher.commands.results`), and
-:func:`envelope_schema` is the schema an MCP tool advertises for it, generated from that model.
+:func:`watcher.commands.registry.envelope_schema` is the schema an MCP tool advertises for it,
+generated from that model.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Generic, cast
+from typing import Annotated, Any, Generic
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny
 from typing_extensions import TypedDict  # pydantic needs this one, not typing's, before 3.12
 
-from watcher.commands.results import (
-    ArticlesResult,
-    BatchResult,
-    CheckResult,
-    ClaimResult,
-    CommentRecord,
-    CronResult,
-    DemoResult,
-    EvalResult,
-    GrantResult,
-    InboxResult,
-    MarkResult,
-    ResultT,
-    SignalsResult,
-    StatusResult,
-    SubmitResult,
-)
+from watcher.commands.results import ResultT
 from watcher.errors import exit_code_legend
 
 
@@ -44,7 +29,8 @@ class Envelope(BaseModel, Generic[ResultT]):
     """SPEC §10: the one JSON document ``watcher-bridge <command>`` and ``--json`` print.
 
     Built unparametrized at run time (its result is whichever model the command returned);
-    ``Envelope[<model>]`` is only for the schema (:func:`envelope_schema`)."""
+    ``Envelope[<model>]`` is only for the schema
+    (:func:`watcher.commands.registry.envelope_schema`)."""
 
     model_config = ConfigDict(defer_build=True)
 
@@ -72,28 +58,3 @@ class Envelope(BaseModel, Generic[ResultT]):
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
-
-
-RESULTS: dict[str, type[BaseModel]] = {
-    "scan": BatchResult,
-    "recheck": BatchResult,
-    "status": StatusResult,
-    "inbox": InboxResult,
-    "show": CommentRecord,
-    "mark": MarkResult,
-    "articles": ArticlesResult,
-    "signals": SignalsResult,
-    "check": CheckResult,
-    "claim": ClaimResult,
-    "submit": SubmitResult,
-    "grant": GrantResult,
-    "demo": DemoResult,
-    "eval": EvalResult,
-    "cron": CronResult,
-}
-
-
-def envelope_schema(command: str) -> dict[str, Any]:
-    """The JSON schema of ``command``'s envelope, its ``result`` typed as the command's model."""
-    model: type[BaseModel] = cast(Any, Envelope)[RESULTS[command]]
-    return model.model_json_schema(mode="serialization")

@@ -1,10 +1,9 @@
 """How good are the verdicts? Stored verdicts against what the author did (SPEC §15.6).
 
-The author labels comments without meaning to: replying on dev.to (seen by ``scan``) or
-``watcher mark ID replied`` says a comment needed a reply; ``watcher mark ID ignored`` says it did
-not; ``open`` (or no mark) says nothing, and such a comment is counted, never guessed. Figures are
-per provider, model and prompt version, since a new model or a changed template is a different
-judge.
+The author labels comments without meaning to: replying on dev.to (seen by ``scan``) or ``watcher
+mark ID replied`` says a comment needed a reply; ``watcher mark ID ignored`` says it did not;
+``open`` (or no mark) says nothing, and such a comment is counted, never guessed. Figures are per
+provider, model and prompt version, since a new model or a changed template is a different judge.
 
 Free and read-only: it reads the inbox files and the index, reconciles the index in memory (a
 read view that repaired it would write), and calls no model. :func:`figures` is the pure part.
@@ -62,8 +61,8 @@ def sample_of(record: InboxRecord, entry: SeenComment | None) -> Sample | None:
 
     An edited comment is judged by its latest verdict — the one in force, for the text the author
     last saw (``verdict``; the earlier ones are in ``edits``) — against a label given after it. With
-    no verdict in force (the new text awaits its attempt, or has none left) it has none to judge:
-    an older text's verdict says nothing about what the author answered since (SPEC §15.2, §15.6)."""
+    no verdict in force (the new text awaits its attempt, or has none left) it has none to judge: an
+    older text's verdict says nothing about what the author answered since (SPEC §15.2, §15.6)."""
     verdict = record.verdict
     if verdict is None:
         return None
@@ -93,7 +92,7 @@ def sample_of(record: InboxRecord, entry: SeenComment | None) -> Sample | None:
 
 
 def collect(store: Store, *, since: datetime | None = None) -> tuple[list[Sample], int, int]:
-    """Every comment's sample, and how many were considered and had no verdict. Reads, never writes."""
+    """Every comment's sample, and how many were considered and had no verdict. Reads only."""
     base = store.load_index()
     index, _ = store.reconcile_index(base)  # in memory only: eval saves nothing (SPEC §15.6)
     samples: list[Sample] = []
@@ -135,7 +134,8 @@ def figures(
     since: str | None = None,
     kinds: Mapping[str, str] | None = None,
 ) -> EvalResult:
-    """The figures per provider, model and prompt version; ``kinds``: the labelled set's kind per id."""
+    """The figures per provider, model and prompt version; ``kinds``: the labelled set's kind per
+    id."""
     groups: dict[tuple[str, str, str], list[Sample]] = {}
     for sample in samples:
         groups.setdefault((sample.provider, sample.model, sample.prompt), []).append(sample)

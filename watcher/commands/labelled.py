@@ -16,6 +16,7 @@ bridge — what to spend is the person's decision, as with ``grant`` (SPEC §13.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
@@ -53,13 +54,9 @@ def locate(name: str) -> Path:
     if name != BUNDLED:
         return Path(name).expanduser().absolute()
     candidates = []
-    try:
+    # A zipped or unusual install has no such directory: the source tree may still have it.
+    with contextlib.suppress(ModuleNotFoundError, TypeError):
         candidates.append(Path(str(resources.files("watcher") / "_bundled" / "eval")))
-    except (
-        ModuleNotFoundError,
-        TypeError,
-    ):  # a zipped or unusual install: the tree may still have it
-        pass
     candidates.append(Path(__file__).resolve().parents[2] / "data" / "eval")
     for candidate in candidates:
         if (candidate / LABELS).is_file():
@@ -71,7 +68,7 @@ def locate(name: str) -> Path:
 
 
 def load(name: str) -> LabelledSet:
-    """The set at ``name`` (a directory, or ``bundled``); :class:`UsageError` when it is unusable."""
+    """The set at ``name`` (a directory, or ``bundled``); :class:`UsageError` when unusable."""
     path = locate(name)
     labels_file = path / LABELS
     try:
@@ -137,31 +134,39 @@ def refuse_paid_run(
     provider: str, *, entrypoint: str, budget: int | None, eval_dir: str | None
 ) -> None:
     """A real provider spends a call per comment of the set: the person asks for it, with a budget
-    and a data dir of its own; an agent through the bridge never does (as with grant, SPEC §13.2)."""
+    and a data dir of its own; an agent through the bridge never does (as with grant, SPEC §13.2).
+    """
     spec = PROVIDERS.get(provider)
     if spec is None or not spec.needs_key:
         names = ", ".join(n for n, s in PROVIDERS.items() if s.needs_key)
         raise UsageError(
-            f"--provider takes offline (the default, free) or a provider that makes real calls: {names}"
+            "--provider takes offline (the default, free) or a provider that makes real calls: "
+            f"{names}"
             f" — got {provider!r}"
         )
     if entrypoint != "cli":
         raise UsageError(
-            "evaluating the labelled set with a paid provider spends real calls: that is the person's "
-            "decision, so run `watcher eval --set … --provider …` in a terminal. The bridge and the MCP "
+            "evaluating the labelled set with a paid provider spends real calls: that is the "
+            "person's "
+            "decision, so run `watcher eval --set … --provider …` in a terminal. The bridge and "
+            "the MCP "
             "server only run the free offline evaluation"
         )
     wanted = (
         ("--provider-calls N (the most calls it may make)", budget),
         (
-            "--eval-dir DIR (a data dir of its own, kept, so a second run resumes instead of paying again)",
+            (
+                "--eval-dir DIR (a data dir of its own, kept, so a second run resumes instead of "
+                "paying again)"
+            ),
             eval_dir,
         ),
     )
     missing = [what for what, value in wanted if value is None]
     if missing:
         raise UsageError(
-            f"evaluating the labelled set with {provider} makes one model call per comment, on your "
+            f"evaluating the labelled set with {provider} makes one model call per comment, on "
+            "your "
             f"account and never on your comments' budgets: give {' and '.join(missing)}"
         )
 
@@ -195,7 +200,8 @@ def check_eval_dir(eval_dir: Path, user: Settings, lset: LabelledSet, hooks: Hoo
     strangers = [cid for cid in store.record_ids() if cid not in lset.labels.comments]
     if strangers:
         raise UsageError(
-            f"--eval-dir {eval_dir} holds comments that are not in the labelled set ({strangers[0]}, "
+            f"--eval-dir {eval_dir} holds comments that are not in the labelled set "
+            f"({strangers[0]}, "
             f"… {len(strangers)} in all): give the evaluation an empty directory of its own"
         )
 

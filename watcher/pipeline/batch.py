@@ -109,6 +109,10 @@ def caught_signals(batch: Batch) -> Iterator[None]:
         yield
         return
     old = {sig: signal.signal(sig, batch.on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # A signal ends a lock wait too (SPEC §16.6); a test's own Store may have no lock to wait for.
+    end_waits_on = getattr(batch.store, "end_waits_on", None)
+    if end_waits_on is not None:
+        end_waits_on(lambda: batch.interrupted)
     try:
         yield
     finally:

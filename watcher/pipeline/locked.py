@@ -389,7 +389,7 @@ def _begin(batch: Batch, item: Planned, gate: Gate, counted: Mapping[str, int]) 
         held = store.pipeline_lock()
         held.__enter__()
     except LockBusy as exc:
-        batch.stop("lock_busy", exc, comment=item.id)
+        batch.stop(exc.kind, exc, comment=item.id)  # lock_busy, or interrupted while waiting
         batch.add(ItemResult(item.id, "not_started", message=str(exc)))
         return None
     try:

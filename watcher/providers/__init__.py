@@ -26,7 +26,8 @@ What a call or a probe returns leaves the provider through one boundary,
 message (SPEC §13.5). The offline provider has no key and nothing to redact.
 
 The HTTP providers (and httpx) are imported only when :func:`make_provider` builds one, so
-commands that never call a model do not pay for them; the offline provider never imports httpx.
+commands that never call a model do not pay for them (:mod:`watcher.providers.registry` gives
+the figure); the offline provider never imports httpx.
 """
 
 from __future__ import annotations

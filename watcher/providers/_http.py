@@ -4,10 +4,12 @@ Imported only by :mod:`watcher.providers.openai` and :mod:`watcher.providers.ant
 command that never calls a model never imports httpx.
 
 The no-retry promise (SPEC §1: at most 3 calls per comment, each reserved durably first) needs
-both halves: no loop here, and ``HTTPTransport(retries=0)`` so httpcore does not quietly
-reconnect and resend either. Every request goes through :func:`~watcher.providers._wire.exchange`:
-``WATCHER_TIMEOUT`` bounds the whole call (connect to last byte) and a body is read at most to
-1 MiB (SPEC §13.1); the probe reads the same way.
+both halves: no loop here, and httpx's own transport, whose default ``retries=0`` means httpcore
+does not quietly reconnect and resend either (tests/test_providers_loopback.py pins it). httpx
+builds that transport itself, so it also reads ``HTTPS_PROXY``/``NO_PROXY`` and ``SSL_CERT_FILE``
+as it documents (``trust_env``). Every request goes through
+:func:`~watcher.providers._wire.exchange`: ``WATCHER_TIMEOUT`` bounds the whole call (connect to
+last byte) and a body is read at most to 1 MiB (SPEC §13.1); the probe reads the same way.
 
 Everything a call or a probe returns passes one boundary on the way out, :meth:`complete` and
 :meth:`probe` themselves: :class:`~watcher.providers.redact.Redaction` takes the key out of the
@@ -17,17 +19,17 @@ words inside a message are also redacted before they are clipped (:meth:`HttpPro
 
 from __future__ import annotations
 
-import json
+import functools
+import ssl
 import time
-import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import httpx
 
 from watcher.models import AttemptError, ErrorKind, Prompt, Usage, Verdict
+from watcher.providers._probe import probe_models
 from watcher.providers._wire import (
     DeadlinePassed,
     Received,
@@ -48,9 +50,6 @@ from watcher.util.urls import marked, split_credentials
 MAX_OUTPUT_TOKENS = 2048
 USER_AGENT = "devto-watcher/0.1 (+https://github.com/devto-watcher)"
 _SERVER_MESSAGE_LIMIT = 300
-# A models endpoint that answers these has no such route: try the list, or say it cannot tell.
-_NO_ROUTE = frozenset({404, 405})
-_LISTED_MODELS_SHOWN = 8
 
 
 @dataclass(frozen=True)
@@ -95,8 +94,8 @@ class HttpProvider:
         self._redaction = Redaction(as_key(self._secret), *credential_secrets(userinfo))
         self._timeout_s = settings.timeout
         # As messages name it: "http://[redacted]@host/v1" when credentials go with it.
-        self._base_url = marked(bare) if userinfo else bare
-        self._url = self._base_url + self.path
+        self.base_url = marked(bare) if userinfo else bare
+        self._url = self.base_url + self.path
         self._sockets = Sockets()  # the client's sockets, for the deadline to cut
         self._client = httpx.Client(
             base_url=bare,
@@ -107,11 +106,14 @@ class HttpProvider:
             },
             auth=_basic_auth(userinfo),
             timeout=httpx.Timeout(settings.timeout),
-            transport=transport if transport is not None else default_transport(bare),
+            limits=limits(),
+            verify=_tls_context(),
+            trust_env=True,
+            # None: httpx builds the transport (and one per proxy the environment names); tests
+            # hand in an httpx.MockTransport here, httpx's own seam.
+            transport=transport,
             follow_redirects=False,
         )
-        self._timeouts = self._client.timeout.as_dict()
-        self._urls: dict[str, httpx.URL] = {}
 
     # ---- wire format (subclasses) --------------------------------------------------------------
 
@@ -162,50 +164,25 @@ class HttpProvider:
         body = self.request_body(prompt)
         started = time.monotonic()
         try:
-            response = exchange(
-                self._client,
-                self._request("POST", self.path, body),
-                timeout_s=self._timeout_s,
-                sockets=self._sockets,
-            )
+            response = self.send("POST", self.path, body)
         except ResponseTooLarge as exc:
             message = f"{self.name} HTTP {exc.status_code}: {exc} from {self._url}"
             error = AttemptError(kind="network", message=message, http_status=exc.status_code)
             raw = exc.head.decode("utf-8", "replace") if exc.head else None
             return CallResult(error=error, raw=raw, duration_ms=_elapsed_ms(started))
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            kind, message = self._transport_failure(exc, self._url)
+            kind, message = self.transport_failure(exc, self._url)
             return self._no_response(kind, message, started)
         return self.interpret(response, duration_ms=_elapsed_ms(started))
 
     def close(self) -> None:
         self._client.close()
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Request:
-        """The request ``client.build_request(method, path, json=body)`` makes, built from parts
-        prepared once: build_request merges the base URL, the client's headers and its timeout
-        anew on every call, for values that never change: 97 µs a call here, this 32 µs
-        (python -m timeit -s "import httpx; c = httpx.Client(base_url='http://h/v1'); b = {'x':
-        'y' * 3000}" "c.build_request('POST', '/chat/completions', json=b)").
-        Cookies a server set are the one part that can change: with any, httpx builds it."""
-        if self._client.cookies:
-            return self._client.build_request(method, path, json=body)
-        url = self._urls.get(path)
-        if url is None:
-            url = self._urls[path] = self._client.build_request(method, path).url
-        return httpx.Request(
-            method,
-            url,
-            headers=self._client.headers,
-            json=body,
-            extensions={"timeout": self._timeouts},
-        )
-
     def interpret(self, response: Received, *, duration_ms: int) -> CallResult:
         """Classify a response that arrived. Raw body, usage and duration are always kept (the
         whole body: :meth:`complete` redacts it, then cuts it to 16 KiB)."""
         text = response.text
-        data = _json_object(text)
+        data = response.json_object()
         raw = text
         usage = self.usage_of(data) if data is not None else Usage()
         status = response.status_code
@@ -241,69 +218,20 @@ class HttpProvider:
     # ---- the probe -----------------------------------------------------------------------------
 
     def probe(self) -> ProbeResult:
-        """Ask the models endpoint whether :attr:`model` exists: one GET, two with the list fallback.
+        """Ask the models endpoint whether :attr:`model` exists (:mod:`watcher.providers._probe`).
 
-        Same client, headers and timeout as :meth:`complete`; reserves nothing, spends no tokens,
-        never raises for HTTP or network problems. The message holds the key nowhere (the boundary).
+        Same client, headers and deadline as :meth:`complete`; reserves nothing, spends no tokens,
+        never raises for HTTP or network problems. The message holds the key nowhere (the
+        boundary).
         """
-        return self._redaction.probe(self._probe())
+        return self._redaction.probe(probe_models(self))
 
-    def _probe(self) -> ProbeResult:
-        endpoint = provider_spec(self.name).models_endpoint
-        if endpoint is None:
-            return ProbeResult(ok=True, message=f"{self.name}: no models endpoint to ask")
-        answer = self._probe_get(endpoint.model_path.format(model=quote(self.model, safe="")))
-        if isinstance(answer, ProbeResult):
-            return answer
-        if 200 <= answer.status_code < 300:
-            return ProbeResult(
-                ok=True, message=f"{self.name}: model {self.model} found at {answer.url}"
-            )
-        if answer.status_code not in _NO_ROUTE:
-            return self._probe_refused(answer)
-        # OpenAI names the missing model in its 404; a bare 404 may just mean no such route
-        # (llama.cpp, vLLM), so only the list can tell.
-        if endpoint.list_path is None or self._fields(answer).code == "model_not_found":
-            return self._model_not_found(answer, listed=None)
-        return self._probe_list(endpoint.list_path)
+    def send(self, method: str, path: str, body: dict[str, Any] | None = None) -> Received:
+        """One bounded exchange (:func:`~watcher.providers._wire.exchange`) of a call or probe."""
+        request = self._client.build_request(method, path, json=body)
+        return exchange(self._client, request, timeout_s=self._timeout_s, sockets=self._sockets)
 
-    def _probe_list(self, path: str) -> ProbeResult:
-        """The fallback: fetch the model list and look for :attr:`model` in it."""
-        listing = self._probe_get(path)
-        if isinstance(listing, ProbeResult):
-            return listing
-        if not 200 <= listing.status_code < 300 and listing.status_code not in _NO_ROUTE:
-            return self._probe_refused(listing)
-        listed = _model_ids(_json_object(listing.text)) if listing.status_code < 300 else None
-        if listed is None:
-            message = (
-                f"{self.name}: {self._base_url} has no models endpoint, so whether model "
-                f"{self.model} exists is known only from a real call"
-            )
-            return ProbeResult(ok=False, kind="no_models_endpoint", message=message)
-        if _listed(self.model, listed):
-            return ProbeResult(
-                ok=True, message=f"{self.name}: model {self.model} listed at {listing.url}"
-            )
-        return self._model_not_found(listing, listed=listed)
-
-    def _probe_get(self, path: str) -> Received | ProbeResult:
-        url = self._base_url + path
-        try:
-            return exchange(
-                self._client,
-                self._request("GET", path),
-                timeout_s=self._timeout_s,
-                sockets=self._sockets,
-            )
-        except ResponseTooLarge as exc:
-            message = f"{self.name} HTTP {exc.status_code}: {exc} from {url}"
-            return ProbeResult(ok=False, kind="network", message=message)
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            kind, message = self._transport_failure(exc, url)
-            return ProbeResult(ok=False, kind=kind, message=message)
-
-    def _transport_failure(self, exc: Exception, url: str) -> tuple[Transport, str]:
+    def transport_failure(self, exc: Exception, url: str) -> tuple[Transport, str]:
         """The kind and message for a request that got no complete response (call and probe)."""
         if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
             said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -318,39 +246,6 @@ class HttpProvider:
                 f"{self.name}: {what} from {url} within {self._timeout_s:g} s (WATCHER_TIMEOUT)",
             )
         return "network", f"{self.name}: could not reach {url}: {type(exc).__name__}: {exc}"
-
-    def _fields(self, response: Received) -> ErrorFields:
-        return self.error_fields(_json_object(response.text))
-
-    def _probe_refused(self, response: Received) -> ProbeResult:
-        err = self._fields(response)
-        kind = (
-            classify(
-                status=response.status_code,
-                error_type=err.type,
-                error_code=err.code,
-                error_message=err.message,
-            )
-            or "server_error"
-        )
-        retry = retry_after_seconds(
-            response.headers.get("retry-after"), value_ms=response.headers.get("retry-after-ms")
-        )
-        message = self.describe(kind, response.status_code, err.message, retry)
-        return ProbeResult(ok=False, kind=kind, message=message)
-
-    def _model_not_found(self, response: Received, *, listed: list[str] | None) -> ProbeResult:
-        if listed is not None:
-            shown = ", ".join(listed[:_LISTED_MODELS_SHOWN]) or "none"
-            more = ", …" if len(listed) > _LISTED_MODELS_SHOWN else ""
-            what = f"{self.name}: model {self.model} is not among those {response.url} lists ({shown}{more})"
-        else:
-            said = self._fields(response).message
-            what = f"{self.name} HTTP {response.status_code}: model {self.model} not found at {response.url}"
-            what += f" (provider said: {self.said(said)})" if said else ""
-        return ProbeResult(
-            ok=False, kind="model_not_found", message=f"{what}; {self._list_models_hint()}"
-        )
 
     def _read_answer(self, data: dict[str, Any] | None) -> tuple[Answer, Verdict | AttemptError]:
         answer = (
@@ -392,16 +287,25 @@ class HttpProvider:
 
     def hint(self, kind: ErrorKind, retry: float | None = None) -> str:
         """What happened, in words, and what the user can do about it."""
+        wait = f"retry after {retry:g} s" if retry is not None else "wait before the next run"
         hints = {
-            "rate_limited": "rate limited by the provider"
-            + (f"; retry after {retry:g} s" if retry is not None else "; wait before the next run"),
-            "quota_exhausted": "quota or spend limit exhausted; check the plan and billing of this API key",
-            "auth": f"the provider rejected the API key; check {self._key_from} and its permissions",
-            "unreachable": f"is the server running? check WATCHER_BASE_URL ({self._base_url})",
-            "model_not_found": f"the provider does not know model {self.model}; {self._list_models_hint()}",
+            "rate_limited": f"rate limited by the provider; {wait}",
+            "quota_exhausted": (
+                "quota or spend limit exhausted; check the plan and billing of this API key"
+            ),
+            "auth": (
+                f"the provider rejected the API key; check {self._key_from} and its permissions"
+            ),
+            "unreachable": f"is the server running? check WATCHER_BASE_URL ({self.base_url})",
+            "model_not_found": (
+                f"the provider does not know model {self.model}; {self.list_models_hint()}"
+            ),
             "overloaded": "the provider is overloaded; `watcher recheck` later",
             "server_error": "the provider had an internal error; `watcher recheck` later",
-            "bad_request": f"the provider refused the request; check WATCHER_MODEL ({self.model}) and WATCHER_BASE_URL",
+            "bad_request": (
+                f"the provider refused the request; check WATCHER_MODEL ({self.model}) and "
+                "WATCHER_BASE_URL"
+            ),
             "truncated": "the answer was cut off at the output token limit",
             "refused": "the model refused to answer or the answer was filtered",
             "malformed_json": "the answer is not a JSON object",
@@ -409,9 +313,10 @@ class HttpProvider:
         }
         return hints.get(kind, kind)
 
-    def _list_models_hint(self) -> str:
-        # A 404 for every model usually means the base URL's path is wrong, each provider its own way.
-        return f"check WATCHER_MODEL; {provider_spec(self.name).models_hint(self._base_url)}"
+    def list_models_hint(self) -> str:
+        # A 404 for every model usually means the base URL's path is wrong, each provider its
+        # own way.
+        return f"check WATCHER_MODEL; {provider_spec(self.name).models_hint(self.base_url)}"
 
     def _no_response(self, kind: Transport, message: str, started: float) -> CallResult:
         error = AttemptError(kind=kind, message=message)
@@ -426,58 +331,21 @@ def _basic_auth(userinfo: str | None) -> httpx.BasicAuth | None:
     return httpx.BasicAuth(unquote(user), unquote(password))
 
 
-def default_transport(base_url: str) -> httpx.HTTPTransport:
-    """``retries=0``, one kept-alive connection (:func:`~watcher.providers._wire.limits`), plus
-    the environment's proxy for ``base_url`` if one applies.
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's CA bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``),
+    built once per process and shared by every client.
 
-    Passing our own transport switches off httpx's environment-proxy support (it only reads
-    ``HTTPS_PROXY`` & co. when it builds the transport itself), so honour them here.
+    httpx builds one per transport otherwise (the client's own and one per proxy it reads from
+    the environment), and loading the CA bundle takes 27-43 ms each here (python -m timeit -n 3
+    -s "import httpx" "httpx.create_ssl_context()"); a context is safe to share between
+    connections and threads, and passing one as ``verify`` is how httpx documents it.
     """
-    url = httpx.URL(base_url)
-    proxies = urllib.request.getproxies_environment()
-    proxy = None
-    if proxies and not _proxy_bypass_environment(url.host, proxies):
-        proxy = proxies.get(url.scheme) or proxies.get("all")
-    # A plain-http base URL (Ollama, a local proxy) never does TLS, and building the default SSL
-    # context costs ~27 ms per transport (python -m timeit -n 3 -s "import httpx"
-    # "httpx.HTTPTransport(verify=True)": 27 ms here, 0.25 ms with verify=False).
-    verify = url.scheme == "https" or proxy is not None
-    return httpx.HTTPTransport(retries=0, proxy=proxy, limits=limits(), verify=verify)
-
-
-# CPython has had it since 3.x (getproxies_environment's partner, honouring NO_PROXY), but
-# typeshed's stub leaves it out; typed here, once.
-_proxy_bypass_environment: Callable[[str, dict[str, str]], bool] = (
-    urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
-)
+    return httpx.create_ssl_context()
 
 
 def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _model_ids(data: dict[str, Any] | None) -> list[str] | None:
-    # OpenAI and every compatible server: {"object": "list", "data": [{"id": …}, …]}.
-    entries = data.get("data") if data is not None else None
-    if not isinstance(entries, list):
-        return None
-    return [e["id"] for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)]
-
-
-def _listed(model: str, ids: list[str]) -> bool:
-    # Ollama lists "llama3.2:latest" and answers to "llama3.2" (and the other way round).
-    def bare(name: str) -> str:
-        return name.removesuffix(":latest")
-
-    return bare(model) in {bare(i) for i in ids}
-
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _str(value: object) -> str | None:

@@ -21,8 +21,10 @@ took 2.1 GB RSS). Exactly one request per call: nothing here loops or resends.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
+import json
 import math
 import socket
 import threading
@@ -49,7 +51,7 @@ class DeadlinePassed(httpx.TimeoutException):
 
 
 class ResponseTooLarge(Exception):
-    """The body passed :data:`MAX_BODY_BYTES`; ``status_code`` and the ``head`` of the body are kept."""
+    """The body passed :data:`MAX_BODY_BYTES`; ``status_code`` and the body's ``head`` are kept."""
 
     def __init__(self, *, status_code: int, head: bytes) -> None:
         super().__init__(TOO_LARGE)
@@ -69,6 +71,14 @@ class Received:
     @property
     def text(self) -> str:
         return self.content.decode("utf-8", "replace")
+
+    def json_object(self) -> dict[str, Any] | None:
+        """The body as a JSON object; ``None`` if it is not JSON or not an object."""
+        try:
+            data = json.loads(self.text)
+        except (ValueError, RecursionError):
+            return None
+        return data if isinstance(data, dict) else None
 
 
 def limits() -> httpx.Limits:
@@ -250,7 +260,5 @@ def _shut(sock: socket.socket) -> None:
     # shutdown(), not close(): close() from another thread does not wake a blocked recv on
     # Linux, shutdown() makes it return at once. Called as the plain socket method so that an
     # ssl.SSLSocket does not drop its SSL object under the reading thread.
-    try:
+    with contextlib.suppress(OSError):  # already closed or never connected: nothing to cut
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except OSError:
-        pass  # already closed or never connected: nothing left to cut

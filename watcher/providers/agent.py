@@ -16,7 +16,8 @@ from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
 NAME = "agent"
 HOW = (
     "the agent you work with (Codex, Claude Code) gives the verdicts over MCP: tool claim hands it "
-    "the comments, tool submit stores its verdicts (or `watcher claim` / `watcher submit`); no API key is needed"
+    "the comments, tool submit stores its verdicts (or `watcher claim` / `watcher submit`); "
+    "no API key is needed"
 )
 
 

@@ -33,7 +33,9 @@ _TRUNCATED = frozenset({"max_tokens", "model_context_window_exceeded"})
 _TOOLS: list[dict[str, Any]] = [
     {
         "name": TOOL_NAME,
-        "description": "Record the verdict for the comment: the JSON object described in the instructions.",
+        "description": (
+            "Record the verdict for the comment: the JSON object described in the instructions."
+        ),
         "input_schema": verdict_json_schema(),
     }
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Literal
 
 from watcher.models import ErrorKind
@@ -184,9 +185,6 @@ def _as_seconds(text: str) -> float | None:
 
 
 def _date_delta(text: str, now: datetime) -> float | None:
-    # Imported here: an HTTP-date Retry-After is rare, and email.utils costs every process ~10 ms.
-    from email.utils import parsedate_to_datetime
-
     try:
         moment = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):

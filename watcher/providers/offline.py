@@ -43,8 +43,8 @@ class Measured:
 
     def said(self) -> str:
         return (
-            f"labelled set: precision {self.precision:.2f}, recall {self.recall:.2f}; unseen comments: "
-            f"{self.held_out_precision:.2f}, {self.held_out_recall:.2f}"
+            f"labelled set: precision {self.precision:.2f}, recall {self.recall:.2f}; "
+            f"unseen comments: {self.held_out_precision:.2f}, {self.held_out_recall:.2f}"
         )
 
 
@@ -72,7 +72,8 @@ _PROMO_STRONG = _words(
     r"|limited offer|investment opportunit\w+|only \$\d+|\$\d+(?:/day| per day| a day)"
 )
 _PROMO_WEAK = _words(
-    r"buy|sell|crypto|cheap|discount\w*|promo\w*|coupon\w*|followers|guaranteed|high quality|traffic"
+    r"buy|sell|crypto|cheap|discount\w*|promo\w*|coupon\w*|followers|guaranteed|high quality"
+    r"|traffic"
 )
 _BUG = _words(
     r"bugs?|buggy|errors?|crash\w*|traceback|exceptions?|stack ?trace|doesn't work|does not work"
@@ -85,12 +86,14 @@ _BUG = _words(
 _ERROR_OUTPUT = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bERR!|^E\s{2,}", re.MULTILINE)
 # A correction of the article: needs the author, and soon (the prompt's "high": a factual mistake).
 _CORRECTION = _words(
-    r"correction|isn't (?:quite )?right|is not (?:quite )?right|isn't accurate|not accurate|is wrong|are wrong"
-    r"|outdated|out of date|deprecated|no longer true|isn't true|not true anymore|you mean|typo"
+    r"correction|isn't (?:quite )?right|is not (?:quite )?right|isn't accurate|not accurate"
+    r"|is wrong|are wrong|outdated|out of date|deprecated|no longer true|isn't true"
+    r"|not true anymore|you mean|typo"
 )
 # The comment settles itself ("never mind, found it"): nothing left for the author to answer.
 _RESOLVED = _words(
-    r"never ?mind|nvm|my bad|figured it out|sorted|solved it|found it|got it working|ignore (?:me|that)"
+    r"never ?mind|nvm|my bad|figured it out|sorted|solved it|found it|got it working"
+    r"|ignore (?:me|that)"
 )
 # A question for the crowd, not the author ("Does anyone know …", "what's everyone using?").
 _CROWD = _words(r"anyone|anybody|everyone|everybody|is it just me|unrelated")
@@ -101,8 +104,9 @@ _JOKE = re.compile(r"\bam i right\s*\?|[\U0001f602\U0001f923\U0001f604]|\blol\b"
 _TAG_QUESTION = re.compile(r",\s*right\s*\?", re.IGNORECASE)
 # Self-promotion beside a link: the author owes it no answer.
 _SELF_PROMO = _words(
-    r"i built|i made|i wrote a tool|i maintain|we're building|we are building|shameless plug|check out my"
-    r"|my (?:youtube|channel|video|course|newsletter|repo|tool|template)|subscribe|upvote"
+    r"i built|i made|i wrote a tool|i maintain|we're building|we are building|shameless plug"
+    r"|check out my|my (?:youtube|channel|video|course|newsletter|repo|tool|template)"
+    r"|subscribe|upvote"
 )
 _DISCUSSION_STRONG = _words(
     r"i disagree|disagree|what about|on the other hand|counterpoint|i'd argue|in my opinion|imo"
@@ -117,7 +121,8 @@ _QUESTION_START = re.compile(
 )
 _FEEDBACK = _words(
     r"you should|you could|suggest\w*|would be (?:nice|great|helpful|better)|consider|recommend\w*"
-    r"|instead of|it would (?:really )?help|would be useful|would make|maybe add|could add|please add|improve\w*"
+    r"|instead of|it would (?:really )?help|would be useful|would make|maybe add|could add"
+    r"|please add|improve\w*"
     r"|(?:is|are) missing|clarify"
 )
 _PRAISE = _words(
@@ -133,9 +138,16 @@ _PRIORITY = {
     "feedback": "normal",
 }
 _HINTS = {
-    "question": "Answer the question directly; link the relevant part of the article if it already covers it.",
-    "bug_report": "Ask for versions and exact steps or the full error if missing; confirm or fix the problem.",
-    "discussion": "Engage with the argument: acknowledge the point and explain your reasoning or trade-offs.",
+    "question": (
+        "Answer the question directly; link the relevant part of the article if it already "
+        "covers it."
+    ),
+    "bug_report": (
+        "Ask for versions and exact steps or the full error if missing; confirm or fix the problem."
+    ),
+    "discussion": (
+        "Engage with the argument: acknowledge the point and explain your reasoning or trade-offs."
+    ),
     "feedback": "Thank them for the suggestion and say whether and when you will act on it.",
 }
 
@@ -149,7 +161,8 @@ class OfflineProvider:
     def __init__(
         self, settings: ProviderSettings | None = None, *, transport: object = None
     ) -> None:
-        """Takes what every provider's factory takes (the registry builds them alike), uses neither."""
+        """Takes what every provider's factory takes (the registry builds them alike), uses
+        neither."""
 
     def complete(self, prompt: Prompt) -> CallResult:
         started = time.monotonic()

@@ -14,9 +14,7 @@ from watcher.providers._http import MAX_OUTPUT_TOKENS, Answer, HttpProvider
 from watcher.providers.parse import verdict_json_schema
 
 # The constant part of every request, built once and shared: request bodies are only
-# serialised, never edited, and a fresh copy of the schema per call costs 29-39 µs here
-# (python -m timeit -s "from watcher.providers.parse import verdict_json_schema"
-# "verdict_json_schema()").
+# serialised, never edited.
 _RESPONSE_FORMAT: dict[str, Any] = {
     "type": "json_schema",
     "json_schema": {"name": "verdict", "strict": True, "schema": verdict_json_schema()},

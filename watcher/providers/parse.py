@@ -7,50 +7,65 @@ file went through the same validation. Pure, and never raises: model text is arb
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from typing import Any
 
 from pydantic import ValidationError
 
-from watcher.models import AttemptError, Category, Priority, Verdict
+from watcher.models import AttemptError, Verdict
 
 # A single ```json … ``` (or bare ```) fence around the whole answer; models add it unasked.
 _FENCE_RE = re.compile(r"\A```[ \t]*(?:json|JSON)?[ \t]*\n(.*)\n[ \t]*```\Z", re.DOTALL)
 _MESSAGE_SNIPPET = 200
 
-_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "needs_reply": {
-            "type": "boolean",
-            "description": "Whether the article author should reply.",
-        },
-        "category": {"type": "string", "enum": list(Category.__args__)},  # type: ignore[attr-defined]
-        "priority": {"type": "string", "enum": list(Priority.__args__)},  # type: ignore[attr-defined]
-        # Length limits are stated in words: OpenAI's strict mode rejects minLength/maxLength
-        # on some models, and pydantic enforces them on the answer anyway.
-        "summary": {"type": "string", "description": "One neutral sentence, 1 to 280 characters."},
-        "reply_hint": {
-            "type": "string",
-            "description": "What a good reply would address, at most 500 characters; empty if no reply is needed.",
-        },
-    },
-    "required": ["needs_reply", "category", "priority", "summary", "reply_hint"],
-    "additionalProperties": False,
+# What each field means, for the model. The length limits are filled in from the Verdict model
+# (OpenAI's strict mode rejects minLength/maxLength on some models, so they travel as words, and
+# pydantic enforces them on the answer anyway).
+_WORDS = {
+    "needs_reply": "Whether the article author should reply.",
+    "summary": "One neutral sentence, {minLength} to {maxLength} characters.",
+    "reply_hint": (
+        "What a good reply would address, at most {maxLength} characters; "
+        "empty if no reply is needed."
+    ),
 }
+_STATED_IN_WORDS = ("minLength", "maxLength")
+
+
+@functools.cache
+def _strict_schema() -> dict[str, Any]:
+    """``Verdict.model_json_schema()`` as the providers take it (OpenAI strict mode): every
+    property required, no other property allowed, no titles, lengths in the descriptions."""
+    model = Verdict.model_json_schema()
+    properties: dict[str, Any] = {}
+    for name, spec in model["properties"].items():
+        # "type" first, as the schema has always been sent (a byte-identical request body).
+        prop = {"type": spec["type"]}
+        prop.update((k, v) for k, v in spec.items() if k not in ("title", *_STATED_IN_WORDS))
+        if name in _WORDS:
+            prop["description"] = _WORDS[name].format_map(spec)
+        properties[name] = prop
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 def verdict_json_schema() -> dict[str, Any]:
-    """The strict JSON schema of a verdict: every property required, nothing else allowed.
+    """The strict JSON schema of a verdict, derived from :class:`Verdict` (see _strict_schema).
 
     A fresh copy each call, so a caller that edits its request body cannot change the next one.
     """
-    return copy.deepcopy(_SCHEMA)
+    return copy.deepcopy(_strict_schema())
 
 
 def parse_verdict_text(text: str) -> Verdict | AttemptError:
-    """A validated verdict, or an ``AttemptError`` of kind ``malformed_json`` / ``invalid_verdict``."""
+    """A validated verdict, or an ``AttemptError`` of kind ``malformed_json`` or
+    ``invalid_verdict``."""
     try:
         data = json.loads(_strip_fence(text.strip()))
     except (ValueError, RecursionError, TypeError) as exc:

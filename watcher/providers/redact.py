@@ -62,7 +62,8 @@ def as_key(value: str) -> str:
 
 
 class Redaction:
-    """Removes the secrets (the key, URL credentials) from text and from everything a provider returns."""
+    """Removes the secrets (the key, URL credentials) from text and from everything a provider
+    returns."""
 
     def __init__(self, *secrets: str) -> None:
         secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
@@ -79,15 +80,17 @@ class Redaction:
         if not found:
             return text  # the usual case: nothing matched, so nothing can match after the pass
         # Repeat while anything matches. With a marker: a key ending in a backslash hides the next
-        # copy right behind it ("0\\0\\": a match may not start after a backslash), and replacing the
-        # first one uncovers it. Deleting instead can join the text on either side into a new key.
-        # Each pass removes at least one match and the marker never matches (see _marker): it ends.
+        # copy right behind it ("0\\0\\": a match may not start after a backslash), and replacing
+        # the first one uncovers it. Deleting instead can join the text on either side into a new
+        # key. Each pass removes at least one match and the marker never matches (see _marker): it
+        # ends.
         while self._pattern.search(out):
             out = self._pattern.sub(self.marker, out)
         return out
 
     def call(self, result: CallResult) -> CallResult:
-        """``result`` as it may leave the provider: raw redacted then cut, verdict and message redacted.
+        """``result`` as it may leave the provider: raw redacted then cut, verdict and message
+        redacted.
 
         The verdict is validated again. One whose redacted strings no longer fit the schema (the
         marker is longer than a short key) has them cut back to their original length, which the

@@ -3,8 +3,10 @@
 Adding a provider is one :class:`ProviderSpec` in :data:`PROVIDERS` plus its implementation
 module; nothing else lists provider names. Imported by :mod:`watcher.config`, so it must stay
 cheap: the implementations (and httpx) are named by import path and loaded only by
-:meth:`ProviderSpec.build`, which is why ``watcher status`` never imports httpx. It takes the
-settings as :class:`~watcher.providers.base.ProviderSettings` and never imports config.
+:meth:`ProviderSpec.build`, so ``watcher --help``, ``status`` and ``inbox`` never import httpx
+(73-210 ms of a ~350 ms start here: python -X importtime -c "import watcher.cli.app; import
+httpx"). It takes the settings as :class:`~watcher.providers.base.ProviderSettings` and never
+imports config.
 """
 
 from __future__ import annotations
@@ -38,16 +40,21 @@ class ModelsEndpoint:
 
 def _openai_models_hint(base_url: str) -> str:
     return (
-        f"list the server's models with GET {base_url}/models (Ollama: `ollama list`), and check that "
-        "WATCHER_BASE_URL includes the API path (OpenAI, Ollama, vLLM, llama.cpp: …/v1)"
+        f"list the server's models with GET {base_url}/models (Ollama: `ollama list`), "
+        "and check that WATCHER_BASE_URL includes the API path "
+        "(OpenAI, Ollama, vLLM, llama.cpp: …/v1)"
     )
 
 
 def _anthropic_models_hint(base_url: str) -> str:
     bare = base_url.rstrip("/")
     if bare.endswith("/v1"):
-        # watcher adds /v1 itself (POST {base}/v1/messages): a base ending in /v1 asks for /v1/v1/….
-        return f"WATCHER_BASE_URL ends in /v1, which watcher adds itself: set it to {bare.removesuffix('/v1')}"
+        # watcher adds /v1 itself (POST {base}/v1/messages): a base ending in /v1 asks for
+        # /v1/v1/….
+        return (
+            "WATCHER_BASE_URL ends in /v1, which watcher adds itself: set it to "
+            f"{bare.removesuffix('/v1')}"
+        )
     return f"list the models with GET {bare}/v1/models (x-api-key and anthropic-version headers)"
 
 
@@ -120,9 +127,10 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
             ),
             ProviderSpec(
                 name="anthropic",
-                # The current Haiku (Latest since 2026-10-07). claude-3-5-haiku-latest was retired on
-                # 2026-02-19 and Claude Haiku 4.5 is Legacy; nothing in our request (forced tool
-                # use, no sampling parameters, no prefill, no thinking) is on its migration list.
+                # The current Haiku (Latest since 2026-10-07). claude-3-5-haiku-latest was
+                # retired on 2026-02-19 and Claude Haiku 4.5 is Legacy; nothing in our request
+                # (forced tool use, no sampling parameters, no prefill, no thinking) is on its
+                # migration list.
                 default_model="claude-haiku-5-5",
                 default_base_url="https://api.anthropic.com",
                 key_env=("ANTHROPIC_API_KEY",),
@@ -163,7 +171,7 @@ def provider_spec(name: str) -> ProviderSpec:
     except KeyError:
         choices = ", ".join(PROVIDERS)
         raise ConfigError(
-            f"unknown provider {name!r}: choose one of {choices} (WATCHER_PROVIDER); for Ollama, vLLM, "
-            "llama.cpp or another OpenAI-compatible server use openai with WATCHER_BASE_URL (Ollama: "
-            "http://localhost:11434/v1)"
+            f"unknown provider {name!r}: choose one of {choices} (WATCHER_PROVIDER); for Ollama, "
+            "vLLM, llama.cpp or another OpenAI-compatible server use openai with WATCHER_BASE_URL "
+            "(Ollama: http://localhost:11434/v1)"
         ) from None

@@ -1,12 +1,13 @@
 """Where comments come from (SPEC §5): the dev.to (Forem) API, or a Forem-format export file.
 
-    resolve_source(spec) -> Source                                          registry: devto, sample, FILE
-    Source.fetch(settings, seen, *, full=False) -> FetchResult              what the pipeline calls
-    fetch_devto(settings, seen, *, full=, transport=, clock=, sleep=)       network, read-only
-    check_user(settings) -> None                                            DEVTO_USERNAME exists?
-    read_export(path, settings) -> FetchResult                                  one JSON file
-    bundled_sample() -> Path                                                    the demo export
-    html_to_text(body_html) -> str                                              stdlib HTML -> text
+    resolve_source(spec) -> Source                               registry: devto, sample, FILE
+    Source.fetch(settings, seen, *, full=False) -> FetchResult   what the pipeline calls
+    fetch_devto(settings, seen, *, full=, transport=, clock=, sleep=)
+                                                                 network, read-only
+    check_user(settings) -> None                                 DEVTO_USERNAME exists?
+    read_export(path, settings) -> FetchResult                   one JSON file
+    bundled_sample() -> Path                                     the demo export
+    html_to_text(body_html) -> str                               stdlib HTML -> text
 
 Neither source writes a file. Bad items come back as :class:`Rejection` records beside the good
 ones; only whole-source failures raise (``SourceUnavailable``, ``ConfigError``, ``UsageError``).

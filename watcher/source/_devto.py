@@ -1,4 +1,5 @@
-"""The dev.to (Forem) source: list the articles, re-fetch the threads whose signal moved (SPEC §13.3).
+"""The dev.to (Forem) source: list the articles, re-fetch the threads whose signal moved
+(SPEC §13.3).
 
 Change signal per article: ``comments_count`` **and** ``last_comment_at``. The count alone misses
 comments: it is a counter-culture column, so a new comment and a childless deletion between two
@@ -52,7 +53,8 @@ def fetch_devto(
     sleep: Callable[[float], None] = time.sleep,
     per_page: int = PER_PAGE,
 ) -> FetchResult:
-    """List the author's articles and fetch the threads whose change signal moved (all with ``full``).
+    """List the author's articles and fetch the threads whose change signal moved (all of them
+    with ``full``).
 
     Raises :class:`ConfigError` (no account configured, no such user, API key refused) and
     :class:`SourceUnavailable` (the listing failed: network, 5xx, 403, 429 past the wait budget,
@@ -207,8 +209,8 @@ def _json_list(response: httpx.Response, *, what: str) -> list[Any]:
         data = None
     if not isinstance(data, list):
         raise SourceUnavailable(
-            f"dev.to returned a body that is not a JSON list for {what} (HTTP {response.status_code}); "
-            "nothing was changed — try again later"
+            f"dev.to returned a body that is not a JSON list for {what} "
+            f"(HTTP {response.status_code}); nothing was changed — try again later"
         )
     return data
 
@@ -228,7 +230,8 @@ def _fetch_thread(
     except (ValueError, RecursionError) as exc:
         collector.rejected.append(
             Rejection(
-                f"{where}: dev.to returned invalid JSON for its comments ({exc}); skipped this scan",
+                f"{where}: dev.to returned invalid JSON for its comments ({exc}); "
+                "skipped this scan",
                 where,
             )
         )

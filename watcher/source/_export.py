@@ -79,7 +79,8 @@ def _load(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("articles"), list):
         raise UsageError(
             f"source file {path} is not a Forem-format export: expected an object with an "
-            '"articles" list ({"articles": [{"id", "title", "url", "comments_count", "comments": [...]}]})'
+            '"articles" list ({"articles": [{"id", "title", "url", "comments_count", '
+            '"comments": [...]}]})'
         )
     return data
 

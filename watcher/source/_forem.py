@@ -49,7 +49,10 @@ class ForemClient:
         clock: Callable[[], float],
         sleep: Callable[[float], None],
     ) -> None:
-        import httpx  # lazily: `import watcher` must stay cheap for commands that never fetch
+        # Imported here, not at the top: every command imports watcher.source (the pipeline
+        # names it), and httpx would add 73-210 ms to `watcher --help`, `status` and `inbox`
+        # (python -X importtime -c "import watcher.cli.app; import httpx", on a ~350 ms start).
+        import httpx
 
         headers = {"Accept": ACCEPT, "User-Agent": USER_AGENT}
         if settings.devto_api_key is not None:
@@ -65,8 +68,8 @@ class ForemClient:
             )
         except httpx.InvalidURL as exc:  # e.g. "http://[::1" or a non-numeric port
             raise ConfigError(
-                f"DEVTO_BASE_URL {shown_url(settings.devto_base_url)!r} is not a usable URL ({exc}); "
-                "use e.g. https://dev.to/api"
+                f"DEVTO_BASE_URL {shown_url(settings.devto_base_url)!r} is not a usable URL "
+                f"({exc}); use e.g. https://dev.to/api"
             ) from None
         self._httpx = httpx
         self._has_key = settings.devto_api_key is not None
@@ -105,8 +108,8 @@ class ForemClient:
             return self._http.get(path, params=params)
         except self._httpx.HTTPError as exc:
             raise SourceUnavailable(
-                f"cannot reach dev.to at {shown_url(str(self._http.base_url))}: {type(exc).__name__}: "
-                f"{exc or 'no detail'}; "
+                f"cannot reach dev.to at {shown_url(str(self._http.base_url))}: "
+                f"{type(exc).__name__}: {exc or 'no detail'}; "
                 "check the connection (or DEVTO_BASE_URL) and try again"
             ) from exc
 
@@ -136,16 +139,18 @@ class ForemClient:
             # request; the app itself answers 401 for a bad key. Saying "key refused" or "check
             # DEVTO_USERNAME" here sent people to fix the wrong thing.
             raise SourceUnavailable(
-                f"blocked by dev.to's edge or bot filter (HTTP 403) for GET {path}: this is not about "
-                f"the key or the username; requests carry the User-Agent {USER_AGENT!r} — try again "
-                "later, from another network, or report it if it persists"
+                f"blocked by dev.to's edge or bot filter (HTTP 403) for GET {path}: this is not "
+                "about the key or the username; requests carry the User-Agent "
+                f"{USER_AGENT!r} — try again later, from another network, or report it if it "
+                "persists"
             )
         if status >= 500:
             raise SourceUnavailable(
                 f"dev.to is unavailable (HTTP {status} for GET {path}); try again later"
             )
         raise SourceUnavailable(
-            f"dev.to answered HTTP {status} for GET {path}; check DEVTO_BASE_URL and try again later"
+            f"dev.to answered HTTP {status} for GET {path}; check DEVTO_BASE_URL and try again "
+            "later"
         )
 
 

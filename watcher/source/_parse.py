@@ -72,7 +72,8 @@ def parse_article(raw: Any, *, where: str) -> tuple[SourceArticle, str | None] |
         return Rejection(f"{where}: {'; '.join(problems)}; skipped", where)
     user = raw.get("user")
     author = user.get("username") if isinstance(user, dict) else None
-    # Read back from the payload (Any) rather than from `count` (Any | None): each was checked above.
+    # Read back from the payload (Any) rather than from `count` (Any | None): each was checked
+    # above.
     article = SourceArticle(
         id=raw["id"],
         title=raw["title"],
@@ -144,7 +145,8 @@ class Collector:
             return False
         self.thread_ids.setdefault(article.id, set())
         self.node_counts.setdefault(article.id, 0)
-        # Iterative pre-order walk: a hostile, deeply nested payload must not hit the recursion limit.
+        # Iterative pre-order walk: a hostile, deeply nested payload must not hit the recursion
+        # limit.
         stack: list[tuple[Any, str | None, str]] = [
             (node, None, str(i + 1)) for i, node in reversed(list(enumerate(nodes)))
         ]
@@ -162,7 +164,8 @@ class Collector:
                 continue
             if own_id is not None and author:
                 self._note_author_reply(own_id, children, author)
-            # Replies of a rejected comment are still good comments; they lose only their parent link.
+            # Replies of a rejected comment are still good comments; they lose only their parent
+            # link.
             for i, child in reversed(list(enumerate(children))):
                 stack.append((child, own_id, f"{position}.{i + 1}"))
         return True
@@ -194,7 +197,8 @@ class Collector:
             return self._reject(
                 f"comment {id_code} ({where}) appears twice; the later copy was skipped", id_code
             )
-        # Present in the thread, whatever its content: a known comment with a bad body is not deleted.
+        # Present in the thread, whatever its content: a known comment with a bad body is not
+        # deleted.
         self.thread_ids.setdefault(article.id, set()).add(id_code)
         body = node.get("body_html")
         if not isinstance(body, str):

@@ -1,8 +1,9 @@
 """Where a scan gets its comments: one registry of sources (STYLE rule 11).
 
 A source is anything with a ``name`` and ``fetch(settings, index, *, full=False) -> FetchResult``;
-the pipeline knows only this protocol (``full``: re-read everything on purpose, ``scan --full``). ``--source`` names a registered source (``devto``, ``sample``) or is
-the path of a Forem-format export. A second kind of source (Hashnode, GitHub discussions) is one
+the pipeline knows only this protocol (``full``: re-read everything on purpose, ``scan --full``).
+``--source`` names a registered source (``devto``, ``sample``) or is the path of a Forem-format
+export. A second kind of source (Hashnode, GitHub discussions) is one
 more entry here, with ids namespaced as the README's "Comment ids and a second source" says.
 """
 
@@ -43,7 +44,8 @@ class DevtoSource:
 
 @dataclass(frozen=True)
 class ExportSource:
-    """A Forem-format export file; every article in it counts as fetched (so ``full`` changes nothing)."""
+    """A Forem-format export file; every article in it counts as fetched (so ``full`` changes
+    nothing)."""
 
     path: Path
     name: str = "export"

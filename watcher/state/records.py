@@ -86,22 +86,29 @@ def grant_refusal(record: InboxRecord, n: int) -> str | None:
     if state == "baseline":
         # Never called, so no attempt was spent: a grant would only raise a cap nothing uses.
         return (
-            f"{cid} is baseline (older than the first scan's backlog window): it was never sent to the model "
-            f"and has all its attempts — `watcher scan --since {record.comment.created_at[:10]}` queues it"
+            f"{cid} is baseline (older than the first scan's backlog window): it was never sent "
+            "to the model and has all its attempts — "
+            f"`watcher scan --since {record.comment.created_at[:10]}` queues it"
         )
     if state == "answered":
         return (
-            f"you had already replied to {cid} on dev.to before it was checked, so it was never sent to the "
-            f"model and needs no attempt — if it still needs you, `watcher mark {cid} open` reopens it "
-            f"(`watcher show {cid}` has its text)"
+            f"you had already replied to {cid} on dev.to before it was checked, so it was never "
+            "sent to the model and needs no attempt — if it still needs you, "
+            f"`watcher mark {cid} open` reopens it (`watcher show {cid}` has its text)"
         )
     granted = sum(g.n for g in record.grants)
     left = MAX_GRANTED - granted
     if n > left:
-        total = f"a comment's attempts stop at {CAP} + {MAX_GRANTED} granted (a cap of {CAP + MAX_GRANTED})"
+        total = (
+            f"a comment's attempts stop at {CAP} + {MAX_GRANTED} granted "
+            f"(a cap of {CAP + MAX_GRANTED})"
+        )
         if left <= 0:
             return f"{cid} has been granted all it can be: {total}"
-        return f"{cid} can be granted {left} more at most ({granted} granted already; {total}): --attempts {left}"
+        return (
+            f"{cid} can be granted {left} more at most ({granted} granted already; {total}): "
+            f"--attempts {left}"
+        )
     return None
 
 
@@ -290,7 +297,8 @@ def mark_interrupted(record: InboxRecord, *, message: str | None = None) -> Inbo
     last = _reserved_last(record)
     message = message or (
         f"attempt {last.n} was reserved by pid {last.pid} ({last.entrypoint} {last.command}) at "
-        f"{last.reserved_at} and never finished: the process died or could not save; the attempt stays spent"
+        f"{last.reserved_at} and never finished: the process died or could not save; "
+        "the attempt stays spent"
     )
     return finish(record, verdict=None, error=AttemptError(kind="interrupted", message=message))
 
@@ -338,7 +346,7 @@ def _reserved_last(record: InboxRecord) -> Attempt:
     return record.attempts[-1]
 
 
-# ---- the decision under the lock (SPEC §7 step 4) -------------------------------------------------
+# ---- the decision under the lock (SPEC §7 step 4) ------------------------------------------------
 
 # What to do with one comment under the lock: make the call, or the outcome it gets instead.
 Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]

@@ -60,7 +60,7 @@ def merge(
         old, current = base.comments.get(cid), theirs.comments.get(cid)
         if entry is old and current is not None and current.attempts >= entry.attempts:
             # Untouched since base: the merge would give theirs exactly. Skipping it keeps a
-            # save of a large index proportional to what changed (bench/run.py figure 3).
+            # save of a large index proportional to what changed.
             continue
         comments[cid] = _merge_entry(old, entry, current)
     marked_at = (marked_at or iso()) if patches else None
@@ -97,7 +97,7 @@ def _merge_entry(
             }
         )
     # A model's fields are its __dict__: one pass over it instead of two getattr per field
-    # (a batch merges every comment it touched: bench/run.py figure 1).
+    # (a batch merges every comment it touched).
     was = base.__dict__
     update = {name: value for name, value in mine.__dict__.items() if value != was[name]}
     if update.keys() & _FROM_ONE_READ:
@@ -141,8 +141,8 @@ def record_article(
 
 
 def with_listed(theirs: SeenFile, ids: Iterable[str], *, now: str) -> tuple[SeenFile, list[str]]:
-    """``ids`` marked as listed by ``inbox --new``, and which of them no earlier ``--new`` had listed
-    (so a cron that mails the output mails each comment once)."""
+    """``ids`` marked as listed by ``inbox --new``, and which of them no earlier ``--new`` had
+    listed (so a cron that mails the output mails each comment once)."""
     claimed = [
         cid for cid in ids if cid in theirs.comments and theirs.comments[cid].listed_at is None
     ]

@@ -1,13 +1,16 @@
-"""The state seam: everything a command does to a data directory's state goes through a :class:`Store`.
+"""The state seam: everything a command does to a data directory's state goes through a
+:class:`Store`.
 
 The pipeline, claim and submit, grant, mark and the read views ask a store to take the pipeline
 lock, read and write one comment's record, reserve an attempt and write its outcome (the
 compare-and-swap of SPEC §13.5), read and merge the index, read and write the provider state,
 and append and count observation signals. They never see a file.
 
-:class:`watcher.store.files.FileStore` is the one implementation, over the files of SPEC §4: durable writes and
-guarded reads (:mod:`watcher.store.durable`), the cooperative locks (:mod:`watcher.store.locks`),
-the signal log and its counter (:mod:`watcher.store.signals`). It is the only code in
+:class:`watcher.store.files.FileStore` is the one implementation, over the files of SPEC §4:
+durable writes (:mod:`watcher.store.durable`) and guarded reads (:mod:`watcher.store.guarded`)
+through one set of OS calls (:mod:`watcher.store.oscalls`), the cooperative locks
+(:mod:`watcher.store.locks`), the signal log (:mod:`watcher.store.signal_log`) and its counter
+(:mod:`watcher.store.signals`). It is the only code in
 ``watcher/`` that opens, writes, renames or syncs a state file (``tests/test_store_seam.py``
 checks that).
 
@@ -84,8 +87,14 @@ class Store(Protocol):
     # ---- the pipeline lock (SPEC §7 step 2) ------------------------------------------------------
 
     def pipeline_lock(self, *, timeout: float | None = None) -> AbstractContextManager[None]:
-        """Exclusive for decisions and writes, never held across a model call (SPEC §15.1; the
-        5 s wait by default); leftovers of writers killed mid-write are cleared on entry."""
+        """Exclusive for decisions and writes, never held across a model call (SPEC §15.1). All
+        the waits of one store (one command) share one 5 s budget (SPEC §16.3); ``timeout`` only
+        shortens a wait. Leftovers of writers killed mid-write are cleared on entry."""
+
+    def end_waits_on(self, stopped: Callable[[], int | None]) -> None:
+        """From now on, a lock wait of this store ends as soon as ``stopped()`` names a signal, and
+        a busy lock is not waited for at all (SPEC §16.6): :class:`LockBusy` that is also an
+        :class:`watcher.errors.Interrupted` (exit 130 / 143)."""
 
     def call_lock(self, comment_id: str) -> CallLock | None:
         """The comment's call lock, taken without waiting before its reservation and released once
@@ -99,7 +108,7 @@ class Store(Protocol):
         """Whether another run holds the comment's call lock now: its open reservation is a live
         call, not an orphan (the kernel drops the lock of a process that died)."""
 
-    # ---- one comment's record (SPEC §4.1) ---------------------------------------------------------
+    # ---- one comment's record (SPEC §4.1) --------------------------------------------------------
 
     def load_record(self, comment_id: str) -> InboxRecord | None:
         """The record, ``None`` if there is none; a corrupt one is quarantined (CorruptState)."""
@@ -114,7 +123,8 @@ class Store(Protocol):
         """Durably replace the record (create one, close an orphan, add a grant)."""
 
     def write_reservation(self, record: InboxRecord) -> Reservation:
-        """Durably write ``record`` whose last attempt is the one just reserved (before the call)."""
+        """Durably write ``record``, whose last attempt is the one just reserved (before the
+        call)."""
 
     def write_outcome(
         self, reservation: Reservation, finish: Callable[[InboxRecord], InboxRecord]
@@ -126,7 +136,7 @@ class Store(Protocol):
         """Whether a comment with no record had one (its index entry counts attempts, or a copy
         was quarantined): a fresh record would restart its budget, so none is made."""
 
-    # ---- the index (SPEC §4.2) ---------------------------------------------------------------------
+    # ---- the index (SPEC §4.2) -------------------------------------------------------------------
 
     def load_index(self) -> SeenFile:
         """The index as stored; an empty one before the first save."""
@@ -139,7 +149,8 @@ class Store(Protocol):
     def save_index(
         self, base: SeenFile, mine: SeenFile, patches: Mapping[str, Triage] | None = None
     ) -> SeenFile:
-        """The three-way merge-on-save of :func:`watcher.state.seen.merge`; returns what was saved."""
+        """The three-way merge-on-save of :func:`watcher.state.seen.merge`; returns what was
+        saved."""
 
     def patch_triage(self, comment_id: str, triage: Triage) -> SeenComment | None:
         """A person's mark, applied as given (``None``: no such comment)."""
@@ -162,7 +173,7 @@ class Store(Protocol):
     ) -> list[str]:
         """Mark the comments the author answered on dev.to replied; return those newly marked."""
 
-    # ---- the provider state (SPEC §7.2, §13.1) -----------------------------------------------------
+    # ---- the provider state (SPEC §7.2, §13.1) ---------------------------------------------------
 
     def load_provider_state(self) -> ProviderState:
         """Cooldown and breaker as stored; an empty state before the first write."""
@@ -170,15 +181,16 @@ class Store(Protocol):
     def save_provider_state(self, state: ProviderState) -> None:
         """Durably replace the provider state (callers hold the pipeline lock, or take it)."""
 
-    # ---- what cron has said (SPEC §15.3) -----------------------------------------------------------
+    # ---- what cron has said (SPEC §15.3) ---------------------------------------------------------
 
     def load_cron_state(self) -> CronState:
         """What ``watcher cron`` last reported; an empty state before its first round."""
 
     def save_cron_state(self, state: CronState) -> None:
-        """Durably replace it (one cron round at a time: a lost race repeats a line, never hides one)."""
+        """Durably replace it (one cron round at a time: a lost race repeats a line, never hides
+        one)."""
 
-    # ---- observation signals (SPEC §8) -------------------------------------------------------------
+    # ---- observation signals (SPEC §8) -----------------------------------------------------------
 
     def append_signals(self, events: Iterable[Mapping[str, object]]) -> None:
         """Append one line per event, whole lines, never interleaved with another writer's."""
@@ -190,4 +202,5 @@ class Store(Protocol):
         """The saved counts, ``None`` before the first count."""
 
     def signal_trouble(self, state: SignalState | None = None) -> str | None:
-        """Why the counter would stop (log replaced, truncated, removed), else ``None``; never raises."""
+        """Why the counter would stop (log replaced, truncated, removed), else ``None``; never
+        raises."""

@@ -75,6 +75,7 @@ def reconcile(
     *,
     load_record: LoadRecord,
     written: Mapping[str, tuple[str, InboxRecord]],
+    now_ns: Callable[[], int] = time.time_ns,
 ) -> tuple[SeenFile, list[str]]:
     """Bring the index up to the inbox files, without any model call.
 
@@ -88,13 +89,14 @@ def reconcile(
     A full reconcile (no ``ids``) of an index this process already reconciled in full is not
     repeated while ``inbox/`` has had no entry created, replaced or removed since: a run
     reconciles before planning and again under the pipeline lock, and on an idle account the
-    second pass was a second ``stat`` of every comment (bench/run.py figure 3). Every write of
+    second pass was a second ``stat`` of every comment. Every write of
     an inbox file — any watcher's, any process's — is a temp file renamed into ``inbox/``, which
     moves the directory's mtime and ctime; see :func:`_inbox_key` for why a coarse clock cannot
     hide one. A file edited in place by some other tool between the two passes is repaired
-    by the next command, as the index may lag (SPEC §4.2).
+    by the next command, as the index may lag (SPEC §4.2). ``now_ns``: the clock that times
+    ``inbox/``'s last change (tests/test_seen_merge.py runs it later).
     """
-    key = _inbox_key(paths) if ids is None else None
+    key = _inbox_key(paths, now_ns()) if ids is None else None
     if key is not None:
         remembered = _remembered(key, index)
         if remembered is not None:
@@ -116,7 +118,7 @@ def _reconcile(
     known = comments.get
     stale: list[tuple[str, str]] = []
     # One plain string per stat: building a Path per comment cost more than the stat itself
-    # (bench/run.py figure 3: 10k comments, twice per scan).
+    # (10k comments, reconciled twice per scan).
     directory = os.path.join(paths.inbox, "")
     for cid in _listed_ids(paths) if ids is None else ids:
         found = stamp(f"{directory}{cid}.json")
@@ -155,7 +157,7 @@ _last: tuple[_InboxKey, weakref.ref[SeenFile], weakref.ref[SeenFile], tuple[str,
 _QUIET_NS = 3_000_000_000
 
 
-def _inbox_key(paths: Paths) -> _InboxKey | None:
+def _inbox_key(paths: Paths, now_ns: int) -> _InboxKey | None:
     """``inbox/``'s identity and times, if it has been left alone for :data:`_QUIET_NS`.
 
     A filesystem stamps times from a clock that ticks every few milliseconds (or seconds), so a
@@ -166,7 +168,7 @@ def _inbox_key(paths: Paths) -> _InboxKey | None:
         st = os.stat(paths.inbox)
     except OSError:
         return None
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < _QUIET_NS:
+    if now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < _QUIET_NS:
         return None
     return (os.fspath(paths.inbox), st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
@@ -192,8 +194,8 @@ _INBOX_NAME = re.compile(rf"^({COMMENT_ID_SHAPE})\.json$", re.MULTILINE)
 
 def _listed_ids(paths: Paths) -> list[str]:
     """The ids :func:`list_ids` gives, unsorted: the same rule applied in one regex pass over the
-    whole listing. Per-name matching and the sort were 40 % of an idle reconcile (bench/run.py
-    figure 3: 10k comments, reconciled twice per scan)."""
+    whole listing. Per-name matching and the sort were 40 % of an idle reconcile of 10k
+    comments, reconciled twice per scan."""
     real_directories(paths.inbox, below=paths.user_part)  # a linked inbox/ is never listed
     try:
         names = os.listdir(paths.inbox)

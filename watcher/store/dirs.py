@@ -1,8 +1,9 @@
 """watcher's own directories under a data dir are real directories, never links (SPEC §13.5, §15.5).
 
 A link planted at ``signals/`` or ``inbox/`` would make every write land at its target, outside the
-data dir. The guarded reads and durable writes (:mod:`watcher.store.durable`), the locks, listings and the
-signal log check the directories under the part of the data dir the user chose first
+data dir. The guarded reads and durable writes (:mod:`watcher.store.guarded`,
+:mod:`watcher.store.durable`), the locks, listings and the signal log check the directories
+under the part of the data dir the user chose first
 (:attr:`watcher.config.Paths.user_part`): links above it are the user's to make.
 """
 
@@ -14,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from watcher.errors import UnsafePath
+from watcher.store.oscalls import OS, OsCalls
 
 
 def real_directories(directory: Path, *, below: Path) -> None:
@@ -58,7 +60,7 @@ def _levels(here: str, below: str) -> tuple[str, ...]:
 
     Worked out once per pair: a run checks the same few directories (inbox/, locks/calls/) about
     eleven times per model call, and splitting and joining the path each time cost more than
-    the lstats themselves (bench/run.py figure 1)."""
+    the lstats themselves."""
     top = below.rstrip(os.sep)
     if not here.startswith(top + os.sep):
         return ()  # the chosen part itself, or not under it: nothing of ours to judge
@@ -78,8 +80,8 @@ def _link_fix(level: Path) -> str:
     if level.name in _STATE_DIRS:
         return "put the directory itself there (e.g. `rm LINK && mv TARGET LINK`)"
     return (
-        "put the directory itself there, or set WATCHER_DATA_DIR to the path you mean (a data dir you "
-        "name may be reached through links)"
+        "put the directory itself there, or set WATCHER_DATA_DIR to the path you mean "
+        "(a data dir you name may be reached through links)"
     )
 
 
@@ -101,3 +103,30 @@ def link_target(path: Path) -> str:
         return os.readlink(path)
     except OSError:
         return "?"
+
+
+def make_dirs(directory: Path, calls: OsCalls = OS) -> None:
+    """Create ``directory`` and its missing parents, each synced in its parent before the next.
+
+    A new directory's entry is not on disk until its parent is fsynced, and a file in a directory
+    a power cut undoes is lost with it: so every level made is synced in its parent, the data
+    dir's own parent included, or a power cut after a first scan could take the data dir with
+    every reservation in it (tests/reliability/test_rel_power_loss.py). Raises ``OSError``.
+    """
+    missing: list[Path] = []
+    while not os.path.isdir(directory) and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    for level in reversed(missing):
+        try:
+            os.mkdir(level)
+        except FileExistsError:
+            if not os.path.isdir(level):
+                raise
+        # Also when another process made it first: it may not have synced it yet.
+        calls.sync_dir(level.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (a replaced file is not durable until its dir is)."""
+    OS.sync_dir(directory)

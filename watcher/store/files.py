@@ -32,6 +32,8 @@ from watcher.models import (
 from watcher.state import records, seen
 from watcher.store import CallLock, Reservation, _index, durable, locks, signals
 from watcher.store.dirs import real_directories
+from watcher.store.durable import M
+from watcher.store.oscalls import OS, OsCalls
 from watcher.util.timeutil import iso
 
 # What a hold of the pipeline lock reads, writes or makes (watcher/state/records.py and
@@ -59,21 +61,29 @@ LOCKED_MODELS: tuple[type[BaseModel], ...] = (
 class FileStore:
     """:class:`watcher.store.Store` over one data directory's files."""
 
-    def __init__(self, paths: Paths) -> None:
+    def __init__(
+        self,
+        paths: Paths,
+        *,
+        lock_wait: float = locks.PIPELINE_WAIT_S,
+        calls: OsCalls | None = None,
+    ) -> None:
+        """``lock_wait``: what this command may wait for the pipeline lock in all (SPEC §16.3);
+        ``calls``: the OS calls of its writes, reads and appends (:mod:`watcher.store.oscalls`;
+        tests fail or watch one of them there)."""
         self._paths = paths
+        self._calls = calls
         # Records whose file holds exactly them, each with that file's stamp: the read's own
         # fstat, or an lstat right after this store wrote it. Every durable write makes a new
         # inode, so a file that still has that stamp holds that record: a run reads each record
         # when it plans, again under the lock before deciding, and the gate, the outcome's
         # compare-and-swap and the index save look at them too, and one lstat stands for each
-        # re-read (bench/run.py figure 1). The same trust the index puts in its stamps (SPEC §4.2),
+        # re-read. The same trust the index puts in its stamps (SPEC §4.2),
         # for one command. A record whose text was mended to be written (a lone surrogate is
         # stored as U+FFFD) is not one: what a later step reads must be what the file holds
         # (tests/reliability/test_rel_regressions.py).
         self._known: dict[str, tuple[str, InboxRecord]] = {}
-        # Taken twice per model call and once per observation append (SPEC §15.1): kept open.
-        self._pipeline = locks.KeptLock(paths.pipeline_lock, within=paths.user_part)
-        self._signals = locks.KeptLock(paths.signals_lock, within=paths.user_part)
+        self._waits = locks.Waits(lock_wait)
         # provider.json likewise: (its stamp, None when there is no file; the state it holds).
         self._provider_known: tuple[str | None, ProviderState] | None = None
         self._swept = False
@@ -115,26 +125,52 @@ class FileStore:
             return existing, exc
         return existing, None
 
-    # ---- the one write and the one append --------------------------------------------------------
+    # ---- the one read, the one write and the one append ------------------------------------------
+
+    def _read(
+        self,
+        path: Path,
+        model: type[M],
+        *,
+        check: Callable[[M], str | None] | None = None,
+        on_read: Callable[[os.stat_result], None] | None = None,
+    ) -> M | None:
+        """A record, provider.json or cron.json as :func:`durable.read_model` reads it: a corrupt
+        one is quarantined (a wrapper that counts reads overrides this one method)."""
+        paths = self._paths
+        return durable.read_model(
+            path,
+            model,
+            quarantine_dir=paths.quarantine,
+            check=check,
+            within=paths.user_part,
+            on_read=on_read,
+            calls=self._calls or OS,
+        )
 
     def _write(self, path: Path, model: BaseModel) -> bool:
-        return durable.write_model(path, model, within=self._paths.user_part)
+        return durable.write_model(path, model, within=self._paths.user_part, calls=self._calls)
 
     def _append(self, path: Path, payload: bytes) -> None:
-        signals.append_bytes(path, payload)
+        signals.append_bytes(path, payload, self._calls or OS)
 
-    # ---- the pipeline lock -------------------------------------------------------------------------
+    # ---- the pipeline lock -----------------------------------------------------------------------
 
     def pipeline_lock(self, *, timeout: float | None = None) -> AbstractContextManager[None]:
         """Held by scan/recheck for each decision and write, never across a model call (SPEC §15.1).
 
-        ``timeout`` defaults to :data:`locks.PIPELINE_WAIT_S` as it is *now*, not as it was at import:
-        a default bound at import would make the tests either wait the real 5 s or patch every caller."""
+        Every wait draws from the command's one budget (SPEC §16.3): ``timeout`` only shortens a
+        wait, never lengthens it past what is left."""
         if not self._built:
             models.build(*LOCKED_MODELS)  # before the lock, where no other run waits for it
             self._built = True
-        held = self._pipeline.hold(timeout=locks.PIPELINE_WAIT_S if timeout is None else timeout)
+        held = self._waits.pipeline(
+            self._paths.pipeline_lock, timeout=timeout, within=self._paths.user_part
+        )
         return held if self._swept else self._sweeping(held)
+
+    def end_waits_on(self, stopped: Callable[[], int | None]) -> None:
+        self._waits.stopped = stopped
 
     @contextmanager
     def _sweeping(self, held: AbstractContextManager[None]) -> Iterator[None]:
@@ -160,7 +196,7 @@ class FileStore:
     def call_in_flight(self, comment_id: str) -> bool:
         return locks.held_elsewhere(self._paths.call_lock(comment_id), within=self._paths.user_part)
 
-    # ---- records -----------------------------------------------------------------------------------
+    # ---- records ---------------------------------------------------------------------------------
 
     def load_record(self, comment_id: str) -> InboxRecord | None:
         """A file whose ``comment.id`` is not its name is corrupt too (SPEC §13.5): a restore
@@ -170,7 +206,10 @@ class FileStore:
         def named_right(record: InboxRecord) -> str | None:
             if record.comment.id == comment_id:
                 return None
-            return f"it holds comment {record.comment.id!r}, not {comment_id!r} (restored under the wrong name?)"
+            return (
+                f"it holds comment {record.comment.id!r}, not {comment_id!r} "
+                "(restored under the wrong name?)"
+            )
 
         path, within = self._paths.inbox_file(comment_id), self._paths.user_part
         known = self._known.get(comment_id)
@@ -180,14 +219,7 @@ class FileStore:
                 return known[1]
 
         read: list[os.stat_result] = []
-        record = durable.read_model(
-            path,
-            InboxRecord,
-            quarantine_dir=self._paths.quarantine,
-            check=named_right,
-            within=within,
-            on_read=read.append,
-        )
+        record = self._read(path, InboxRecord, check=named_right, on_read=read.append)
         if record is not None and read:
             self._known[comment_id] = (_index.stamp_of(read[0]), record)
         return record
@@ -223,7 +255,7 @@ class FileStore:
         """The record as it is now, if the attempt this run reserved is still its open last attempt.
 
         Every durable write replaces the file with a new inode, so a file whose (inode, mtime,
-        size) is still what this run wrote is this run's reservation: one lstat instead of a read."""
+        size) is still what this run wrote is this run's reservation: one lstat, not a read."""
         reserved = reservation.record
         cid = reserved.comment.id
         path = self._paths.inbox_file(cid)
@@ -233,10 +265,10 @@ class FileStore:
         mine = reserved.attempts[-1]
         if current is None or not records.still_reserved(current, mine):
             raise SaveConflict(
-                f"{path}: attempt {mine.n}, reserved by this run, is no longer the file's open last attempt — "
-                "another process wrote it without the pipeline lock (was locks/pipeline.lock deleted, or is "
-                "inbox/ shared with another data dir?). Nothing was written; this call's answer is lost and its "
-                "attempt stays counted"
+                f"{path}: attempt {mine.n}, reserved by this run, is no longer the file's open "
+                "last attempt — another process wrote it without the pipeline lock (was "
+                "locks/pipeline.lock deleted, or is inbox/ shared with another data dir?). Nothing "
+                "was written; this call's answer is lost and its attempt stays counted"
             )
         return current
 
@@ -249,7 +281,7 @@ class FileStore:
             )
         )
 
-    # ---- the index ---------------------------------------------------------------------------------
+    # ---- the index -------------------------------------------------------------------------------
 
     def load_index(self) -> SeenFile:
         return _index.load(self._paths)
@@ -274,7 +306,7 @@ class FileStore:
         """Read the index under its lock, apply ``change``, write it if it changed (SPEC §4.2:
         held for one read-merge-write, never across a model call)."""
         paths = self._paths
-        with locks.seen_lock(paths):
+        with self._waits.short(paths.seen_lock, within=paths.user_part):
             theirs = _index.load(paths)
             changed = change(theirs)
             if changed != theirs or not paths.seen.exists():
@@ -330,7 +362,7 @@ class FileStore:
         self._update_index(change)
         return marked
 
-    # ---- provider state ----------------------------------------------------------------------------
+    # ---- provider state --------------------------------------------------------------------------
 
     def load_provider_state(self) -> ProviderState:
         """Read after every answer (watcher/pipeline/gate.py ``after_answer``): a file that still
@@ -342,13 +374,7 @@ class FileStore:
         if known is not None and known[0] == token:
             return known[1]
         read: list[os.stat_result] = []
-        state = durable.read_model(
-            path,
-            ProviderState,
-            quarantine_dir=paths.quarantine,
-            within=paths.user_part,
-            on_read=read.append,
-        )
+        state = self._read(path, ProviderState, on_read=read.append)
         if state is None:
             state = ProviderState()
             self._provider_known = (None, state) if token is None else None
@@ -362,32 +388,32 @@ class FileStore:
         token = _index.stamp(path) if as_is else None
         self._provider_known = (token, state) if token is not None else None
 
-    # ---- what cron has said -----------------------------------------------------------------------
+    # ---- what cron has said ----------------------------------------------------------------------
 
     def load_cron_state(self) -> CronState:
-        paths = self._paths
-        return (
-            durable.read_model(
-                paths.cron_state, CronState, quarantine_dir=paths.quarantine, within=paths.user_part
-            )
-            or CronState()
-        )
+        return self._read(self._paths.cron_state, CronState) or CronState()
 
     def save_cron_state(self, state: CronState) -> None:
         self._write(self._paths.cron_state, state)
 
-    # ---- observation signals -----------------------------------------------------------------------
+    # ---- observation signals ---------------------------------------------------------------------
 
     def append_signals(self, events: Iterable[Mapping[str, object]]) -> None:
         signals.append(
             self._paths,
             events,
             writer=self._append,
-            lock=lambda: self._signals.hold(timeout=locks.SHORT_WAIT_S),
+            lock=lambda: self._waits.short(self._paths.signals_lock, within=self._paths.user_part),
         )
 
     def count_signals(self, *, reset: bool = False) -> signals.CountResult:
-        return signals.run_counter(self._paths, reset=reset, write=self._write)
+        return signals.run_counter(
+            self._paths,
+            reset=reset,
+            write=self._write,
+            lock=lambda: self._waits.short(self._paths.signals_lock, within=self._paths.user_part),
+            calls=self._calls,
+        )
 
     def read_signal_state(self) -> SignalState | None:
         return signals.read_state(self._paths)

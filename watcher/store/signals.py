@@ -27,124 +27,48 @@ and ``recheck`` warn, and ``status`` asks :func:`log_trouble` (SPEC §13.5).
 
 from __future__ import annotations
 
-import errno
 import functools
-import hashlib
 import json
 import os
-import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
 
 from watcher.config import Paths
-from watcher.errors import LogReplaced, SaveFailed, StateError, UnsafePath
 from watcher.models import LogIdentity, SignalCursor, SignalState
 from watcher.store import durable
-from watcher.store.dirs import real_directories
 from watcher.store.locks import signals_lock
-from watcher.util.timeutil import iso
+from watcher.store.oscalls import OS, OsCalls
+from watcher.store.signal_log import (
+    HEAD_CAP,
+    AppendBytes,
+    WriteModel,
+    append,
+    append_bytes,
+    log_trouble,
+    read_state,
+)
 
-# The first line and the line ending at `applied` are hashed to recognise the log; lines are
-# short, but a hand-made one could be huge, and the identity check must stay cheap, so only this
-# many bytes of each count (the first line's start, the last line's end).
-HEAD_CAP = 4096
+# The log's appender and identity live in watcher.store.signal_log; the counter's callers and
+# the store reach both here.
+__all__ = [
+    "HEAD_CAP",
+    "PASS_BYTES",
+    "AppendBytes",
+    "CountResult",
+    "WriteModel",
+    "append",
+    "append_bytes",
+    "log_trouble",
+    "read_state",
+    "run_counter",
+]
+from watcher.store.signal_log import check_same_log, log_changed, log_identity, open_log, tail_of
+
 # One durable state update per this many new bytes at most: a large backlog is counted in
 # several passes, so memory and the time the lock is held stay bounded.
 PASS_BYTES = 1 << 20
 _READ_BLOCK = 64 * 1024
-
-
-# --------------------------------------------------------------------------------------- append
-
-
-AppendBytes = Callable[[Path, bytes], None]
-WriteModel = Callable[[Path, BaseModel], object]
-
-
-def append(
-    paths: Paths,
-    events: Iterable[Mapping[str, Any]],
-    *,
-    writer: AppendBytes | None = None,
-    lock: Callable[[], AbstractContextManager[None]] | None = None,
-) -> None:
-    """Append one JSON line per event to ``observations.jsonl``.
-
-    Each event needs a non-empty string ``"key"``; other fields (``comment``, ``run``,
-    ``entrypoint``) are copied, ``None`` values dropped, and ``"ts"`` is added first. All lines go
-    in one ``os.write`` under the signals lock (the counter fsyncs before counting). Creates the file and its
-    directory. Raises :class:`SaveFailed` on an OS error, :class:`LockBusy` if the lock is stuck,
-    and ``ValueError`` for an event without a key (a programming error). ``lock``: how to take the
-    signals lock (a store keeps its descriptor open: :class:`watcher.store.locks.KeptLock`).
-    """
-    ts = iso()
-    payload = b"".join(_encode(event, ts) for event in events)
-    if not payload:
-        return
-    path = paths.observations
-    real_directories(path.parent, below=paths.user_part)  # the log is never appended through a link
-    with signals_lock(paths) if lock is None else lock():
-        try:
-            (writer or append_bytes)(path, payload)
-        except OSError as exc:
-            raise SaveFailed(path, exc) from exc
-
-
-def _encode(event: Mapping[str, Any], ts: str) -> bytes:
-    key = event.get("key")
-    if not isinstance(key, str) or not key:
-        raise ValueError(f"a signal needs a non-empty string 'key', got {key!r}")
-    record: dict[str, Any] = {"ts": ts, "key": key}
-    record.update((name, value) for name, value in event.items() if value is not None)
-    # json.dumps escapes control characters, so the text can never contain a raw newline.
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-
-
-# O_NOFOLLOW: a symlink planted at observations.jsonl made every run append to the file it
-# pointed at, outside the data dir; O_NONBLOCK: a FIFO there must not hang the run (§13.5).
-_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-
-
-def append_bytes(path: Path, payload: bytes) -> None:
-    """Append ``payload`` (whole lines) to the log at ``path``, starting a fresh line after a torn one."""
-    try:
-        try:
-            fd = os.open(path, _APPEND_FLAGS, 0o644)
-        except FileNotFoundError:  # no data dir yet; made here, not tried before every append
-            durable.make_dirs(path.parent)
-            fd = os.open(path, _APPEND_FLAGS, 0o644)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
-            raise UnsafePath(
-                path, "a symbolic link, FIFO or directory, not the observation log"
-            ) from exc
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UnsafePath(path, "not a regular file (a FIFO or device), not the observation log")
-        size = info.st_size
-        # A writer that died mid-write (or a disk that filled up) may have left a line without
-        # its newline. Gluing our first line onto it would spoil ours too; start a fresh line so
-        # the fragment is counted as one invalid line and ours stays valid.
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            payload = b"\n" + payload
-        written = os.write(fd, payload)
-        while written < len(payload):  # a short write; we hold the lock, so still contiguous
-            written += os.write(fd, payload[written:])
-        # No fsync per append: one per model call made bookkeeping ~1.6x the floor of its two
-        # durable writes (bench/run.py figure 1). The counter fsyncs the log before it saves a
-        # watermark past these lines, so a counted line is always durable; a power cut can only
-        # lose lines nobody has counted yet (never a process kill: the page cache survives it).
-    finally:
-        os.close(fd)
-    if size == 0:
-        durable.fsync_dir(path.parent)  # the file may be new: make its name durable too
 
 
 # -------------------------------------------------------------------------------------- counter
@@ -175,15 +99,26 @@ class _Batch:
     tail: tuple[int, str] | None = None  # (start, sha256) of the last line's last HEAD_CAP bytes
 
 
-def read_state(paths: Paths) -> SignalState | None:
-    """The saved counter state, ``None`` before the first count (guarded read, see durable)."""
-    return durable.read_model(
-        paths.signals_state, SignalState, quarantine_dir=paths.quarantine, within=paths.user_part
-    )
+@dataclass(frozen=True)
+class _Counting:
+    """One counter run's paths and the seams it works through."""
+
+    paths: Paths
+    write: WriteModel
+    lock: Callable[[], AbstractContextManager[None]]
+    calls: OsCalls
+    fsync: Callable[[int], None]
+    pass_bytes: int
 
 
 def run_counter(
-    paths: Paths, *, reset: bool = False, write: WriteModel | None = None
+    paths: Paths,
+    *,
+    reset: bool = False,
+    write: WriteModel | None = None,
+    lock: Callable[[], AbstractContextManager[None]] | None = None,
+    calls: OsCalls | None = None,
+    pass_bytes: int | None = None,
 ) -> CountResult:
     """Count every complete log line not counted yet, exactly once; return the saved totals.
 
@@ -192,26 +127,39 @@ def run_counter(
     Raises :class:`LogReplaced` when the log is not the file the counts came from (or is shorter
     than what was counted), :class:`SaveFailed` when a state or cursor write fails,
     :class:`CorruptState`/:class:`NewerSchema` for unreadable state, :class:`LockBusy`.
+
+    ``write``: the durable write of the state and cursor; ``lock``: how to take the signals
+    lock; ``calls``: the OS calls (:mod:`watcher.store.oscalls`); ``pass_bytes``: the new bytes
+    one durable pass counts at most (:data:`PASS_BYTES`).
     """
-    write = write or functools.partial(durable.write_model, within=paths.user_part)
-    fd = _open_log(paths)
+    c = _Counting(
+        paths,
+        write or functools.partial(durable.write_model, within=paths.user_part, calls=calls),
+        lock or functools.partial(signals_lock, paths),
+        calls or OS,
+        # The real fsync through this module's ``os``, looked up when it runs: the power-loss rig
+        # plants a counter without it there (tests/reliability/test_rel_power_loss.py).
+        calls.fsync if calls is not None else lambda fd: os.fsync(fd),
+        PASS_BYTES if pass_bytes is None else pass_bytes,
+    )
+    fd = open_log(paths, c.calls)
     if fd is None:
-        counted = _count_without_log(paths, reset=reset, write=write)
+        counted = _count_without_log(c, reset=reset)
         if counted is not None:
             return counted
-        fd = _open_log(paths)  # created (and maybe counted by another counter) since we looked
+        fd = open_log(paths, c.calls)  # created (and maybe counted by another) since we looked
         if fd is None:
-            raise _log_changed(paths, "disappeared while it was being counted")
+            raise log_changed(paths, "disappeared while it was being counted")
     try:
         if reset:
-            _reset(paths, _identity(fd)[0], write)
+            _reset(c, log_identity(fd, c.calls)[0])
         # Lines appended after this snapshot wait for the next run, so a busy log cannot keep
         # one run going forever.
         stop = os.fstat(fd).st_size
         new_lines = lines_read = 0
         synced = [False]  # one fsync of the log per run covers every pass (all read below `stop`)
         while True:
-            batch, state, new = _one_pass(paths, fd, stop, synced, write)
+            batch, state, new = _one_pass(c, fd, stop, synced)
             new_lines += new
             lines_read += len(batch.lines)
             if not batch.lines or batch.end >= stop:
@@ -222,24 +170,25 @@ def run_counter(
 
 
 def _one_pass(
-    paths: Paths, fd: int, stop: int, synced: list[bool], write: WriteModel
+    c: _Counting, fd: int, stop: int, synced: list[bool]
 ) -> tuple[_Batch, SignalState, int]:
+    paths, write = c.paths, c.write
     # Read before taking the lock, so appenders are not kept waiting while we parse.
     start, cursor = _start_offset(paths)
-    batch = _read_batch(fd, start, stop)
-    with signals_lock(paths):
+    batch = _read_batch(c, fd, start, stop)
+    with c.lock():
         state = read_state(paths) or SignalState()
-        identity = _check_same_log(paths, fd, state)
+        identity = check_same_log(paths, fd, state, c.calls)
         if state.applied < batch.start:
             # A concurrent --reset (or a state.json lost since we looked) moved the watermark
             # back past where we began reading; counting our batch alone would skip the gap.
-            batch = _read_batch(fd, state.applied, stop)
+            batch = _read_batch(c, fd, state.applied, stop)
         new_state, new = _apply(state, batch, identity)
         if new_state != state:
             # Appends are not fsynced (see append_bytes): make the counted lines durable before
             # the watermark that claims them, or a power cut could leave applied past the log's end.
             if not synced[0]:
-                os.fsync(fd)
+                c.fsync(fd)
                 synced[0] = True
             # Counts and watermark in ONE durable write: the unit that makes replays harmless.
             write(paths.signals_state, new_state)
@@ -267,8 +216,9 @@ def _start_offset(paths: Paths) -> tuple[int, int]:
     return min(offset, state.applied if state else 0), offset
 
 
-def _read_batch(fd: int, start: int, stop: int) -> _Batch:
-    """Complete lines from ``start`` (a line boundary) up to ``stop``; about PASS_BYTES of them.
+def _read_batch(c: _Counting, fd: int, start: int, stop: int) -> _Batch:
+    """Complete lines from ``start`` (a line boundary) up to ``stop``; about ``c.pass_bytes`` of
+    them.
 
     Cost follows the bytes after ``start``, never the log's size. A trailing line without its
     newline is not returned: it is still being written, or its writer died; it waits.
@@ -278,7 +228,7 @@ def _read_batch(fd: int, start: int, stop: int) -> _Batch:
     last = b""
     pending = bytearray()
     while read_to < stop:
-        chunk = os.pread(fd, min(_READ_BLOCK, stop - read_to), read_to)
+        chunk = c.calls.pread(fd, min(_READ_BLOCK, stop - read_to), read_to)
         if not chunk:
             break
         read_to += len(chunk)
@@ -288,18 +238,12 @@ def _read_batch(fd: int, start: int, stop: int) -> _Batch:
             end += len(raw) + 1
             lines.append((end, _key_of(raw)))
             last = raw
-            if end - start >= PASS_BYTES:
+            if end - start >= c.pass_bytes:
                 return _Batch(
-                    start, end, lines, _tail_of(last + b"\n", end)
+                    start, end, lines, tail_of(last + b"\n", end)
                 )  # the rest is the next pass's
         pending = bytearray(rest)
-    return _Batch(start, end, lines, _tail_of(last + b"\n", end) if lines else None)
-
-
-def _tail_of(line: bytes, end: int) -> tuple[int, str]:
-    """(start, sha256) of the last HEAD_CAP bytes of ``line``, a whole line ending at ``end``."""
-    kept = line[-HEAD_CAP:]
-    return end - len(kept), hashlib.sha256(kept).hexdigest()
+    return _Batch(start, end, lines, tail_of(last + b"\n", end) if lines else None)
 
 
 def _key_of(raw: bytes) -> str | None:
@@ -335,148 +279,33 @@ def _apply(state: SignalState, batch: _Batch, identity: LogIdentity) -> tuple[Si
     return SignalState(counts=counts, applied=applied, invalid=invalid, log=log), new
 
 
-# ------------------------------------------------------------------------------- identity, reset
-
-
-def _identity(fd: int) -> tuple[LogIdentity, int]:
-    """(dev, inode, hash of the first line) of the open log, and its current size."""
-    st = os.fstat(fd)
-    head = os.pread(fd, HEAD_CAP, 0)
-    newline = head.find(b"\n")
-    if newline >= 0:
-        digest: str | None = hashlib.sha256(head[: newline + 1]).hexdigest()
-    elif len(head) >= HEAD_CAP:
-        digest = hashlib.sha256(head).hexdigest()  # an over-long first line: its prefix is stable
-    else:
-        digest = None  # no complete first line yet: nothing that could have been counted
-    return LogIdentity(dev=st.st_dev, inode=st.st_ino, head_sha256=digest), st.st_size
-
-
-def _check_same_log(paths: Paths, fd: int, state: SignalState) -> LogIdentity:
-    """The open log's identity, with the tail of ``state.applied``; raise :class:`LogReplaced`
-    unless it is the log ``state`` counted.
-
-    Content, not inode, decides (SPEC §13.5): a copy is the same log. Two short reads at most —
-    the first line and the line ending at ``applied`` — so the cost never follows the log's size.
-    """
-    now, size = _identity(fd)
-    was = state.log
-    if was is None or state.applied == 0:
-        return now  # nothing counted yet, so nothing to protect
-    if size < state.applied:
-        raise _log_changed(
-            paths, f"was truncated (it has {size} bytes, {state.applied} were already counted)"
-        )
-    if was.head_sha256 and now.head_sha256 != was.head_sha256:
-        raise _log_changed(paths, "was replaced (its first line changed)")
-    if was.tail_sha256 is None or was.tail_start is None:
-        # A state saved before tails were recorded: take the tail from the log now (the first
-        # line and length agree), and the next save records it.
-        start, digest = _tail_at(paths, fd, state.applied)
-    else:
-        start, digest = was.tail_start, was.tail_sha256
-        length = state.applied - start
-        data = os.pread(fd, length, start) if 0 < length <= HEAD_CAP else b""
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise _log_changed(
-                paths,
-                f"was replaced (the last line counted, ending at byte {state.applied}, "
-                "is not the same)",
-            )
-    return now.model_copy(update={"tail_start": start, "tail_sha256": digest})
-
-
-def _tail_at(paths: Paths, fd: int, end: int) -> tuple[int, str]:
-    """(start, sha256) of the line ending at ``end``, as :func:`_read_batch` records it."""
-    base = max(0, end - HEAD_CAP)
-    data = os.pread(fd, end - base, base)
-    if not data.endswith(b"\n"):
-        raise _log_changed(
-            paths, f"was replaced (no line ends at byte {end}, where counting stopped)"
-        )
-    return _tail_of(data[data.rfind(b"\n", 0, len(data) - 1) + 1 :], end)
-
-
-def log_trouble(paths: Paths, state: SignalState | None = None) -> str | None:
-    """Why the counter would stop (log replaced, truncated, removed or unreadable), else ``None``.
-
-    For ``watcher status``: counts nothing, takes no lock, writes nothing; reads ``state`` (the
-    saved one if not given), the log's first line and the line ending at ``applied``. Never
-    raises a :class:`StateError`: its message (which names ``watcher signals --reset``) is the
-    answer.
-    """
-    try:
-        state = state if state is not None else read_state(paths)
-        if state is None or state.applied == 0:
-            return None
-        fd = _open_log(paths)
-        if fd is None:
-            raise _log_changed(
-                paths, f"was removed ({state.applied} bytes of it were already counted)"
-            )
-        try:
-            _check_same_log(paths, fd, state)
-        except OSError as exc:
-            raise StateError(f"cannot read {paths.observations}: {exc}") from exc
-        finally:
-            os.close(fd)
-    except StateError as exc:
-        return str(exc)
-    return None
-
-
-def _open_log(paths: Paths) -> int | None:
-    """The log open for reading, or ``None`` if there is none. Never follows a symlink and never
-    blocks (a FIFO planted there would hang every command, status included); anything but a
-    regular file is a :class:`StateError` naming the path."""
-    real_directories(paths.observations.parent, below=paths.user_part)
-    try:
-        fd = os.open(paths.observations, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise StateError(f"cannot read {paths.observations}: {exc}") from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise StateError(f"cannot read {paths.observations}: not a regular file; move it aside")
-    return fd
-
-
-def _log_changed(paths: Paths, what: str) -> LogReplaced:
-    return LogReplaced(
-        f"{paths.observations} {what}. The signal counter stopped rather than mix counts from "
-        "two different logs; run `watcher signals --reset` to discard the saved counts and "
-        "recount this log from zero on purpose"
-    )
-
-
-def _reset(paths: Paths, identity: LogIdentity | None, write: WriteModel) -> None:
+def _reset(c: _Counting, identity: LogIdentity | None) -> None:
     """Fresh state for the current log, then cursor 0.
 
     A crash between the two writes leaves ``applied == 0`` with the old cursor; reading starts
     at ``min(cursor, applied)`` = 0, so the recount still covers the whole log.
     """
-    with signals_lock(paths):
-        write(paths.signals_state, SignalState(log=identity))
-        write(paths.signals_cursor, SignalCursor(offset=0))
+    paths = c.paths
+    with c.lock():
+        c.write(paths.signals_state, SignalState(log=identity))
+        c.write(paths.signals_cursor, SignalCursor(offset=0))
 
 
-def _count_without_log(paths: Paths, *, reset: bool, write: WriteModel) -> CountResult | None:
+def _count_without_log(c: _Counting, *, reset: bool) -> CountResult | None:
     """No log when we looked: zero new lines — or ``None`` when one exists by the time we hold the
     lock. The log is created under the signals lock (append), so only there does "no log, yet
     lines were counted" mean it was removed; without the lock, a counter that found no log while
     another process appended and counted took a new log for a removed one (exit 5 for nothing;
     tests/test_signals.py)."""
+    paths = c.paths
     if reset:
-        _reset(paths, None, write)
+        _reset(c, None)
     state = read_state(paths) or SignalState()
     if state.applied > 0:
-        with signals_lock(
-            paths
-        ):  # taken only here: a count of a data dir with no log writes nothing
+        with c.lock():  # taken only here: a count of a data dir with no log writes nothing
             if os.path.lexists(paths.observations):
                 return None
             state = read_state(paths) or SignalState()
     if state.applied > 0:
-        raise _log_changed(paths, f"was removed ({state.applied} bytes of it were already counted)")
+        raise log_changed(paths, f"was removed ({state.applied} bytes of it were already counted)")
     return CountResult(dict(state.counts), state.invalid, state.applied, 0)

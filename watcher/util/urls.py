@@ -22,7 +22,8 @@ REDACTED = "[redacted]"
 
 
 def check_http_url(url: str, setting: str) -> str:
-    """``url`` if it is an http(s) URL with a host (and a dialable port); else :class:`ConfigError`."""
+    """``url`` if it is an http(s) URL with a host (and a dialable port); else
+    :class:`ConfigError`."""
     try:
         parts = urlsplit(url)
         # .port raises ValueError for a non-numeric or out-of-range port; 0 is no port to dial.

@@ -38,7 +38,10 @@ import re
 # controls (U+206A–U+206F), line and paragraph separators (U+2028/9), the BOM (U+FEFF), the
 # interlinear annotation controls (U+FFF9–U+FFFB) and the tag characters (U+E0000–U+E007F, which
 # spell invisible ASCII). ZWJ and ZWNJ (U+200C/D) stay: emoji sequences and scripts need them.
-_FORMAT = "\u061c\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f"
+_FORMAT = (
+    "\u061c\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U000e0000-\U000e007f"
+)
 _HIDDEN = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff{_FORMAT}]")
 _HIDDEN_ONE_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f\ud800-\udfff{_FORMAT}]")
 # What json.dumps(ensure_ascii=False) writes raw although a terminal acts on it: it already

@@ -1,0 +1,229 @@
+"""The views of the commands that read the state: status, inbox, show, articles, mark, cron
+(``view(result, screen)``, :mod:`watcher.commands.screen`)."""
+
+from __future__ import annotations
+
+from watcher.commands.results import (
+    ArticlesResult,
+    CommentRecord,
+    CronResult,
+    InboxResult,
+    ItemVerdict,
+    MarkResult,
+    StatusResult,
+)
+from watcher.commands.screen import Screen, as_written, one_line
+from watcher.models import Verdict
+
+HIGH = "bold red"  # how a high-priority comment stands out on a terminal
+
+
+def said(verdict: ItemVerdict | Verdict) -> str:
+    """A verdict on one line: whether it needs a reply, its category, priority and summary."""
+    need = "needs a reply" if verdict.needs_reply else "no reply needed"
+    return f"{need} · {verdict.category} · {verdict.priority}: {one_line(verdict.summary)}"
+
+
+def status(doc: StatusResult, screen: Screen) -> None:
+    s = doc.settings
+    provider = f"{s.provider} ({s.model})" + (
+        " — offline heuristic, not a language model" if s.offline else ""
+    )
+    if s.provider == "agent":
+        provider += (
+            " — the agent you work with gives the verdicts (MCP claim/submit, or `watcher claim`)"
+        )
+    screen.out.print(f"data dir:  {s.data_dir}")
+    screen.out.print(f"provider:  {provider}")
+    if doc.offline_quality:
+        screen.out.print(f"quality:   {doc.offline_quality}")
+    if s.api_key_from:
+        screen.out.print(f"key:       from {s.api_key_from} (never shown)")
+    screen.out.print(f"comments:  {doc.comments} on {doc.articles} article(s)")
+    screen.out.print("states:    " + ", ".join(f"{k} {v}" for k, v in doc.states.items()))
+    screen.out.print("triage:    " + ", ".join(f"{k} {v}" for k, v in doc.triage.items()))
+    screen.out.print(f"cooldown:  {'until ' + doc.cooldown.until if doc.cooldown else 'none'}")
+    breaker = doc.breaker
+    if breaker:
+        screen.out.print(
+            f"breaker:   OPEN since {breaker.since} ({breaker.kind}): {one_line(breaker.message)} "
+            "— "
+            "no model call until a free probe passes; `watcher check` tests it now"
+        )
+    claimed = doc.claimed
+    if claimed.in_flight or claimed.lease_ended:
+        screen.out.print(
+            f"claimed:   {claimed.in_flight} in flight with an agent (first lease ends "
+            f"{claimed.earliest_lease_until or '-'}), {claimed.lease_ended} lease(s) ended without "
+            "a "
+            "submit (the next run closes them as interrupted)"
+        )
+    counts = doc.signals.counts
+    screen.out.print(
+        "signals:   "
+        + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none counted yet")
+        + " (what the runs recorded; `watcher signals -h`)"
+    )
+    if doc.signals.warning:
+        screen.out.print(f"warning:   {doc.signals.warning}")
+
+
+def inbox(doc: InboxResult, screen: Screen) -> None:
+    from rich.text import Text
+
+    waiting = {k: v for k, v in doc.unresolved.items() if v}
+    if doc.new and not doc.comments:
+        return  # cron mails only what is new: nothing new, no output, no mail
+    if not doc.comments:
+        screen.out.print(
+            "Nothing needs a reply." if not doc.all else "No comments yet: run `watcher scan`."
+        )
+    if waiting and not doc.all and not doc.new:
+        # "Nothing needs a reply" must never hide comments that have no verdict (SPEC §13).
+        states = ", ".join(f"{n} {state}" for state, n in waiting.items())
+        screen.out.print(
+            f"Not yet checked: {states} — `watcher inbox --all` lists them with the reason."
+        )
+    if not doc.comments:
+        return
+    for row in doc.comments:
+        v = row.verdict
+        rest = f"  {v.category if v else '-':<10}  @{one_line(row.author)}"
+        if row.answers_you:
+            rest += "  answers your comment"
+        if doc.all:
+            rest += f"  [{row.state}, {row.triage}]"
+            if row.verdict_by:
+                rest += f"  verdict by {row.verdict_by}"
+        priority = v.priority if v else "-"
+        screen.out.print(
+            Text.assemble(
+                f"{row.id}  ", (f"{priority:<6}", HIGH if priority == "high" else ""), rest
+            )
+        )
+        screen.out.print(f"    {one_line(v.summary) if v else '(no verdict yet)'}")
+        if v and v.reply_hint:
+            screen.out.print(f"    hint: {one_line(v.reply_hint)}")
+        screen.out.print(f"    {one_line(row.url)}  (on “{one_line(row.article)}”)")
+        if row.hint:
+            screen.out.print(f"    {row.hint}")
+    screen.out.print(
+        f"{doc.count} comment(s)"
+        + (
+            ""
+            if doc.all
+            else " need a reply · `watcher show ID` for the "
+            "whole text · `watcher mark ID replied` (or ignored) when done"
+        )
+    )
+
+
+def show(doc: CommentRecord, screen: Screen) -> None:
+    """One comment: where it stands, what it answers, its text and verdict, then what came after."""
+    from rich.text import Text
+
+    c = doc.comment
+    screen.out.print(
+        f"{c.id} by {one_line(c.author)} on “{one_line(c.article_title)}” ({c.created_at})"
+    )
+    screen.out.print(one_line(c.url))
+    screen.out.print(
+        f"state: {doc.state} · triage: {doc.triage} · attempts: {len(doc.attempts)}/{doc.cap}"
+    )
+    if doc.gone:
+        screen.out.print(
+            f"{doc.gone.kind} on dev.to: {one_line(doc.gone.why)} (first seen so at "
+            f"{doc.gone.seen_at}); "
+            "kept here, never called again"
+        )
+    if doc.parent:
+        p = doc.parent
+        who = "you" if p.yours else (f"@{one_line(p.author)}" if p.author else "someone")
+        screen.out.print(
+            f"in reply to {p.id} by {who}" + (" — it answers your comment" if p.yours else "") + ":"
+        )
+        for line in (p.excerpt or "(its text is not known here)").splitlines():
+            screen.out.print(f"  > {one_line(line)}")
+    screen.out.print("")
+    screen.out.print(as_written(c.text))
+    if doc.verdict:
+        v = doc.verdict
+        screen.out.print("")
+        by = f" — verdict by {doc.verdict_by}" if doc.verdict_by else ""
+        screen.out.print(
+            Text.assemble(
+                f"verdict: needs_reply={v.needs_reply} {v.category} ",
+                (v.priority, HIGH if v.priority == "high" else ""),
+                f": {one_line(v.summary)}{by}",
+            )
+        )
+        if v.reply_hint:
+            screen.out.print(f"reply hint: {one_line(v.reply_hint)}")
+    _after(doc, screen)
+
+
+def _after(doc: CommentRecord, screen: Screen) -> None:
+    """What came after the comment: your replies, its edits, the hint, every attempt."""
+    if doc.replied_at:
+        screen.out.print(f"you replied at {doc.replied_at} (seen on dev.to)")
+    for r in doc.your_replies:
+        screen.out.print(f"your reply {r.id} at {r.created_at}:")
+        for line in r.excerpt.splitlines():
+            screen.out.print(f"  > {one_line(line)}")
+    for n, e in enumerate(doc.edits, 1):
+        then_said = f"verdict then: {said(e.verdict)}" if e.verdict else "no verdict then"
+        then = "judged again" if e.judged else "not judged again (you had replied or marked it)"
+        screen.out.print(
+            f"edit {n}, seen at {e.seen_at} after {e.attempts} attempt(s) — {then}; {then_said}; "
+            "the text before:"
+        )
+        for line in e.text.splitlines() or [""]:
+            screen.out.print(f"  | {one_line(line)}")
+    if doc.hint:
+        screen.out.print(doc.hint)
+    for a in doc.attempts:
+        what = a.outcome or (
+            "reserved" + (f", claimed until {a.lease_until}" if a.lease_until else "")
+        )
+        if a.error:
+            what += f" {a.error.kind}: {one_line(a.error.message)}"
+        screen.out.print(
+            f"attempt {a.n}: {a.command} via {a.entrypoint} ({a.provider}) at {a.reserved_at} → "
+            f"{what}"
+        )
+
+
+def articles(doc: ArticlesResult, screen: Screen) -> None:
+    if not doc.articles:
+        screen.out.print("No articles yet: run `watcher scan`.")
+        return
+    for a in doc.articles:
+        waiting = (
+            f"{a.need_reply} need a reply, the oldest {a.oldest_waiting_days:g} days"
+            if a.need_reply and a.oldest_waiting_days is not None
+            else "nothing waits"
+        )
+        screen.out.print(
+            f"{a.id}  “{one_line(a.title)}”  {a.comments} comment(s) · {waiting} · last activity "
+            f"{a.last_activity or '-'}"
+        )
+        if a.url:
+            screen.out.print(f"    {one_line(a.url)}")
+    screen.out.print(f"{doc.count} article(s)")
+
+
+def mark(result: MarkResult, screen: Screen) -> None:
+    screen.out.print(f"{', '.join(result.ids)} marked {result.triage}")
+
+
+def cron(doc: CronResult, screen: Screen) -> None:
+    # soft_wrap in a pipe: each problem stays one line in a mail, whatever width rich guesses for
+    # it; a terminal wraps it at word boundaries.
+    for problem in doc.problems:
+        if problem.said:
+            screen.err.print(problem.line, soft_wrap=not screen.err.is_terminal)
+    if doc.inbox is not None:
+        inbox(doc.inbox, screen)
+    for named in doc.named:
+        if named.said:
+            screen.out.print(named.line)

@@ -1,0 +1,303 @@
+"""What needs a reply (SPEC §15.2): the inbox, and one comment in full."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from watcher.commands import tool_text as words
+from watcher.commands.core import (
+    Context,
+    repaired_index,
+)
+from watcher.commands.results import (
+    CommentRecord,
+    InboxEntry,
+    InboxResult,
+    Parent,
+)
+from watcher.commands.spec import (
+    COMMENT_ID,
+    LOCAL,
+    MCP_ID,
+    READ_CODES,
+    VIEW_CODES,
+    Command,
+    Mcp,
+    McpArg,
+    Param,
+)
+from watcher.errors import UsageError, WatcherError
+from watcher.models import CAP, InboxRecord, SeenComment, State
+from watcher.pipeline import (
+    check_id,
+)
+from watcher.state import records
+from watcher.store import Store
+
+VIEWS = "watcher.cli.views"
+PRIORITY_ORDER = {"high": 0, "normal": 1, "low": 2}
+
+
+def inbox_view(
+    ctx: Context, *, show_all: bool = False, new: bool = False, claim: bool = True
+) -> InboxResult:
+    """What needs a reply (``show_all``: every comment). ``new``: only what no earlier ``--new``
+    listed, and remember these as listed — for a cron line that mails its output. ``claim=False``:
+    not remembered yet (cron marks them once its notification holds them, SPEC §16.1)."""
+    if show_all and new:
+        raise UsageError(
+            "--new lists only comments needing a reply; it cannot be combined with --all"
+        )
+    store = ctx.store
+    index = repaired_index(ctx)
+    rows: list[InboxEntry] = []
+    for cid, entry in index.comments.items():
+        if not show_all and (entry.status not in LISTABLE or entry.triage != "open"):
+            continue
+        if new and entry.listed_at is not None:
+            continue
+        record = store.load_record(cid)
+        if record is None:
+            continue
+        if not show_all and not needs_reply(record, entry):
+            continue
+        verdict = record.verdict or (record.edits[-1].verdict if entry.status == "edited" else None)
+        rows.append(
+            InboxEntry(
+                id=cid,
+                state=entry.status,
+                triage=entry.triage,
+                attempts=entry.attempts,
+                author=record.comment.author,
+                article=record.comment.article_title,
+                url=record.comment.url,
+                created_at=record.comment.created_at,
+                verdict=verdict,
+                verdict_by=records.verdict_by(record),
+                hint=_hint(cid, entry.status, record),
+                answers_you=record.comment.answers_author,
+            )
+        )
+    if new and rows and claim:
+        claimed = set(store.claim_listed([r.id for r in rows]))
+        rows = [r for r in rows if r.id in claimed]
+    rows.sort(
+        key=lambda r: (PRIORITY_ORDER[r.verdict.priority if r.verdict else "low"], r.created_at)
+    )
+    # Not "edited": those are listed (their new text unread), with the grant hint.
+    unresolved: dict[State, int] = dict.fromkeys(
+        ("pending", "failed", "reserved", "exhausted", "baseline"), 0
+    )
+    for entry in index.comments.values():
+        if entry.status in unresolved:
+            unresolved[entry.status] += 1
+    return InboxResult(all=show_all, new=new, count=len(rows), comments=rows, unresolved=unresolved)
+
+
+# What `watcher inbox` may list (SPEC §15.2): a verdict that says reply, an edited comment whose new
+# text no attempt is left for, or one the person reopened with `mark open` after the author
+# answered.
+LISTABLE = frozenset({"done", "edited", "answered"})
+
+
+def needs_reply(record: InboxRecord, entry: SeenComment) -> bool:
+    """Whether ``watcher inbox`` lists the comment: open, on dev.to, and its verdict says reply — or
+    it was edited and cannot be judged again (its new text is unread), or the person reopened it
+    (``mark open``; a person's mark wins over the verdict and over dev.to's reply until a later
+    one)."""
+    if entry.triage != "open" or entry.status not in LISTABLE:
+        return False
+    if entry.status == "edited":
+        return True
+    if entry.triage_by == "person":
+        return True
+    return record.verdict is not None and record.verdict.needs_reply
+
+
+def _hint(comment_id: str, state: str, record: InboxRecord) -> str | None:
+    if state in ("deleted", "hidden") and record.gone is not None:
+        return (
+            f"{state} on dev.to ({record.gone.why}), first seen so at {record.gone.seen_at}: "
+            "never called again"
+        )
+    if state == "edited":
+        return (
+            "edited on dev.to after its verdict, and no attempt is left for the new text: the "
+            "verdict shown is "
+            f"the old text's — read it with `watcher show {comment_id}`; `watcher grant "
+            f"{comment_id}` lets the "
+            "next scan judge it (your decision; agents cannot)"
+        )
+    if records.edit_on_hold(record) or (record.edits and not record.edits[-1].judged):
+        return (
+            "edited on dev.to after you replied or marked it: the new text is shown, not judged "
+            "again "
+            f"(`watcher show {comment_id}` has both)"
+        )
+    if state == "exhausted" and records.grant_refusal(record, 1) is not None:
+        return (
+            f"all attempts spent without a verdict, {CAP} + {records.MAX_GRANTED} granted: the "
+            "most a "
+            "comment gets — read it with `watcher show`"
+        )
+    if state == "exhausted":
+        return (
+            f"all attempts spent without a verdict — `watcher grant {comment_id}` gives it another "
+            "try "
+            "(your decision; agents cannot)"
+        )
+    if state == "baseline":
+        return (
+            "baseline: older than the first scan's backlog window (WATCHER_BACKLOG_DAYS), so never "
+            "sent to "
+            "the model — `watcher scan --since DATE` queues the ones created since DATE"
+        )
+    if state == "answered":
+        return "you had already replied on dev.to before it was checked: no model call was needed"
+    return None
+
+
+def show(ctx: Context, comment_id: str, *, prompt: bool = True) -> CommentRecord:
+    """One comment in full; ``prompt=False`` leaves out the cached prompt (about 2 KB an agent
+    rarely needs)."""
+    check_id(comment_id)
+    store = ctx.store
+    record = store.load_record(comment_id)
+    if record is None:
+        raise UsageError(
+            f"no comment {comment_id} in {store.paths.inbox} — `watcher inbox --all` lists them"
+        )
+    index = repaired_index(ctx)
+    entry = index.comments.get(comment_id)
+    state = records.state_of(record)
+    lease = records.open_lease(record)
+    # The file leaves this release's fields out while unused (models._unset); the result has them
+    # all.
+    return CommentRecord(
+        schema_version=record.schema_version,
+        comment=record.comment,
+        prompt=record.prompt if prompt else None,
+        cap=records.cap_of(record),
+        attempts=record.attempts,
+        verdict=record.verdict,
+        grants=record.grants,
+        baseline=record.baseline,
+        state=state,
+        verdict_by=records.verdict_by(record),
+        hint=(
+            f"attempt {len(record.attempts)} is claimed by an agent until {lease}: its verdict "
+            "comes by "
+            "submit; after that time the next run closes it as interrupted"
+            if lease
+            else _hint(comment_id, state, record)
+        ),
+        triage=entry.triage if entry else "open",
+        triage_by=entry.triage_by if entry else None,
+        replied_at=(entry.replied_at if entry else None) or record.replied_at,
+        parent=_parent_of(store, record),
+        your_replies=record.author_replies,
+        edits=record.edits,
+        gone=record.gone,
+    )
+
+
+def _parent_of(store: Store, record: InboxRecord) -> Parent | None:
+    """The comment it replies to: as the thread showed it at discovery, else from its own inbox
+    file."""
+    c = record.comment
+    if c.parent_id is None:
+        return None
+    author, excerpt = c.parent_author, c.parent_excerpt
+    if author is None or excerpt is None:
+        try:
+            parent = store.load_record(c.parent_id)
+        except WatcherError:
+            parent = None  # a broken parent file must not break show
+        if parent is not None:
+            from watcher.source._parse import excerpt as first_lines
+
+            author, excerpt = (
+                author or parent.comment.author,
+                excerpt or first_lines(parent.comment.text),
+            )
+    return Parent(id=c.parent_id, author=author, excerpt=excerpt, yours=c.answers_author)
+
+
+INBOX = Command(
+    name="inbox",
+    summary="The comments that need a reply.",
+    help="Comments that need a reply (the verdict says so and you have not marked them).",
+    examples=(
+        "watcher inbox",
+        "watcher inbox --all",
+        "watcher inbox --new   (each new comment once; `watcher cron` runs it for cron)",
+    ),
+    codes=VIEW_CODES,
+    result=InboxResult,
+    run=lambda c, a: inbox_view(c, show_all=a["all"], new=a.get("new", False)),
+    view=f"{VIEWS}.reading:inbox",
+    params=(
+        Param(
+            name="all",
+            type=bool,
+            default=False,
+            flags=("--all",),
+            help="Every known comment, not only those needing a reply.",
+        ),
+        Param(
+            name="new",
+            type=bool,
+            default=False,
+            flags=("--new",),
+            help="Only those no earlier --new listed, and remember them; prints nothing when "
+            "there are none.",
+        ),
+    ),
+    mcp=Mcp(
+        description=words.INBOX,
+        hints=LOCAL,
+        args=(
+            McpArg(
+                "all",
+                Annotated[
+                    bool,
+                    Field(
+                        description="List every known comment with its state, not only "
+                        "those needing a reply."
+                    ),
+                ],
+                False,
+            ),
+        ),
+    ),
+)
+
+
+SHOW = Command(
+    name="show",
+    summary="One comment: its text, thread, verdict and every attempt.",
+    help="One comment: its text, verdict and every attempt.",
+    examples=("watcher show 3bkf", "watcher show 3bkf --json"),
+    codes=READ_CODES,
+    result=CommentRecord,
+    run=lambda c, a: show(c, a["id"], prompt=a.get("prompt", True)),
+    view=f"{VIEWS}.reading:show",
+    params=(COMMENT_ID,),
+    mcp=Mcp(
+        description=words.SHOW,
+        hints=LOCAL,
+        args=(
+            MCP_ID,
+            McpArg(
+                "prompt",
+                Annotated[
+                    bool,
+                    Field(description="Include the cached prompt sent to the model (about 2 KB)."),
+                ],
+                False,
+            ),
+        ),
+    ),
+)
