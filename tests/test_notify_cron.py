@@ -126,3 +126,14 @@ def test_check_validates_the_urls_without_sending(world: World, http: HttpReceiv
     assert (rows["notify #1"]["ok"], rows["notify #2"]["ok"]) == (True, False)
     assert rows["notify #1"]["detail"].startswith("json://[redacted] (#1)")
     assert http.got == [] and PASSWORD not in answer.stdout + answer.stderr
+
+
+def test_status_says_targets_and_last_delivery_to_a_person(world: World, http: HttpReceiver) -> None:
+    """The human status has a notify line: the targets redacted and when the last one arrived."""
+    from _proc import run_main
+
+    world.round(env=_env(http))
+    answer = run_main("cli", "status", data_dir=world.data_dir, env=_env(http))
+    (line,) = [x for x in answer.stdout.splitlines() if x.startswith("notify:")]
+    assert "json://[redacted]" in line and "last delivery none yet" not in line
+    assert PASSWORD not in answer.stdout

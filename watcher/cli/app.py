@@ -229,6 +229,10 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         app.command(
             command.name, cls=PlainArguments, short_help=command.summary, epilog=_epilog(command)
         )(_typer_command(command))
+    if entrypoint == "cli":  # watch answers once a round, not once: no registry entry (SPEC §16.2)
+        from watcher.cli.watching import add_watch
+
+        add_watch(app)
     return app
 
 

@@ -35,7 +35,17 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from watcher.commands import browse, claims, cron, inbox, person, reading, runs, verdicts
+from watcher.commands import (
+    browse,
+    claims,
+    cron,
+    inbox,
+    notifying,
+    person,
+    reading,
+    runs,
+    verdicts,
+)
 from watcher.commands.envelope import Envelope
 from watcher.commands.spec import Command
 
@@ -44,6 +54,8 @@ COMMANDS: tuple[Command, ...] = (
     runs.SCAN,
     runs.RECHECK,
     cron.CRON,
+    notifying.NOTIFY,
+    notifying.SCHEDULE,
     claims.CLAIM,
     claims.SUBMIT,
     reading.STATUS,

@@ -10,6 +10,7 @@ from watcher.commands.results import (
     InboxResult,
     ItemVerdict,
     MarkResult,
+    NotifyStatus,
     StatusResult,
 )
 from watcher.commands.screen import Screen, as_written, one_line
@@ -66,6 +67,21 @@ def status(doc: StatusResult, screen: Screen) -> None:
     )
     if doc.signals.warning:
         screen.out.print(f"warning:   {doc.signals.warning}")
+    if doc.notify is not None:
+        _notify_status(doc.notify, screen)
+
+
+def _notify_status(notify: NotifyStatus, screen: Screen) -> None:
+    """WATCHER_NOTIFY's targets (never their URLs), the last delivery, what waits (SPEC §16.1)."""
+    from watcher.util.timeutil import local_minutes
+
+    last = local_minutes(notify.last_delivery) if notify.last_delivery else "none yet"
+    pending = f", {notify.pending} waiting to be sent" if notify.pending else ""
+    screen.out.print(f"notify:    {', '.join(notify.targets)} — last delivery {last}{pending}")
+    for line in notify.gave_up:
+        screen.out.print(f"           {one_line(line)}")
+    if notify.warning:
+        screen.out.print(f"warning:   {one_line(notify.warning)}")
 
 
 def inbox(doc: InboxResult, screen: Screen) -> None:
