@@ -160,8 +160,8 @@ def fake() -> Iterator[FakeProvider]:
 def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Path, tmp_path: Path,
                                                                     account: Hooks) -> None:
     """check, scan (dry and real), status, inbox (all, new), show (a verdict, a baseline, an
-    answered comment), mark, eval, recheck, signals, cron, open and refusals, as --json, envelope
-    and tables."""
+    answered comment), mark, eval, recheck, signals, cron, open, notify --test, schedule and
+    refusals, as --json, envelope and tables."""
     export(tmp_path / "export.json", ["q1", "p1", "s1", "q2"])
     source = ACCOUNT
     t = Transcript("offline", tmp_path, data_dir, {"WATCHER_PROVIDER": "offline"}, hooks=account)
@@ -197,6 +197,16 @@ def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Pa
     nobrowser = {"BROWSER": str(tmp_path / "no-browser")}  # webbrowser's own choice: none here
     t.run("cli", "open", "q1", "--json", env=nobrowser)
     t.run("cli", "open", "q1", env=nobrowser)
+    # A target Apprise has no plugin for: refused without a send, in watcher's own words.
+    notify = {"WATCHER_NOTIFY": "nosuchservice://golden-topic"}
+    t.run("cli", "notify", "--test", "--json", env=notify)
+    t.run("cli", "notify", "--test", env=notify)
+    for args in (("schedule", "cron", "--json"), ("schedule", "cron")):
+        # The executable is this interpreter's path: the one part of the line that is the machine's.
+        proc = run_main("cli", *args, data_dir=data_dir, env={**t.env, "HOME": str(tmp_path)},
+                        hooks=account)
+        t.add(f"watcher {' '.join(args)}", proc.returncode,
+              re.sub(r"exec \S+( -m watcher)?", "exec <WATCHER>", proc.stdout))
     t.check()
 
 

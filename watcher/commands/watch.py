@@ -135,8 +135,12 @@ def watch(
     with signals.installed():
         while True:
             code = _one_round(run_round, round_lock, say, signals)
-            if once or code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
-                return code  # a round stopped by Ctrl-C or SIGTERM (§13.6) ends watch too
+            if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+                # A round stopped by Ctrl-C or SIGTERM (§13.6) ends watch too, with the signal's
+                # code: the front end reports an interrupt it caught as Ctrl-C's.
+                return signals.code if signals.signum is not None else code
+            if once:
+                return code
             wait = every.total_seconds() * (1 - JITTER + 2 * JITTER * jitter())
             if signals.event.wait(wait):
                 return signals.code

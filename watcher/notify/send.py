@@ -106,7 +106,7 @@ def send(
         try:
             client, service = _load(url)
             if service is None:
-                return Sent(False, "Apprise does not understand this URL (`watcher check`)")
+                return Sent(False, "Apprise does not understand this URL")
             fmt = _format_of(service)
             ok = client.notify(
                 body=render(fmt), title=title, body_format=fmt, interpret_escapes=False
