@@ -64,3 +64,9 @@ def test_redaction_keeps_server_names() -> None:
     """A server's name is no secret: the error that says which server failed stays readable."""
     targets = parse_targets(MAIL)
     assert "smtp.example.com" in redaction(targets).text("cannot reach smtp.example.com")
+
+
+def test_an_agents_verdict_is_redacted_of_the_urls() -> None:
+    """The URLs join the keys an agent's submitted verdict is redacted of."""
+    settings = load_settings(data_dir="/nonexistent", env={"WATCHER_NOTIFY": f"{MAIL} {NTFY}"})
+    assert {MAIL, NTFY} <= {k.get_secret_value() for k in settings.known_keys}

@@ -305,10 +305,12 @@ def _build(
     for key in ("api_key", "devto_api_key"):
         if key in values and not isinstance(values[key], str):
             raise ConfigError(f"{key} must be a string")
+    notify = parse_targets(values["notify"], origin["notify"]) if "notify" in values else ()
     known = [
         values.get("api_key"),
         *(env.get(var) for other in PROVIDERS.values() for var in other.key_env),
         devto_key,
+        *(target.url.get_secret_value() for target in notify),  # secrets too (SPEC §16.1)
     ]
     base_url, base_url_auth = split_credentials(_base_url(spec, values))
     return Settings(
@@ -338,7 +340,7 @@ def _build(
         api_key_from=api_key_from if api_key and spec.is_remote else None,
         data_dir_chosen=chosen,
         data_dir_defaulted=defaulted,
-        notify=parse_targets(values["notify"], origin["notify"]) if "notify" in values else (),
+        notify=notify,
     )
 
 
