@@ -194,6 +194,9 @@ class Attempt(_Strict):
     # §15.2). None in a record written before edits were tracked: that attempt judged the text the
     # record held before its first edit.
     text_sha256: str | None = Field(default=None, exclude_if=_unset)
+    # The request never left the machine (no connection was made): not counted toward the
+    # comment's attempts (SPEC §16.3), though reserved before the call like any.
+    not_sent: bool = Field(default=False, exclude_if=_unset)
 
     _times = field_validator("lease_until")(_iso_time)
 
@@ -244,9 +247,9 @@ class InboxRecord(_StateFile):
     # 2: grants, baseline, replied_at, an attempt's lease_until and command "claim", error kinds
     # unreachable and model_not_found; edits, gone, author_replies, verdict_text_sha256, an
     # attempt's text_sha256, a comment's parent_author/parent_excerpt/answers_author (SPEC §15.2)
-    # — all unknown to the first release's models.
-    SCHEMA_VERSION: ClassVar[int] = 2
-    schema_version: Literal[1, 2] = 2
+    # — all unknown to the first release's models. 3: an attempt's not_sent (SPEC §16.3).
+    SCHEMA_VERSION: ClassVar[int] = 3
+    schema_version: Literal[1, 2, 3] = 3
     comment: Comment
     prompt: Prompt
     # Written for readers of the file; never trusted: the cap is CAP plus the grants
@@ -321,9 +324,10 @@ class Breaker(_Strict):
     provider: str
     model: str
     base_url: str
-    # When the last half-open real attempt was allowed (servers without a models endpoint, and
-    # bad_request, which no probe can see): at most one per hour.
+    # When the last half-open real attempt was allowed: at most one per interval (SPEC §16.6).
     half_open_at: str | None = None
+    # Half-open calls that failed in this outage: the interval grows 1, 2, 4 … 60 minutes with them.
+    failed_half_opens: int = Field(default=0, ge=0, exclude_if=_zero)
 
     _times = field_validator("since", "half_open_at")(_iso_time)
 
@@ -340,8 +344,9 @@ class TransientFailure(_Strict):
 
 class ProviderState(_StateFile):
     # 2: the breaker, and what a cooldown and the provider's failures in a row need remembered.
-    SCHEMA_VERSION: ClassVar[int] = 2
-    schema_version: Literal[1, 2] = 2
+    # 3: the breaker's failed_half_opens, and spent (SPEC §16.6).
+    SCHEMA_VERSION: ClassVar[int] = 3
+    schema_version: Literal[1, 2, 3] = 3
     cooldown_until: str | None = None
     reason: str | None = None
     # The wait the cooldown was set for (the provider's Retry-After, or watcher's own wait when it
@@ -353,6 +358,9 @@ class ProviderState(_StateFile):
     rate_limited_in_a_row: int = Field(default=0, ge=0, exclude_if=_zero)
     transient: TransientFailure | None = Field(default=None, exclude_if=_unset)
     breaker: Breaker | None = Field(default=None, exclude_if=_unset)
+    # Comments that spent a counted attempt since the provider last answered: while a breaker or
+    # a 429's cooldown streak lasts, no batch calls them again (an outage exhausts none, §16.6).
+    spent: list[str] = Field(default_factory=list, exclude_if=_unset)
 
     _times = field_validator("cooldown_until")(_iso_time)
 

@@ -5,8 +5,11 @@
 Where each step lives:
 
     plan.py      step 1    fetch from the source registry and plan, without the lock
-    gate.py      §13.1     may the run call? cooldown, breaker + free probe; when a batch stops
-    locked.py    steps 2–5 per item under the lock: re-read, decide, reserve; outcome; save seen
+    gate.py      §13.1     may the run call? cooldown, breaker, half-open; when a batch stops
+    locked.py    steps 2–5 under the lock: create, apply dev.to's changes, save seen
+    process.py   step 4    per item: re-read, decide, reserve; call; outcome (slow start, §16.6)
+    outcomes.py  step 4    what a comment gets instead of a call
+    due.py       §16.3     when a batch may call a comment again (the 10-minute rule)
     calls.py     §15.1     the model calls in flight, outside the lock (--parallel)
     provider_state.py      the cooldown after a 429 (§7.2) and the breaker (§13.1)
     batch.py               the Batch a run carries down every step: settings, store, summary, signals
@@ -114,6 +117,7 @@ def recheck(
 ) -> Partial[BatchResult]:
     """Retry failed comments and close orphaned reservations, or exactly ``ids`` (SPEC §7)."""
     batch = Batch(run, notice=notice)
+    batch.named = frozenset(ids)
     base, index = _read_index(batch)
     return _carry_out(batch, plan_recheck(batch, index, ids), base, index)
 
@@ -143,9 +147,7 @@ def _carry_out(batch: Batch, plan: Plan, base: SeenFile, index: SeenFile) -> Par
     try:
         with caught_signals(batch):
             # Provider agent: nothing is called, so no cooldown or breaker can stop the run.
-            carry_out(
-                batch, plan, base, gate.evaluate(batch, index) if batch.calls_model else gate.GO
-            )
+            carry_out(batch, plan, base, gate.admit(batch, index) if batch.calls_model else gate.GO)
     finally:
         batch.close()
     count_signals(batch)
@@ -181,7 +183,7 @@ def _dry_run(batch: Batch, whole: Plan, index: SeenFile) -> None:
         if record is None:
             action: Decision = "call"
         else:
-            from watcher.pipeline.locked import live_call
+            from watcher.pipeline.process import live_call
 
             if item.id in requeued and not record.attempts:
                 record = record.model_copy(update={"baseline": False})

@@ -26,9 +26,10 @@ from watcher.commands.results import Claimed, ClaimResult, ItemResult, SubmitRes
 from watcher.config import Settings
 from watcher.errors import ConfigError, Interrupted, SaveFailed, SubmitRefused, UsageError
 from watcher.models import Attempt, AttemptError, InboxRecord, SeenFile, Verdict
-from watcher.pipeline import Partial, locked
+from watcher.pipeline import Partial, locked, outcomes
 from watcher.pipeline.batch import Batch, Run, caught_signals, count_signals
 from watcher.pipeline.plan import check_id
+from watcher.pipeline.process import live_call
 from watcher.providers.agent import NAME
 from watcher.providers.base import CallResult
 from watcher.providers.parse import verdict_json_schema
@@ -92,7 +93,7 @@ def _candidates(batch: Batch, index: SeenFile) -> list[InboxRecord]:
     """Pending, failed and reserved comments as they are now, oldest first (as plan.py orders)."""
     found = []
     for cid, entry in index.comments.items():
-        if entry.status in CLAIMABLE and (record := locked.reread(batch, cid)) is not None:
+        if entry.status in CLAIMABLE and (record := outcomes.reread(batch, cid)) is not None:
             found.append(record)
     return sorted(found, key=lambda r: (r.comment.created_at, r.comment.id))
 
@@ -131,11 +132,11 @@ def _claim_each(
 
 def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxRecord | None:
     """Under the lock: re-read, decide against what was planned, reserve with a lease (SPEC §14)."""
-    record = locked.reread(batch, planned.comment.id)
+    record = outcomes.reread(batch, planned.comment.id)
     if record is None:
         return None
     now = batch.now()
-    live = locked.live_call(batch, record)
+    live = live_call(batch, record)
     action = records.decide(
         "claim",
         record,
@@ -145,7 +146,7 @@ def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxR
         seen_attempts=seen_attempts,
     )
     if action != "call":
-        locked.no_call(batch, record, action, live=live)
+        outcomes.no_call(batch, record, action, live=live)
         return None
     reserved = records.reserve(
         record,
@@ -158,7 +159,7 @@ def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxR
     try:
         batch.store.write_reservation(reserved)
     except SaveFailed as exc:
-        locked.state_stop(
+        outcomes.state_stop(
             batch, record.comment.id, "reserve_failed", exc
         )  # not on disk: not handed out
         return None
@@ -301,7 +302,7 @@ def _ended(attempt: Attempt) -> str:
 
 def _submitted(record: InboxRecord, n: int, error: AttemptError | None) -> SubmitResult:
     cid, cap = record.comment.id, records.cap_of(record)
-    left = max(0, cap - len(record.attempts))
+    left = max(0, cap - records.spent(record))
     message = None
     if error is not None:
         after = (

@@ -139,6 +139,9 @@ class Batch:
         # SPEC §13.6: the signal the person sent (SIGINT/SIGTERM), and whether a call is out.
         self.interrupted: int | None = None
         self._calling = False
+        # The comments the person named (`recheck ID`): theirs to call now, whatever the
+        # 10-minute rule or an outage would wait for (SPEC §16.3).
+        self.named: frozenset[str] = frozenset()
 
     def provider(self) -> Provider:
         """The run's provider, built once on first use (httpx is imported only by runs that call

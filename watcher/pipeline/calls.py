@@ -45,6 +45,9 @@ class Flight:
     call_lock: CallLock
     half_open: bool = False
     answer: CallResult | None = field(default=None, repr=False)
+    # The batch's failures when it was sent: its success re-opens parallel calls only if none
+    # came after (slow start, SPEC §16.6).
+    after_failures: int = 0
 
     @property
     def record(self) -> InboxRecord:

@@ -31,16 +31,18 @@ from watcher.errors import (
     StateError,
     WatcherError,
 )
-from watcher.models import AttemptError, ProviderState, SeenFile
+from watcher.models import AttemptError, Breaker, ProviderState, SeenFile
 from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch
+from watcher.pipeline.due import PROVIDER_SIDE_KINDS
+from watcher.providers.classify import never_sent
 
 # SPEC §6 table, "stops the batch" column.
 STOP_AT_ONCE = frozenset(
     {"rate_limited", "quota_exhausted", "auth", "model_not_found", "bad_request", "unreachable"}
 )
 # Worth another try later, but two in a row in one batch is an outage, not bad luck.
-TRANSIENT_KINDS = frozenset({"overloaded", "server_error", "timeout", "network"})
+TRANSIENT_KINDS = PROVIDER_SIDE_KINDS
 TRANSIENT_STREAK = 2
 # The user must change something (exit 2); the rest should pass by waiting (exit 3).
 FIX_KINDS = frozenset({"auth", "model_not_found", "bad_request"})
@@ -61,18 +63,26 @@ class Gate:
     mode: GateMode
     error: WatcherError | None = None
     stop: str = ""  # the summary's "stopped" when closed: cooldown | breaker
-    close_breaker: bool = False  # a probe passed: close it under the lock before the first call
+    close_breaker: bool = False  # for another setup: closed under the lock before the first call
     # A 429's cooldown that never reached the disk (provider_state.pending_cooldown): written under
     # the lock before anything else, and the run makes no call.
     pending: ProviderState | None = None
+    # Comments that spent an attempt in this outage: no batch calls them until it ends (§16.6).
+    spent: frozenset[str] = frozenset()
+    # Half-open: the run's error if it makes no half-open call (the breaker stays open).
+    unproven: WatcherError | None = None
 
 
 GO = Gate("go")
 
 
-def evaluate(batch: Batch, index: SeenFile) -> Gate:
-    """Decide before the lock (the probe is network). Never spends an attempt. ``index``: the
-    run's reconciled index, where a 429 whose cooldown was not written is looked for."""
+def admit(batch: Batch, index: SeenFile) -> Gate:
+    """The go/no-go, decided before the lock (the probe is network). Never spends an attempt.
+    ``index``: the run's reconciled index, where a 429 whose cooldown was not written is looked for.
+
+    An open breaker is closed only by a real call that the provider answers (SPEC §16.6): a
+    half-open call, at most one per interval; the free probe of the models endpoint can only
+    keep it shut, since it says nothing of the chat endpoint."""
     settings, now = batch.settings, batch.now()
     state = batch.store.load_provider_state()
     cooldown = provider_state.read_cooldown(batch.store, state, now=now)
@@ -85,31 +95,48 @@ def evaluate(batch: Batch, index: SeenFile) -> Gate:
             f"{pending.reason} (recorded on its attempt; its cooldown could not be written then)",
         )
         return Gate("closed", waited, "cooldown", pending=pending)
+    spent = provider_state.in_outage(settings, state)
     breaker = provider_state.breaker_of(settings, state)
     if breaker is None:
         # A breaker left for another setup is closed by the first save under the lock.
-        return Gate("go", close_breaker=state.breaker is not None)
-    if breaker.kind not in NO_PROBE_KINDS:
+        return Gate("go", close_breaker=state.breaker is not None, spent=spent)
+    hourly = breaker.kind in NO_PROBE_KINDS
+    if not hourly and breaker.kind not in TRANSIENT_KINDS:
         probe = batch.provider().probe()
-        if probe.ok:
-            batch.notice(
-                f"note: the provider answers again (the breaker opened {breaker.since} is closed)"
-            )
-            return Gate("go", close_breaker=True)
-        if probe.kind != "no_models_endpoint":
+        if not probe.ok and probe.kind != "no_models_endpoint":
             return _closed(breaker.since, probe.kind or breaker.kind, probe.message)
-    if provider_state.may_half_open(breaker, now=now):
-        return Gate("half_open")
-    due = provider_state.next_half_open(breaker)
+        hourly = not probe.ok  # no models endpoint: nothing can tell but an hourly real call
+        if probe.ok and breaker.failed_half_opens == 0:
+            return _half_open(breaker, spent)  # the setup may be fixed: try it now
+    if provider_state.may_half_open(breaker, now=now, hourly=hourly):
+        return _half_open(breaker, spent)
+    due = provider_state.next_half_open(breaker, hourly=hourly)
     if breaker.kind == "model_not_found":
         why = (
-            f"{breaker.message} (a real call said so; a models list naming the model does not undo that: the next "
-            f"real attempt is allowed at {due}, or change WATCHER_MODEL or WATCHER_BASE_URL to try another setup "
-            "now)"
+            f"{breaker.message} (a real call said so; a models list naming the model does not "
+            f"undo that: the next real attempt is allowed at {due}, or change WATCHER_MODEL or "
+            "WATCHER_BASE_URL to try another setup now)"
+        )
+    elif hourly:
+        why = (
+            f"{breaker.message} (one real attempt per hour is allowed where no probe can tell; "
+            f"the next at {due})"
         )
     else:
-        why = f"{breaker.message} (one real attempt per hour is allowed where no probe can tell; the next at {due})"
+        why = (
+            f"{breaker.message} (only a real call can tell it answers again: the next is allowed "
+            f"at {due}, the wait doubling while it fails, at most an hour)"
+        )
     return _closed(breaker.since, breaker.kind, why)
+
+
+def _half_open(breaker: Breaker, spent: frozenset[str]) -> Gate:
+    why = (
+        f"{breaker.message} (the next real call goes to a comment that has not spent an attempt "
+        "in this outage: a new one, or `watcher recheck ID` by your choice)"
+    )
+    unproven = _closed(breaker.since, breaker.kind, why).error
+    return Gate("half_open", spent=spent, unproven=unproven)
 
 
 def _closed(since: str, kind: str, reason: str) -> Gate:
@@ -140,7 +167,7 @@ def answer_of(error: AttemptError | None) -> provider_state.Answer:
 
 
 def stop_for(
-    batch: Batch, state: ProviderState, error: AttemptError
+    batch: Batch, state: ProviderState, error: AttemptError, *, half_open: bool = False
 ) -> tuple[tuple[str, WatcherError], ProviderState]:
     """Name the stop and its error, and the provider state the next run must honour (cooldown,
     breaker): ``state`` (as the answer left it) with them. Writes nothing.
@@ -176,7 +203,9 @@ def stop_for(
                 f"provider rate limit (HTTP 429); no model calls until {state.cooldown_until}{how}"
             ),
         ), state
-    state = provider_state.with_breaker(state, settings, kind=kind, message=said, now=batch.now())
+    state = provider_state.with_breaker(
+        state, settings, kind=kind, message=said, now=batch.now(), half_open_failed=half_open
+    )
     return (kind, _setup_stop(batch, kind, said)), state
 
 
@@ -206,7 +235,8 @@ def _setup_stop(batch: Batch, kind: str, said: str) -> WatcherError:
         )
     return ProviderUnavailable(
         f"the provider failed {TRANSIENT_STREAK} times in a row (last: {kind}: {said}); "
-        "stopped to save attempts — the next run checks it for free first"
+        "stopped to save attempts — a later run tries one comment first, in a minute at the "
+        "earliest"
     )
 
 
@@ -216,34 +246,41 @@ def after_answer(
     *,
     streak: int,
     half_open: bool,
+    comment: str,
 ) -> tuple[tuple[str, WatcherError] | None, StateError | None, bool]:
     """Under the pipeline lock, before the answer's outcome is written: the provider state this
     answer leaves — its failures in a row, a stop's cooldown or breaker, a half-open attempt's
-    breaker closed — written once if it changed (SPEC §13.1, §13.5, §15.5).
+    breaker closed — written once if it changed (SPEC §13.1, §13.5, §15.5, §16.6).
 
     ``streak``: transient failures in a row in this run so far; one remembered from an earlier run
-    counts as well, so this one may be the second in a row. Returns the stop (``None``: the batch
-    goes on), the error that kept the state off the disk, and whether the breaker was closed."""
+    counts as well, so this one may be the second in a row. ``comment``: whose attempt it was; a
+    counted failure puts it among the outage's spent comments. Returns the stop (``None``: the
+    batch goes on), the error that kept the state off the disk, and whether the breaker was
+    closed."""
     store = batch.store
+    transient = error is not None and error.kind in TRANSIENT_KINDS
     try:
         state = store.load_provider_state()
     except StateError as exc:  # quarantined just now: the stop still stops, nothing is remembered
-        transient = error is not None and error.kind in TRANSIENT_KINDS
         stop = (
             stop_for(batch, ProviderState(), error)[0]
             if error is not None and stops(error, streak + transient)
             else None
         )
         return stop, exc, False
+    counted = error is not None and not never_sent(error.kind)
     new = provider_state.remember(
-        state, answer_of(error), kind=error.kind if error is not None else "", now=batch.now()
+        state,
+        answer_of(error),
+        kind=error.kind if error is not None else "",
+        now=batch.now(),
+        spent=comment if counted else None,
     )
     stop, closed = None, False
-    transient = error is not None and error.kind in TRANSIENT_KINDS
     if error is not None and stops(error, max(streak, state.transient is not None) + transient):
-        stop, new = stop_for(batch, new, error)
+        stop, new = stop_for(batch, new, error, half_open=half_open)
     elif half_open and not batch.stopped:
-        new, closed = new.model_copy(update={"breaker": None}), True
+        new, closed = new.model_copy(update={"breaker": None, "spent": []}), True
     if new == state:
         return stop, None, closed
     try:

@@ -27,6 +27,7 @@ from watcher.store import Store
 from watcher.util.timeutil import iso, parse_iso, utcnow
 
 HALF_OPEN_EVERY = timedelta(hours=1)
+FIRST_HALF_OPEN = timedelta(minutes=1)
 # The longest wait a Retry-After can impose (the same bound as providers.classify).
 MAX_COOLDOWN = timedelta(days=7)
 # A 429 without a usable Retry-After (none, negative, NaN, empty, a date gone by): watcher's own
@@ -220,22 +221,37 @@ Answer = Literal["answered", "transient", "rate_limited", "other"]
 
 
 def remember(
-    state: ProviderState, answer: Answer, *, kind: str = "", now: datetime | None = None
+    state: ProviderState,
+    answer: Answer,
+    *,
+    kind: str = "",
+    now: datetime | None = None,
+    spent: str | None = None,
 ) -> ProviderState:
-    """``state`` after one more answer (SPEC §13.1, §15.5). A transient failure is remembered until
-    the provider answers (a verdict, or an answer that did not parse), so the next one is the second
-    in a row whichever run it falls in; 429s are counted until then, for the wait of the next one."""
+    """``state`` after one more answer (SPEC §13.1, §15.5, §16.6). A transient failure is
+    remembered until the provider answers (a verdict, or an answer that did not parse), so the next
+    one is the second in a row whichever run it falls in; 429s are counted until then, for the wait
+    of the next one; and so is each comment that ``spent`` a counted attempt on a failure."""
     if answer == "answered":
-        if state.transient is None and state.rate_limited_in_a_row == 0:
+        if state.transient is None and state.rate_limited_in_a_row == 0 and not state.spent:
             return state  # the usual case writes nothing
-        return state.model_copy(update={"transient": None, "rate_limited_in_a_row": 0})
+        return state.model_copy(update={"transient": None, "rate_limited_in_a_row": 0, "spent": []})
+    if spent is not None and spent not in state.spent:
+        state = state.model_copy(update={"spent": [*state.spent, spent]})
     if answer == "transient" and state.transient is None:
-        return state.model_copy(
-            update={"transient": TransientFailure(kind=kind, at=iso(_now(now)))}
-        )
+        failure = TransientFailure(kind=kind, at=iso(_now(now)))
+        return state.model_copy(update={"transient": failure})
     if answer == "rate_limited":
         return state.model_copy(update={"rate_limited_in_a_row": state.rate_limited_in_a_row + 1})
     return state
+
+
+def in_outage(settings: Settings, state: ProviderState) -> frozenset[str]:
+    """The comments no batch may call now because each spent an attempt in this outage: a breaker
+    open for this setup, or 429s in a row (SPEC §16.6). Empty when there is no outage."""
+    if breaker_of(settings, state) is None and state.rate_limited_in_a_row == 0:
+        return frozenset()
+    return frozenset(state.spent)
 
 
 # ---- breaker ----------------------------------------------------------------------------------------
@@ -257,10 +273,13 @@ def with_breaker(
     kind: str,
     message: str,
     now: datetime | None = None,
+    half_open_failed: bool = False,
 ) -> ProviderState:
-    """``state`` with the breaker open (or kept open) for this setup; ``since`` stays the outage's."""
+    """``state`` with the breaker open (or kept open) for this setup; ``since`` stays the outage's.
+    ``half_open_failed``: a half-open call failed, so the next waits twice as long (§16.6)."""
     old = breaker_of(settings, state)
     provider, model, base_url = _setup(settings)
+    failures = (old.failed_half_opens if old else 0) + half_open_failed
     breaker = Breaker(
         kind=kind,
         message=message,
@@ -269,43 +288,52 @@ def with_breaker(
         model=model,
         base_url=base_url,
         half_open_at=old.half_open_at if old else None,
+        failed_half_opens=failures,
     )
     return state.model_copy(update={"breaker": breaker})
 
 
 def close_breaker(store: Store) -> None:
+    """Close the breaker; the outage's spent comments go with it (another setup, a new outage)."""
     state = store.load_provider_state()
     if state.breaker is not None:
-        store.save_provider_state(state.model_copy(update={"breaker": None}))
+        store.save_provider_state(state.model_copy(update={"breaker": None, "spent": []}))
 
 
-def may_half_open(breaker: Breaker, *, now: datetime | None = None) -> bool:
-    """One real attempt per hour where no probe can tell (no models endpoint, a bad request, a
-    model the server said it does not have). The call that opened the breaker was the first
-    hour's: otherwise an Ollama without ``/v1`` (every path 404) is tried again by the next run,
-    seconds later."""
-    return _now(now) - _last_real_attempt(breaker) >= HALF_OPEN_EVERY
+def half_open_every(breaker: Breaker, *, hourly: bool) -> timedelta:
+    """The wait between two half-open calls (SPEC §13.1, §16.6): an hour where no probe can tell
+    (``hourly``: no models endpoint, a bad request, a model a real call said is missing); else
+    1, 2, 4 … minutes, doubling with each half-open call that failed, at most an hour."""
+    if hourly:
+        return HALF_OPEN_EVERY
+    grown = FIRST_HALF_OPEN * (1 << min(breaker.failed_half_opens, 12))
+    return min(grown, HALF_OPEN_EVERY)
 
 
-def next_half_open(breaker: Breaker) -> str:
+def may_half_open(breaker: Breaker, *, now: datetime | None = None, hourly: bool = True) -> bool:
+    """Whether the next real (half-open) call is allowed now. The call that opened the breaker
+    counts as the first: otherwise an Ollama without ``/v1`` (every path 404) is tried again by
+    the next run, seconds later."""
+    return _now(now) >= parse_iso(next_half_open(breaker, hourly=hourly))
+
+
+def next_half_open(breaker: Breaker, *, hourly: bool = True) -> str:
     """When :func:`may_half_open` allows the next real attempt."""
-    return iso(_last_real_attempt(breaker) + HALF_OPEN_EVERY)
+    return iso(_last_real_attempt(breaker) + half_open_every(breaker, hourly=hourly))
 
 
 def _last_real_attempt(breaker: Breaker) -> datetime:
     return parse_iso(breaker.half_open_at or breaker.since)
 
 
-def mark_half_open(store: Store, *, now: datetime | None = None) -> None:
+def mark_half_open(store: Store, comment: str, *, now: datetime | None = None) -> None:
+    """Under the lock, before the half-open call: when it went, and that ``comment`` spends an
+    attempt in this outage whatever comes of it (a process that dies in the call too; §16.6)."""
     state = store.load_provider_state()
     if state.breaker is not None:
-        store.save_provider_state(
-            state.model_copy(
-                update={
-                    "breaker": state.breaker.model_copy(update={"half_open_at": iso(_now(now))})
-                }
-            )
-        )
+        breaker = state.breaker.model_copy(update={"half_open_at": iso(_now(now))})
+        spent = list(dict.fromkeys([*state.spent, comment]))
+        store.save_provider_state(state.model_copy(update={"breaker": breaker, "spent": spent}))
 
 
 def _setup(settings: Settings) -> tuple[str, str, str]:
