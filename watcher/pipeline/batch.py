@@ -142,6 +142,8 @@ class Batch:
         # The comments the person named (`recheck ID`): theirs to call now, whatever the
         # 10-minute rule or an outage would wait for (SPEC §16.3).
         self.named: frozenset[str] = frozenset()
+        # Comments left uncalled because they spent an attempt in this outage (SPEC §16.6).
+        self.left_for_outage = 0
 
     def provider(self) -> Provider:
         """The run's provider, built once on first use (httpx is imported only by runs that call

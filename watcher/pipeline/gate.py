@@ -20,6 +20,7 @@ So an outage costs at most one attempt, and every run during it exits non-zero a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from watcher.errors import (
@@ -69,8 +70,11 @@ class Gate:
     pending: ProviderState | None = None
     # Comments that spent an attempt in this outage: no batch calls them until it ends (§16.6).
     spent: frozenset[str] = frozenset()
-    # Half-open: the run's error if it makes no half-open call (the breaker stays open).
+    # Half-open: the run's error if it makes no half-open call (the breaker stays open), and
+    # when the run was let through: the half-open call is stamped with it, so a cron every
+    # half hour meets an interval of an hour exactly.
     unproven: WatcherError | None = None
+    at: datetime | None = None
 
 
 GO = Gate("go")
@@ -99,7 +103,18 @@ def admit(batch: Batch, index: SeenFile) -> Gate:
     breaker = provider_state.breaker_of(settings, state)
     if breaker is None:
         # A breaker left for another setup is closed by the first save under the lock.
-        return Gate("go", close_breaker=state.breaker is not None, spent=spent)
+        unproven = (
+            ProviderUnavailable(
+                f"provider rate limited ({state.rate_limited_in_a_row} 429s in a row): every "
+                "comment this run would call spent an attempt in this outage — no attempts spent "
+                "this run; a new comment, or one you name to `watcher recheck`, is tried next"
+            )
+            if spent
+            else None
+        )
+        return Gate(
+            "go", close_breaker=state.breaker is not None, spent=spent, unproven=unproven
+        )
     hourly = breaker.kind in NO_PROBE_KINDS
     if not hourly and breaker.kind not in TRANSIENT_KINDS:
         probe = batch.provider().probe()
@@ -107,9 +122,9 @@ def admit(batch: Batch, index: SeenFile) -> Gate:
             return _closed(breaker.since, probe.kind or breaker.kind, probe.message)
         hourly = not probe.ok  # no models endpoint: nothing can tell but an hourly real call
         if probe.ok and breaker.failed_half_opens == 0:
-            return _half_open(breaker, spent)  # the setup may be fixed: try it now
+            return _half_open(breaker, spent, now)  # the setup may be fixed: try it now
     if provider_state.may_half_open(breaker, now=now, hourly=hourly):
-        return _half_open(breaker, spent)
+        return _half_open(breaker, spent, now)
     due = provider_state.next_half_open(breaker, hourly=hourly)
     if breaker.kind == "model_not_found":
         why = (
@@ -130,13 +145,13 @@ def admit(batch: Batch, index: SeenFile) -> Gate:
     return _closed(breaker.since, breaker.kind, why)
 
 
-def _half_open(breaker: Breaker, spent: frozenset[str]) -> Gate:
+def _half_open(breaker: Breaker, spent: frozenset[str], now: datetime) -> Gate:
     why = (
         f"{breaker.message} (the next real call goes to a comment that has not spent an attempt "
-        "in this outage: a new one, or `watcher recheck ID` by your choice)"
+        "in this outage: a new one, or one you name to `watcher recheck`)"
     )
     unproven = _closed(breaker.since, breaker.kind, why).error
-    return Gate("half_open", spent=spent, unproven=unproven)
+    return Gate("half_open", spent=spent, unproven=unproven, at=now)
 
 
 def _closed(since: str, kind: str, reason: str) -> Gate:

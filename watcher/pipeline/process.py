@@ -57,6 +57,7 @@ class _Progress:
     gate: Gate
     streak: int
     failures: int = 0
+    answered: bool = False  # the provider answered a call of this batch
 
 
 def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[str, int]) -> None:
@@ -68,8 +69,10 @@ def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[
     # failure is the second in a row.
     progress = _Progress(gate, TRANSIENT_STREAK - 1 if gate.mode == "half_open" else 0)
     # Nothing can abort a call from outside when no ``aborted`` hook is set (the MCP server sets
-    # one): one call at a time is then made on this thread (watcher/pipeline/calls.py).
-    inline = batch.provider if batch.run.hooks.aborted is None else None
+    # one): with --parallel 1 each call is then made on this thread (watcher/pipeline/calls.py).
+    # A parallel batch's calls all go to workers, its slow start's lone ones too.
+    alone = batch.run.hooks.aborted is None and batch.run.parallel == 1
+    inline = batch.provider if alone else None
     calls = Calls(1, batch.new_provider, inline=inline, calling=batch.waiting_for_calls)
     if plan and batch.calls_model and gate.error is None:
         # Built before any lock: the first build imports httpx and makes a client (~0.1 s of CPU,
@@ -115,19 +118,20 @@ def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[
         calls.close()
     if batch.interrupted is not None and not batch.stopped:
         batch.stop("interrupted", Interrupted(batch.interrupted))
-    _still_closed(batch, progress.gate)
+    _still_closed(batch, progress)
 
 
-def _still_closed(batch: Batch, gate: Gate) -> None:
-    """Nothing needed a call this time, or no comment could take the half-open call, but the run
-    still says it may not call (SPEC §7.2, §13.1, §16.6): a cron job must not mistake "no calls
-    allowed" for "all caught up"."""
+def _still_closed(batch: Batch, progress: _Progress) -> None:
+    """Nothing needed a call this time, or every comment that did had spent an attempt in this
+    outage, but the run still says it may not call (SPEC §7.2, §13.1, §16.6): a cron job must not
+    mistake "no calls allowed" for "all caught up"."""
+    gate = progress.gate
     if batch.stopped:
         return
     if gate.error is not None:
         batch.stop(gate.stop, gate.error)
-    elif gate.mode == "half_open" and gate.unproven is not None:
-        batch.stop("breaker", gate.unproven)
+    elif gate.unproven is not None and batch.left_for_outage and not progress.answered:
+        batch.stop("breaker" if gate.mode == "half_open" else "cooldown", gate.unproven)
 
 
 def _front_end_stop(batch: Batch) -> None:
@@ -194,7 +198,7 @@ def _decide_and_reserve(
         return None
     if gate.mode == "half_open":
         # The one real attempt of this interval, recorded before the call (SPEC §16.6).
-        provider_state.mark_half_open(store, cid, now=batch.now())
+        provider_state.mark_half_open(store, cid, now=gate.at or batch.now())
     provider = batch.provider()
     reserved = records.reserve(
         record,
@@ -222,6 +226,7 @@ def _not_now(batch: Batch, record: InboxRecord, gate: Gate) -> bool:
     than 10 minutes ago. Said as ``deferred``, with when or what lets it go."""
     cid, n = record.comment.id, len(record.attempts)
     if cid in gate.spent:
+        batch.left_for_outage += 1
         why = (
             "it spent an attempt in this provider outage already: no batch calls it again "
             f"until the provider has answered another comment (`watcher recheck {cid}` tries it now)"
@@ -254,6 +259,7 @@ def _collect(batch: Batch, calls: Calls, progress: _Progress) -> None:
         flight = calls.next_done(batch.run.hooks.aborted)
     error = _finish(batch, flight, progress)
     answered = error is None or error.kind not in _FAILED
+    progress.answered = progress.answered or answered
     if not answered:
         # Slow start: the first call after a failure goes out alone (SPEC §16.6).
         progress.failures += 1
