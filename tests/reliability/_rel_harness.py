@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -175,10 +175,13 @@ def recover_until_quiet(data_dir: Path, env: Mapping[str, str], export: Path, *,
     run after every agent's lease has ended (:data:`_fakes.clock.LEASE_END`), as a later cron run would.
 
     With ``fake``, the runs reach it in process (no socket): recovery is about state, not wire."""
-    hooks = rig_hooks(in_process(fake) if fake is not None else None, later(LEASE_END))
+    provider = in_process(fake) if fake is not None else None
     done: list[Answer] = []
     problems: list[str] = []
     for round_no in range(max_rounds):
+        # A cron round apart: a comment whose attempt failed on the provider's side is not called
+        # again within 10 minutes (SPEC §16.3).
+        hooks = rig_hooks(provider, later(LEASE_END + round_no * timedelta(minutes=30)))
         entry = entries[round_no % 2]
         pair = [run_main(entry, "recheck", "--limit", "20", *ENVELOPE[entry], data_dir=data_dir, env=env, hooks=hooks),
                 run_main(entry, "scan", "--source", str(export), "--limit", "20", *ENVELOPE[entry], data_dir=data_dir,
