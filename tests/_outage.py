@@ -52,30 +52,36 @@ class _Dropped(Exception):
     """Raised in the fake's handler: the server closes the connection without an answer."""
 
 
-def failing(fake: FakeProvider, kind: str) -> Callable[[bool], None]:
-    """Make ``fake``'s chat endpoint fail as ``kind`` while the returned switch is on (the
-    models endpoint keeps saying yes). The requests are recorded in ``fake.calls`` as ever."""
-    healthy = fake.handle
-    state = {"on": False}
+class Failing:
+    """The fake's chat endpoint failing as one kind while :attr:`on` (the models endpoint keeps
+    saying yes); the requests are recorded in ``fake.calls`` as ever, and the most answered at
+    once in :attr:`max_active`."""
 
-    def handle(body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
-        if not state["on"]:
-            return healthy(body, headers)
+    def __init__(self, fake: FakeProvider, kind: str) -> None:
+        self.fake, self.kind, self.on = fake, kind, False
+        self.max_active = 0
+        self._active = 0
+        self._healthy = fake.handle
+        fake.handle = self.handle  # type: ignore[method-assign]
+
+    def handle(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+        if not self.on:
+            return self._healthy(body, headers)
+        fake = self.fake
         with fake._lock:
             fake.calls.append(fake.label_of(body))
-        status, extra, doc = ANSWERS[kind] or (500, {}, {})
-        if kind == "hang":
-            time.sleep(DEADLINE_S + 0.5)
-        if kind == "drop":
-            raise _Dropped("closed without an answer")
-        return status, extra, json.dumps(doc).encode()
-
-    fake.handle = handle  # type: ignore[method-assign]
-
-    def switch(on: bool) -> None:
-        state["on"] = on
-
-    return switch
+            self._active += 1
+            self.max_active = max(self.max_active, self._active)
+        try:
+            status, extra, doc = ANSWERS[self.kind] or (500, {}, {})
+            if self.kind == "hang":
+                time.sleep(DEADLINE_S + 0.5)
+            if self.kind == "drop":
+                raise _Dropped("closed without an answer")
+            return status, extra, json.dumps(doc).encode()
+        finally:
+            with fake._lock:
+                self._active -= 1
 
 
 def closed_port_url() -> str:
@@ -99,6 +105,7 @@ class Played:
     counted: dict[str, int] = field(default_factory=dict)  # attempts counted per comment
     reserved: int = 0  # attempts reserved on disk, counted or not (not_sent)
     verdicts: int = 0
+    max_active: int = 0  # the most requests the failing endpoint answered at once
 
     @property
     def requests(self) -> int:
@@ -124,13 +131,13 @@ def play(
     labels = [f"o{i:02d}" for i in range(comments)]
     export = write_export(tmp / "export.json", labels)
     data_dir = tmp / "data"
-    switch = failing(fake, kind)
+    failing = Failing(fake, kind)
     start = utcnow()
     played = Played()
     nowhere = closed_port_url()
     for at in schedule:
         down = at < outage_until
-        switch(down)
+        failing.on = down
         env = {**fake.env(), "WATCHER_TIMEOUT": str(DEADLINE_S if kind == "hang" and down else 30)}
         if kind == "refused" and down:
             env["WATCHER_BASE_URL"] = nowhere
@@ -145,6 +152,7 @@ def play(
             assert done.envelope is not None, done.stderr
             exits.append(done.returncode)
         played.rounds.append(Round(at, fake.calls[before:], tuple(exits)))
+    played.max_active = failing.max_active
     store = FileStore(Paths(data_dir))
     for cid in labels:
         record = store.load_record(cid)
