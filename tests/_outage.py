@@ -84,6 +84,22 @@ class Failing:
                 self._active -= 1
 
 
+def in_process_answer(kind: str) -> tuple[int, dict[str, str], bytes]:
+    """The failing answer for a provider reached in process (``_fakes.provider.in_process``): the
+    transport errors an httpx client meets (refused, a hang past the deadline, a drop) are raised
+    from the handler, which the MockTransport lets through."""
+    import httpx
+
+    if kind == "refused":
+        raise httpx.ConnectError("[Errno 111] Connection refused")
+    if kind == "hang":
+        raise httpx.ReadTimeout("no answer within the deadline")
+    if kind == "drop":
+        raise httpx.RemoteProtocolError("Server disconnected without sending a response.")
+    status, extra, doc = ANSWERS[kind] or (500, {}, {})
+    return status, extra, json.dumps(doc).encode()
+
+
 def closed_port_url() -> str:
     """A loopback base URL where nothing listens: every connection is refused."""
     with socket.socket() as sock:

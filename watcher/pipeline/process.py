@@ -20,6 +20,7 @@ An outage costs one attempt, with parallel calls too (SPEC §16.6):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -64,6 +65,9 @@ def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[
     """Decide and reserve comment by comment, with up to ``run.parallel`` calls out at once once
     the provider has answered (slow start, SPEC §16.6)."""
     result = batch.result
+    # The comments that spent an attempt in this outage go last: if an earlier call shows the
+    # provider answering again, the outage is over and they are called too (SPEC §16.6).
+    plan = sorted(plan, key=lambda item: item.id in gate.spent)
     # Transient failures in a row, counted in the order the answers arrive (SPEC §13.1). A
     # half-open attempt continues the outage that opened the breaker: one more transient
     # failure is the second in a row.
@@ -260,6 +264,9 @@ def _collect(batch: Batch, calls: Calls, progress: _Progress) -> None:
     error = _finish(batch, flight, progress)
     answered = error is None or error.kind not in _FAILED
     progress.answered = progress.answered or answered
+    if answered and progress.gate.spent:
+        # The provider answered: the outage is over, and so is what it kept from being called.
+        progress.gate = dataclasses.replace(progress.gate, spent=frozenset(), unproven=None)
     if not answered:
         # Slow start: the first call after a failure goes out alone (SPEC §16.6).
         progress.failures += 1
