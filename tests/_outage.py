@@ -122,6 +122,8 @@ class Played:
     reserved: int = 0  # attempts reserved on disk, counted or not (not_sent)
     verdicts: int = 0
     max_active: int = 0  # the most requests the failing endpoint answered at once
+    # Attempts counted per comment when the outage ended (at its last round).
+    in_outage: dict[str, int] = field(default_factory=dict)
 
     @property
     def requests(self) -> int:
@@ -168,6 +170,8 @@ def play(
             assert done.envelope is not None, done.stderr
             exits.append(done.returncode)
         played.rounds.append(Round(at, fake.calls[before:], tuple(exits)))
+        if down:
+            played.in_outage = _counted(data_dir, labels)
     played.max_active = failing.max_active
     store = FileStore(Paths(data_dir))
     for cid in labels:
@@ -178,6 +182,11 @@ def play(
         played.reserved += len(record.attempts)
         played.verdicts += record.verdict is not None
     return played
+
+
+def _counted(data_dir: Path, labels: list[str]) -> dict[str, int]:
+    store = FileStore(Paths(data_dir))
+    return {cid: records.spent(r) for cid in labels if (r := store.load_record(cid)) is not None}
 
 
 def _fixed(at: datetime) -> Callable[[], datetime]:

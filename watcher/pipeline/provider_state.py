@@ -313,8 +313,11 @@ def half_open_every(breaker: Breaker, *, hourly: bool) -> timedelta:
 def may_half_open(breaker: Breaker, *, now: datetime | None = None, hourly: bool = True) -> bool:
     """Whether the next real (half-open) call is allowed now. The call that opened the breaker
     counts as the first: otherwise an Ollama without ``/v1`` (every path 404) is tried again by
-    the next run, seconds later."""
-    return _now(now) >= parse_iso(next_half_open(breaker, hourly=hourly))
+    the next run, seconds later. A twentieth of the interval early is on time: a cron every half
+    hour starts its runs a few milliseconds apart from one round to the next, and an hour that
+    ended a millisecond late would cost a whole round."""
+    every = half_open_every(breaker, hourly=hourly)
+    return _now(now) >= _last_real_attempt(breaker) + every - every / 20
 
 
 def next_half_open(breaker: Breaker, *, hourly: bool = True) -> str:
