@@ -502,6 +502,7 @@ def inbox_view(ctx: Context, *, show_all: bool = False, new: bool = False) -> In
                 verdict_by=records.verdict_by(record),
                 hint=_hint(cid, entry.status, record),
                 answers_you=record.comment.answers_author,
+                next_due=pipeline.next_due(record) if entry.status == "failed" else None,
             )
         )
     if new and rows:
@@ -609,6 +610,7 @@ def show(ctx: Context, comment_id: str) -> CommentRecord:
         your_replies=record.author_replies,
         edits=record.edits,
         gone=record.gone,
+        next_due=pipeline.next_due(record) if state == "failed" else None,
     )
 
 

@@ -43,6 +43,7 @@ from watcher.pipeline.batch import (
     new_run_id,
     open_store,
 )
+from watcher.pipeline.due import due_later, next_due
 from watcher.pipeline.plan import Plan, Planned, check_id, plan_recheck, plan_scan
 from watcher.pipeline.provider_state import read_cooldown, write_cooldown
 from watcher.state.records import Decision, decide
@@ -64,6 +65,7 @@ __all__ = [
     "check_limit",
     "decide",
     "new_run_id",
+    "next_due",
     "open_store",
     "read_cooldown",
     "recheck",
@@ -194,6 +196,8 @@ def _dry_run(batch: Batch, whole: Plan, index: SeenFile) -> None:
                 now=batch.now(),
                 call_in_flight=live_call(batch, record),
             )
+            if action == "call" and item.id not in batch.named and due_later(record, batch.now()):
+                action = "deferred"  # the 10-minute rule (SPEC §16.3), as the real run decides
         if action == "call" and not batch.calls_model:
             result.for_agent += 1
         elif action == "call":

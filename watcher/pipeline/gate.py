@@ -112,9 +112,7 @@ def admit(batch: Batch, index: SeenFile) -> Gate:
             if spent
             else None
         )
-        return Gate(
-            "go", close_breaker=state.breaker is not None, spent=spent, unproven=unproven
-        )
+        return Gate("go", close_breaker=state.breaker is not None, spent=spent, unproven=unproven)
     hourly = breaker.kind in NO_PROBE_KINDS
     if not hourly and breaker.kind not in TRANSIENT_KINDS:
         probe = batch.provider().probe()

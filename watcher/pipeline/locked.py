@@ -46,7 +46,7 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     held, judged = _apply_known_changes(batch, plan)
     batch.result.answered += len(plan.answered)
     # Without the lock: reading every changed record would make the hold grow with the account
-    # (bench/run.py figure 8). Each comment is re-read under the lock before anything is decided,
+    # (bench/run.py, lock waits during a batch). Each comment is re-read under the lock before anything is decided,
     # and the index's attempt counts only ever grow, so an index a moment old is safe for decide.
     ours = {
         *batch.result.edited,
@@ -147,7 +147,7 @@ def _record_articles(index: SeenFile, articles: Sequence[SourceArticle]) -> Seen
 
 
 # Records created per hold of the pipeline lock: a first scan may discover hundreds, and a run
-# waiting behind it must not wait for all of them (bench/run.py figure 7: the longest hold).
+# waiting behind it must not wait for all of them (bench/run.py measures the longest hold).
 CREATE_PER_HOLD = 1
 
 
@@ -235,7 +235,7 @@ def _apply_known_changes(batch: Batch, plan: Plan) -> tuple[set[int], set[str]]:
     index = batch.store.load_index() if plan.edits else None
     for cid in sorted({*plan.edits, *plan.gone, *plan.restored, *plan.reply_nodes}):
         # One record per hold, as _create_discovered: 50 deleted comments of one thread must not
-        # keep every other run waiting for 50 writes (bench/run.py figure 8).
+        # keep every other run waiting for 50 writes (bench/run.py, lock waits during a batch).
         with batch.store.pipeline_lock():
             _apply_known_change(batch, plan, cid, index, held, judged_ids)
     return held, judged_ids
