@@ -12,11 +12,12 @@ Where each step lives:
     due.py       §16.3     when a batch may call a comment again (the 10-minute rule)
     calls.py     §15.1     the model calls in flight, outside the lock (--parallel)
     provider_state.py      the cooldown after a 429 (§7.2) and the breaker (§13.1)
-    batch.py               the Batch a run carries down every step: settings, store, summary, signals
+    batch.py               the Batch a run carries down every step: settings, store, summary,
+                           signals
     agent.py     §14       provider agent: claim (reserve with a lease, hand out prompts) and submit
 
-The decision for each comment is :func:`watcher.state.records.decide` (pure); every read and write of
-state is the run's store (:mod:`watcher.store`).
+The decision for each comment is :func:`watcher.state.records.decide` (pure); every read and write
+of state is the run's store (:mod:`watcher.store`).
 
 The counter (SPEC §8) runs after the lock is released; ``--dry-run`` plans and stops there.
 Nothing here climbs back up into :mod:`watcher.commands.core`: commands turns arguments into a
@@ -31,7 +32,7 @@ from typing import Generic, NamedTuple
 
 from watcher.commands.results import BatchResult, Command, ItemOutcome, ItemResult, ResultT
 from watcher.errors import CooldownActive, UsageError, WatcherError
-from watcher.models import SeenFile
+from watcher.models import InboxRecord, SeenFile
 from watcher.pipeline.batch import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -185,19 +186,9 @@ def _dry_run(batch: Batch, whole: Plan, index: SeenFile) -> None:
         if record is None:
             action: Decision = "call"
         else:
-            from watcher.pipeline.process import live_call
-
             if item.id in requeued and not record.attempts:
                 record = record.model_copy(update={"baseline": False})
-            action = decide(
-                batch.run.command,
-                record,
-                item.fingerprint,
-                now=batch.now(),
-                call_in_flight=live_call(batch, record),
-            )
-            if action == "call" and item.id not in batch.named and due_later(record, batch.now()):
-                action = "deferred"  # the 10-minute rule (SPEC §16.3), as the real run decides
+            action = _dry_decide(batch, item, record)
         if action == "call" and not batch.calls_model:
             result.for_agent += 1
         elif action == "call":
@@ -209,3 +200,19 @@ def _dry_run(batch: Batch, whole: Plan, index: SeenFile) -> None:
             )
         else:
             batch.add(ItemResult(item.id, "would_skip", kind=action))
+
+
+def _dry_decide(batch: Batch, item: Planned, record: InboxRecord) -> Decision:
+    """What the real run would decide for ``record`` now, the 10-minute rule (SPEC §16.3) too."""
+    from watcher.pipeline.process import live_call
+
+    action = decide(
+        batch.run.command,
+        record,
+        item.fingerprint,
+        now=batch.now(),
+        call_in_flight=live_call(batch, record),
+    )
+    if action == "call" and item.id not in batch.named and due_later(record, batch.now()):
+        return "deferred"
+    return action

@@ -1,7 +1,7 @@
 """SPEC §14: the agent as the model — ``claim`` and ``submit`` for provider ``agent``.
 
-    claim(run, notice=) -> Partial                      reserve one attempt per comment, with a lease,
-                                                        and hand out the cached prompts
+    claim(run, notice=) -> Partial                      reserve one attempt per comment, with a
+                                                        lease, and hand out the cached prompts
     submit(run, comment_id, n, verdict, notice=) -> Partial    store the agent's answer on attempt n
     validate_verdict(text) -> Verdict | AttemptError    the providers' own parse and validation
 
@@ -45,8 +45,9 @@ def require_agent(provider: str) -> None:
     """Claims are for provider agent only: with a real provider, scan and recheck make the calls."""
     if provider != NAME:
         raise ConfigError(
-            f"claim hands comments to the agent to judge, but the provider is {provider}: set WATCHER_PROVIDER=agent "
-            "for this server or command (with a real provider, `watcher scan` and `watcher recheck` make the calls)"
+            f"claim hands comments to the agent to judge, but the provider is {provider}: set "
+            "WATCHER_PROVIDER=agent for this server or command (with a real provider, "
+            "`watcher scan` and `watcher recheck` make the calls)"
         )
 
 
@@ -55,7 +56,7 @@ def _minutes() -> int | float:
     return int(minutes) if minutes.is_integer() else minutes
 
 
-# ---- claim ------------------------------------------------------------------------------------------
+# ---- claim ---------------------------------------------------------------------------------------
 
 
 def claim(run: Run, *, notice: Callable[[str], None] = lambda _m: None) -> Partial[ClaimResult]:
@@ -166,12 +167,12 @@ def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxR
     return reserved
 
 
-# ---- submit -----------------------------------------------------------------------------------------
+# ---- submit --------------------------------------------------------------------------------------
 
 
 def validate_verdict(text: str) -> Verdict | AttemptError:
-    """The submitted verdict through the parse and validation every provider's answer goes through
-    (:func:`watcher.providers.parse.parse_verdict_text`), so the rules and error kinds are the same."""
+    """The submitted verdict through the parse and validation every provider's answer goes
+    through (:func:`watcher.providers.parse.parse_verdict_text`): the same rules and error kinds."""
     from watcher.providers.parse import parse_verdict_text
 
     answer = parse_verdict_text(text)
@@ -247,7 +248,7 @@ def _redacted(settings: Settings, text: str, answer: Verdict | AttemptError) -> 
 
 
 def _verdict_text(verdict: Any) -> str:
-    """The verdict as the JSON text a model would have answered (agents send objects and strings)."""
+    """The verdict as the JSON text a model would have answered (agents send objects, strings)."""
     if verdict is None:
         raise UsageError(
             "verdict is missing: send the verdict object (or its JSON text) for the claimed attempt"
@@ -263,7 +264,8 @@ def _verdict_text(verdict: Any) -> str:
 
 
 def _open_claim(record: InboxRecord, n: int) -> Attempt:
-    """Attempt ``n`` if it is the record's open, agent-claimed last attempt; else :class:`SubmitRefused`."""
+    """Attempt ``n`` if it is the record's open, agent-claimed last attempt; else
+    :class:`SubmitRefused`."""
     cid, count = record.comment.id, len(record.attempts)
     if n > count:
         raise SubmitRefused(
@@ -272,8 +274,8 @@ def _open_claim(record: InboxRecord, n: int) -> Attempt:
     attempt = record.attempts[n - 1]
     if attempt.provider != NAME:
         raise SubmitRefused(
-            f"attempt {n} of {cid} was reserved by a {attempt.entrypoint} {attempt.command} run for "
-            f"provider {attempt.provider}, not claimed by an agent: nothing changed"
+            f"attempt {n} of {cid} was reserved by a {attempt.entrypoint} {attempt.command} run "
+            f"for provider {attempt.provider}, not claimed by an agent: nothing changed"
         )
     if n != count:
         raise SubmitRefused(

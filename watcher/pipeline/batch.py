@@ -57,7 +57,8 @@ class Hooks:
     cancelled: Callable[[], bool] | None = None
     aborted: Callable[[], int | None] | None = None
     # "Now" for leases (SPEC §14): when a claim's lease ends, whether one has ended (a batch's,
-    # and status's count of claims). A test moves the clock past a lease instead of sleeping 15 minutes.
+    # and status's count of claims), cooldowns, the breaker and the 10-minute rule. A test moves
+    # the clock past a lease instead of sleeping 15 minutes.
     clock: Callable[[], datetime] | None = None
 
 
@@ -91,8 +92,9 @@ class Run:
 
 
 class SignalDuringCall(BaseException):
-    """Raised out of the model call by SIGINT/SIGTERM; the pipeline records the attempt as interrupted.
-    A BaseException, so that no ``except Exception`` between here and the socket swallows it."""
+    """Raised out of the model call by SIGINT/SIGTERM; the pipeline records the attempt as
+    interrupted. A BaseException, so that no ``except Exception`` between here and the socket
+    swallows it."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)

@@ -15,8 +15,9 @@ already closed as interrupted (SPEC §13.6) by then.
 One call at a time with nobody to abort it from outside (the CLI, ``--parallel 1``): the call is
 made on the batch's own thread instead, with its own provider. A hand-over to a worker and back
 cost ~0.6 ms a call of CPU, a third of an instant call's whole cost (bench/run.py, an instant
-in-process provider on tmpfs: 2.0 ms/call); a signal then ends the call itself (:class:`SignalDuringCall` from
-:meth:`watcher.pipeline.batch.Batch.on_signal`), as it ends a worker's wait.
+in-process provider on tmpfs: 2.0 ms/call); a signal then ends the call itself
+(:class:`SignalDuringCall` from :meth:`watcher.pipeline.batch.Batch.on_signal`), as it ends a
+worker's wait. A parallel batch makes every call on a worker, its slow start's lone ones too.
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ class Calls:
     def next_done(self, aborted: Callable[[], int | None] | None = None) -> Flight:
         """Wait for the next call to finish (in the order they finish) and hand it back.
 
-        ``aborted`` is asked at every wake: a signal number ends the wait (:class:`SignalDuringCall`),
-        as a signal handler would on the main thread."""
+        ``aborted`` is asked at every wake: a signal number ends the wait
+        (:class:`SignalDuringCall`), as a signal handler would on the main thread."""
         if not self._out:
             raise RuntimeError("no call in flight")
         while True:

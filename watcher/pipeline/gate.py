@@ -1,20 +1,25 @@
-"""May this run call the model, and when must it stop? (SPEC §6 table, §7.2, §13.1, §15.5)
+"""May this run call the model, and when must it stop? (SPEC §6 table, §7.2, §13.1, §15.5, §16.6)
 
 A broken setup (a down server, a wrong URL, a retired model, a revoked key) fails every comment
 the same way, so it must not be paid for comment by comment:
 
 - a setup kind (or two transient failures in a row, in one run or across runs) stops the batch at
   once and opens the *breaker* in provider.json;
-- while the breaker is open for this setup, a run first makes a free *probe* of the provider's
-  models endpoint (no attempt reserved, no tokens) and makes no model call until it passes;
+- only a real call the provider answers closes it: a *half-open* call, alone, at most one per
+  interval (1, 2, 4 … minutes, doubling while it fails, at most an hour), never to a comment that
+  already spent an attempt in this outage. Where a free *probe* of the models endpoint can see the
+  failure (a refused connection, a revoked key) a failing probe keeps the run from calling at all;
+  a probe that passes proves nothing of the chat endpoint, so it closes nothing;
 - where no probe can tell — no models endpoint, a ``bad_request``, or a ``model_not_found`` from a
-  real call, which a models list naming the model does not undo — one real attempt is allowed per
-  hour (*half-open*), the first an hour after the call that opened the breaker.
+  real call, which a models list naming the model does not undo — the interval is an hour, the
+  first an hour after the call that opened the breaker.
 
 A 429 stops the batch with a cooldown, its Retry-After or watcher's own growing wait; a cooldown
-that never reached the disk is found on its attempt and written before any call.
+that never reached the disk is found on its attempt and written before any call; while 429s come in
+a row, the comments they spent are not called again until the provider answers another.
 
-So an outage costs at most one attempt, and every run during it exits non-zero and says why.
+So an outage costs one attempt per stop plus the half-open calls, no comment spends two, and every
+run during it exits non-zero and says why.
 """
 
 from __future__ import annotations
@@ -204,8 +209,8 @@ def stop_for(
         own = error.retry_after_s is None or not error.retry_after_s > 0
         how = (
             (
-                f" (it gave no usable Retry-After: watcher waits {wait / 60:g} min, doubling while the 429s "
-                "continue, at most an hour)"
+                f" (it gave no usable Retry-After: watcher waits {wait / 60:g} min, doubling "
+                "while the 429s continue, at most an hour)"
             )
             if own
             else ""

@@ -37,8 +37,8 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     if gate.close_breaker or gate.pending is not None:
         with store.pipeline_lock():  # a hold only when there is a write to make
             if gate.pending is not None:
-                # A 429's cooldown the run that met it could not write (SPEC §15.5): written before any
-                # call; a failure here is exit 5, and the gate is closed anyway.
+                # A 429's cooldown the run that met it could not write (SPEC §15.5): written
+                # before any call; a failure here is exit 5, and the gate is closed anyway.
                 provider_state.write_pending(store, gate.pending)
             if gate.close_breaker:
                 provider_state.close_breaker(store)
@@ -46,8 +46,9 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     held, judged = _apply_known_changes(batch, plan)
     batch.result.answered += len(plan.answered)
     # Without the lock: reading every changed record would make the hold grow with the account
-    # (bench/run.py, lock waits during a batch). Each comment is re-read under the lock before anything is decided,
-    # and the index's attempt counts only ever grow, so an index a moment old is safe for decide.
+    # (bench/run.py, lock waits during a batch). Each comment is re-read under the lock before
+    # anything is decided, and the index's attempt counts only ever grow, so an index a moment
+    # old is safe for decide.
     ours = {
         *batch.result.edited,
         *batch.result.gone,
@@ -195,9 +196,9 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
 
 
 def _update_uncalled(batch: Batch, plan: Plan) -> None:
-    """Under the lock, one hold each, for comments that have had no attempt: the author answered them meanwhile
-    (never to be called), or `scan --since` queued a baseline one. Re-read first: a comment that
-    got an attempt since planning is left as it is."""
+    """Under the lock, one hold each, for comments that have had no attempt: the author answered
+    them meanwhile (never to be called), or `scan --since` queued a baseline one. Re-read first: a
+    comment that got an attempt since planning is left as it is."""
     store = batch.store
     changes: dict[str, dict[str, object]] = {
         cid: {"replied_at": when} for cid, when in plan.answered.items()
@@ -225,9 +226,10 @@ def _relisted(index: SeenFile, ids: Iterable[str]) -> SeenFile:
 
 def _apply_known_changes(batch: Batch, plan: Plan) -> tuple[set[int], set[str]]:
     """What dev.to changed about known comments (SPEC §15.2), each record re-read under a hold of
-    the lock of its own. Returns the articles whose change signal must not be recorded: an edit that met an
-    attempt in flight for the old text waits (that outcome is saved for the old text), and the next
-    scan must fetch the thread again to see it; and the comments whose edit goes to the model."""
+    the lock of its own. Returns the articles whose change signal must not be recorded: an edit
+    that met an attempt in flight for the old text waits (that outcome is saved for the old text),
+    and the next scan must fetch the thread again to see it; and the comments whose edit goes to
+    the model."""
     held: set[int] = set()
     judged_ids: set[str] = set()
     # The marks as they are now, not as planned: read once (an index read grows with the account).

@@ -15,7 +15,8 @@ from watcher.state.records import Decision
 
 
 def reread(batch: Batch, cid: str) -> InboxRecord | None:
-    """The comment's inbox file as it is now (step 4.1); a corrupt or missing one is reported skipped."""
+    """The comment's inbox file as it is now (step 4.1); a corrupt or missing one is reported
+    skipped."""
     store = batch.store
     try:
         record = store.load_record(cid)

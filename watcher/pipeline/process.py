@@ -24,6 +24,7 @@ import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from watcher.commands.results import ItemResult, ItemVerdict
 from watcher.errors import (
@@ -64,7 +65,6 @@ class _Progress:
 def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[str, int]) -> None:
     """Decide and reserve comment by comment, with up to ``run.parallel`` calls out at once once
     the provider has answered (slow start, SPEC §16.6)."""
-    result = batch.result
     # The comments that spent an attempt in this outage go last: if an earlier call shows the
     # provider answering again, the outage is over and they are called too (SPEC §16.6).
     plan = sorted(plan, key=lambda item: item.id in gate.spent)
@@ -91,21 +91,13 @@ def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[
             ):
                 _collect(batch, calls, progress)
             begun = position + 1
-            _front_end_stop(batch)
-            if batch.interrupted is not None and not batch.stopped:
-                batch.stop("interrupted", Interrupted(batch.interrupted))
-            if batch.stopped:
-                if result.calls + unreached >= batch.run.limit:
-                    # Beyond the limit the run would not have called them anyway: counted, not
-                    # listed (SPEC §7.1) — a stop at the first of 27 planned is 5 rows, not 27.
-                    result.remaining = len(plan) - position
-                    break
+            may = _may_start(batch, left=len(plan) - position, unreached=unreached)
+            if may == "done":
+                break
+            if may == "unreached":
                 unreached += 1
                 batch.add(ItemResult(item.id, "not_started"))
                 continue
-            if result.calls >= batch.run.limit:
-                result.remaining = len(plan) - position
-                break
             flight = _begin(batch, item, progress.gate, counted)
             if flight is not None:
                 flight.after_failures = progress.failures
@@ -120,9 +112,24 @@ def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[
             batch.add(ItemResult(item.id, "not_started"))
     finally:
         calls.close()
+    _still_closed(batch, progress)
+
+
+def _may_start(batch: Batch, *, left: int, unreached: int) -> Literal["go", "unreached", "done"]:
+    """Whether the next planned comment may be met: ``unreached`` when the batch has stopped (it is
+    listed not_started), ``done`` when the limit is reached (the rest are only counted)."""
+    _front_end_stop(batch)
     if batch.interrupted is not None and not batch.stopped:
         batch.stop("interrupted", Interrupted(batch.interrupted))
-    _still_closed(batch, progress)
+    result = batch.result
+    if batch.stopped and result.calls + unreached < batch.run.limit:
+        return "unreached"
+    if batch.stopped or result.calls >= batch.run.limit:
+        # Beyond the limit the run would not have called them anyway: counted, not listed
+        # (SPEC §7.1) — a stop at the first of 27 planned is 5 rows, not 27.
+        result.remaining = left
+        return "done"
+    return "go"
 
 
 def _still_closed(batch: Batch, progress: _Progress) -> None:
@@ -130,6 +137,8 @@ def _still_closed(batch: Batch, progress: _Progress) -> None:
     outage, but the run still says it may not call (SPEC §7.2, §13.1, §16.6): a cron job must not
     mistake "no calls allowed" for "all caught up"."""
     gate = progress.gate
+    if batch.interrupted is not None and not batch.stopped:
+        batch.stop("interrupted", Interrupted(batch.interrupted))
     if batch.stopped:
         return
     if gate.error is not None:
@@ -233,7 +242,8 @@ def _not_now(batch: Batch, record: InboxRecord, gate: Gate) -> bool:
         batch.left_for_outage += 1
         why = (
             "it spent an attempt in this provider outage already: no batch calls it again "
-            f"until the provider has answered another comment (`watcher recheck {cid}` tries it now)"
+            "until the provider has answered another comment "
+            f"(`watcher recheck {cid}` tries it now)"
         )
     elif (due := due_later(record, batch.now())) is not None:
         last = record.attempts[-1]

@@ -28,10 +28,12 @@ from watcher.util.timeutil import iso, parse_iso, utcnow
 
 HALF_OPEN_EVERY = timedelta(hours=1)
 FIRST_HALF_OPEN = timedelta(minutes=1)
+HALF_OPEN_SLACK = timedelta(seconds=30)
 # The longest wait a Retry-After can impose (the same bound as providers.classify).
 MAX_COOLDOWN = timedelta(days=7)
 # A 429 without a usable Retry-After (none, negative, NaN, empty, a date gone by): watcher's own
-# wait, doubled for each 429 in a row — without one an always-429 provider costs an attempt every run.
+# wait, doubled for each 429 in a row — without one an always-429 provider costs an attempt
+# every run.
 FIRST_BACKOFF = timedelta(minutes=1)
 MAX_BACKOFF = timedelta(hours=1)
 # A clock step of this much (NTP, a laptop waking up) does not make an honest cooldown look as if
@@ -42,7 +44,7 @@ CLOCK_SLACK = timedelta(minutes=1)
 # written and what it is judged against. Without one, this module's utcnow().
 
 
-# ---- cooldown ---------------------------------------------------------------------------------------
+# ---- cooldown ------------------------------------------------------------------------------------
 
 
 def _now(now: datetime | None) -> datetime:
@@ -101,8 +103,9 @@ def _rewrite(store: Store, far: str, replacement: str | None) -> None:
 
 
 def cooldown_wait(retry_after_s: float | None, *, in_a_row: int) -> float:
-    """Seconds of cooldown after a 429: its ``Retry-After`` if that is a positive number of seconds
-    (at most 7 days), else 1, 2, 4 … minutes for the ``in_a_row``-th 429 in a row, at most an hour."""
+    """Seconds of cooldown after a 429: its ``Retry-After`` if that is a positive number of
+    seconds (at most 7 days), else 1, 2, 4 … minutes for the ``in_a_row``-th 429 in a row, at most
+    an hour."""
     if retry_after_s is not None and not math.isnan(retry_after_s) and retry_after_s > 0:
         return min(retry_after_s, MAX_COOLDOWN.total_seconds())
     doubled = math.ldexp(
@@ -134,7 +137,7 @@ def with_cooldown(
 def write_cooldown(
     store: Store, seconds: float, *, reason: str, now: datetime | None = None
 ) -> str:
-    """Record a cooldown of ``seconds`` from ``now`` (see :func:`with_cooldown`); returns its end."""
+    """Record a cooldown of ``seconds`` from ``now`` (:func:`with_cooldown`); returns its end."""
     state = with_cooldown(store.load_provider_state(), seconds, reason=reason, now=now)
     store.save_provider_state(state)
     assert state.cooldown_until is not None
@@ -215,7 +218,7 @@ def write_pending(store: Store, pending: ProviderState) -> None:
     )
 
 
-# ---- the provider's failures in a row ---------------------------------------------------------------
+# ---- the provider's failures in a row ------------------------------------------------------------
 
 Answer = Literal["answered", "transient", "rate_limited", "other"]
 
@@ -254,7 +257,7 @@ def in_outage(settings: Settings, state: ProviderState) -> frozenset[str]:
     return frozenset(state.spent)
 
 
-# ---- breaker ----------------------------------------------------------------------------------------
+# ---- breaker -------------------------------------------------------------------------------------
 
 
 def breaker_of(settings: Settings, state: ProviderState) -> Breaker | None:
@@ -313,11 +316,12 @@ def half_open_every(breaker: Breaker, *, hourly: bool) -> timedelta:
 def may_half_open(breaker: Breaker, *, now: datetime | None = None, hourly: bool = True) -> bool:
     """Whether the next real (half-open) call is allowed now. The call that opened the breaker
     counts as the first: otherwise an Ollama without ``/v1`` (every path 404) is tried again by
-    the next run, seconds later. A twentieth of the interval early is on time: a cron every half
-    hour starts its runs a few milliseconds apart from one round to the next, and an hour that
-    ended a millisecond late would cost a whole round."""
+    the next run, seconds later. A little early (:data:`HALF_OPEN_SLACK`) is on time: a cron's
+    runs reach this point seconds apart from one round to the next (a dev.to fetch comes first),
+    and an hour that ended a second late would cost a whole round."""
     every = half_open_every(breaker, hourly=hourly)
-    return _now(now) >= _last_real_attempt(breaker) + every - every / 20
+    slack = min(every / 20, HALF_OPEN_SLACK)
+    return _now(now) >= _last_real_attempt(breaker) + every - slack
 
 
 def next_half_open(breaker: Breaker, *, hourly: bool = True) -> str:
