@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from watcher.commands.results import BatchResult, BatchSignals, Command, ItemResult, ItemVerdict
 from watcher.config import Paths, Settings
 from watcher.errors import LockBusy, LogReplaced, StateError, WatcherError
-from watcher.models import build
+from watcher.models import ProviderState, build
 from watcher.store import Store
 
 if TYPE_CHECKING:
@@ -146,6 +146,9 @@ class Batch:
         self.named: frozenset[str] = frozenset()
         # Comments left uncalled because they spent an attempt in this outage (SPEC §16.6).
         self.left_for_outage = 0
+        # The provider state an answer left that could not be written (a full disk during a 429):
+        # no further call is made, and the run tries to write it once more before it ends.
+        self.unsaved_state: ProviderState | None = None
 
     def provider(self) -> Provider:
         """The run's provider, built once on first use (httpx is imported only by runs that call

@@ -304,5 +304,6 @@ def after_answer(
     try:
         store.save_provider_state(new)
     except StateError as exc:
+        batch.unsaved_state = new  # tried again before the run ends (locked.carry_out)
         return stop, exc, closed
     return stop, None, closed

@@ -67,6 +67,7 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
     finally:
         try:
             with store.pipeline_lock():
+                _retry_provider_state(batch)
                 save_index(
                     batch,
                     base,
@@ -78,6 +79,19 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
         except LockBusy as exc:
             # The inbox files hold the truth; the next command repairs the index from them (§4.2).
             batch.fail(exc)
+
+
+def _retry_provider_state(batch: Batch) -> None:
+    """Under the lock, as the run ends: the cooldown (or breaker) an answer left that could not be
+    written then, once more (SPEC §15.5). Still failing, the next run finds a 429's cooldown on its
+    attempt (provider_state.pending_cooldown), and the run has exited 5 already."""
+    unsaved, batch.unsaved_state = batch.unsaved_state, None
+    if unsaved is None:
+        return
+    try:
+        provider_state.write_unsaved(batch.store, unsaved)
+    except StateError:
+        pass
 
 
 def reconcile_index(batch: Batch, base: SeenFile, ours: Iterable[str] = ()) -> SeenFile:

@@ -218,6 +218,27 @@ def write_pending(store: Store, pending: ProviderState) -> None:
     )
 
 
+def write_unsaved(store: Store, unsaved: ProviderState) -> None:
+    """Write what an answer left that could not be written then: its cooldown (unless one as long
+    is on disk by now) and its breaker, over the state as it is now."""
+    state = store.load_provider_state()
+    update: dict[str, object] = {}
+    if unsaved.cooldown_until is not None and (
+        state.cooldown_until is None
+        or parse_iso(state.cooldown_until) < parse_iso(unsaved.cooldown_until)
+    ):
+        update.update(
+            cooldown_until=unsaved.cooldown_until,
+            reason=unsaved.reason,
+            retry_after_s=unsaved.retry_after_s,
+            rate_limited_in_a_row=max(state.rate_limited_in_a_row, unsaved.rate_limited_in_a_row),
+        )
+    if unsaved.breaker is not None and state.breaker is None:
+        update.update(breaker=unsaved.breaker, spent=unsaved.spent)
+    if update:
+        store.save_provider_state(state.model_copy(update=update))
+
+
 # ---- the provider's failures in a row ------------------------------------------------------------
 
 Answer = Literal["answered", "transient", "rate_limited", "other"]
