@@ -10,6 +10,7 @@ index last. The agent's claim and submit (:mod:`watcher.pipeline.agent`) share
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 
 from watcher.errors import LockBusy, StateError
@@ -88,10 +89,8 @@ def _retry_provider_state(batch: Batch) -> None:
     unsaved, batch.unsaved_state = batch.unsaved_state, None
     if unsaved is None:
         return
-    try:
+    with contextlib.suppress(StateError):
         provider_state.write_unsaved(batch.store, unsaved)
-    except StateError:
-        pass
 
 
 def reconcile_index(batch: Batch, base: SeenFile, ours: Iterable[str] = ()) -> SeenFile:
