@@ -51,7 +51,7 @@ from watcher.util.timeutil import iso
 
 
 @dataclass
-class _Progress:
+class _Answers:
     """What the answers change while a batch runs: the gate (a half-open attempt that answered
     closes the breaker), the transient failures in a row, and the failures so far (``failures``:
     a call started before the latest failure re-opens no parallel calls by succeeding)."""
@@ -59,7 +59,7 @@ class _Progress:
     gate: Gate
     streak: int
     failures: int = 0
-    answered: bool = False  # the provider answered a call of this batch
+    any_answered: bool = False  # the provider answered a call of this batch
 
 
 def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[str, int]) -> None:
@@ -71,7 +71,7 @@ def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[
     # Transient failures in a row, counted in the order the answers arrive (SPEC §13.1). A
     # half-open attempt continues the outage that opened the breaker: one more transient
     # failure is the second in a row.
-    progress = _Progress(gate, TRANSIENT_STREAK - 1 if gate.mode == "half_open" else 0)
+    answers = _Answers(gate, TRANSIENT_STREAK - 1 if gate.mode == "half_open" else 0)
     # Nothing can abort a call from outside when no ``aborted`` hook is set (the MCP server sets
     # one): with --parallel 1 each call is then made on this thread (watcher/pipeline/calls.py).
     # A parallel batch's calls all go to workers, its slow start's lone ones too.
@@ -87,9 +87,9 @@ def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[
     try:
         for position, item in enumerate(plan):
             while calls.in_flight and (
-                len(calls.in_flight) >= calls.capacity or progress.gate.mode == "half_open"
+                len(calls.in_flight) >= calls.capacity or answers.gate.mode == "half_open"
             ):
-                _collect(batch, calls, progress)
+                _collect(batch, calls, answers)
             begun = position + 1
             may = _may_start(batch, left=len(plan) - position, unreached=unreached)
             if may == "done":
@@ -98,21 +98,21 @@ def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[
                 unreached += 1
                 batch.add(ItemResult(item.id, "not_started"))
                 continue
-            flight = _begin(batch, item, progress.gate, counted)
+            flight = _begin(batch, item, answers.gate, counted)
             if flight is not None:
-                flight.after_failures = progress.failures
+                flight.after_failures = answers.failures
                 calls.start(flight)
             _note_out(batch, calls)
         begun = len(plan)
         while calls.in_flight:
-            _collect(batch, calls, progress)
+            _collect(batch, calls, answers)
     except SignalDuringCall as sig:
         _interrupted_in_flight(batch, calls, sig.signum)
         for item in plan[begun:]:
             batch.add(ItemResult(item.id, "not_started"))
     finally:
         calls.close()
-    _still_closed(batch, progress)
+    _still_closed(batch, answers)
 
 
 def _may_start(batch: Batch, *, left: int, unreached: int) -> Literal["go", "unreached", "done"]:
@@ -132,18 +132,18 @@ def _may_start(batch: Batch, *, left: int, unreached: int) -> Literal["go", "unr
     return "go"
 
 
-def _still_closed(batch: Batch, progress: _Progress) -> None:
+def _still_closed(batch: Batch, answers: _Answers) -> None:
     """Nothing needed a call this time, or every comment that did had spent an attempt in this
     outage, but the run still says it may not call (SPEC §7.2, §13.1, §16.6): a cron job must not
     mistake "no calls allowed" for "all caught up"."""
-    gate = progress.gate
+    gate = answers.gate
     if batch.interrupted is not None and not batch.stopped:
         batch.stop("interrupted", Interrupted(batch.interrupted))
     if batch.stopped:
         return
     if gate.error is not None:
         batch.stop(gate.stop, gate.error)
-    elif gate.unproven is not None and batch.left_for_outage and not progress.answered:
+    elif gate.unproven is not None and batch.left_for_outage and not answers.any_answered:
         batch.stop("breaker" if gate.mode == "half_open" else "cooldown", gate.unproven)
 
 
@@ -267,24 +267,24 @@ def live_call(batch: Batch, record: InboxRecord) -> bool:
     return batch.store.call_in_flight(record.comment.id)
 
 
-def _collect(batch: Batch, calls: Calls, progress: _Progress) -> None:
+def _collect(batch: Batch, calls: Calls, answers: _Answers) -> None:
     """Wait for the next answer and write its outcome under the lock (steps 4.8–4.10)."""
     with batch.waiting_for_calls():
         flight = calls.next_done(batch.run.hooks.aborted)
-    error = _finish(batch, flight, progress)
+    error = _finish(batch, flight, answers)
     answered = error is None or error.kind not in _FAILED
-    progress.answered = progress.answered or answered
-    if answered and progress.gate.spent:
+    answers.any_answered = answers.any_answered or answered
+    if answered and answers.gate.spent:
         # The provider answered: the outage is over, and so is what it kept from being called.
-        progress.gate = dataclasses.replace(progress.gate, spent=frozenset(), unproven=None)
+        answers.gate = dataclasses.replace(answers.gate, spent=frozenset(), unproven=None)
     if not answered:
         # Slow start: the first call after a failure goes out alone (SPEC §16.6).
-        progress.failures += 1
+        answers.failures += 1
         calls.capacity = 1
-    elif progress.gate.mode == "go" and flight.after_failures == progress.failures:
+    elif answers.gate.mode == "go" and flight.after_failures == answers.failures:
         calls.capacity = batch.run.parallel  # the provider answered since the last failure
-    progress.streak = (
-        progress.streak + 1 if error is not None and error.kind in TRANSIENT_KINDS else 0
+    answers.streak = (
+        answers.streak + 1 if error is not None and error.kind in TRANSIENT_KINDS else 0
     )
     _note_out(batch, calls)
 
@@ -311,7 +311,7 @@ def _note_out(batch: Batch, calls: Calls) -> None:
         batch.result.already_out = len(calls.in_flight)
 
 
-def _finish(batch: Batch, flight: Flight, progress: _Progress) -> AttemptError | None:
+def _finish(batch: Batch, flight: Flight, answers: _Answers) -> AttemptError | None:
     """The outcome of one answered call, written by compare-and-swap (SPEC §13.5). Returns its
     error."""
     store, cid = batch.store, flight.comment_id
@@ -322,10 +322,10 @@ def _finish(batch: Batch, flight: Flight, progress: _Progress) -> AttemptError |
         with store.pipeline_lock():
             # On disk before the outcome: what the next run must honour survives a failed save.
             stop, unsaved, closed = after_answer(
-                batch, error, streak=progress.streak, half_open=flight.half_open, comment=cid
+                batch, error, streak=answers.streak, half_open=flight.half_open, comment=cid
             )
             if closed:
-                progress.gate = GO  # the half-open attempt answered: the setup works again
+                answers.gate = GO  # the half-open attempt answered: the setup works again
                 batch.notice("note: the provider answers again (its breaker is closed)")
             finished_at = iso(batch.now())
             try:
@@ -401,7 +401,7 @@ def _interrupted_in_flight(batch: Batch, calls: Calls, signum: int) -> None:
     for flight in calls.in_flight:
         calls.forget(flight)
         if flight.answer is not None:
-            _finish(batch, flight, _Progress(GO, 0))
+            _finish(batch, flight, _Answers(GO, 0))
             continue
         cid, n = flight.comment_id, len(flight.record.attempts)
         message = f"attempt {n} was stopped by the person during the call: {error}"
