@@ -188,7 +188,7 @@ def _max_attempts(data_dir: Path, figures: DayFigures) -> int:
     for path in (data_dir / "inbox").glob("*.json"):
         record = json.loads(path.read_text(encoding="utf-8"))
         cap = 3 + sum(g["n"] for g in record.get("grants", []))
-        n = len(record["attempts"])
+        n = sum(1 for a in record["attempts"] if not a.get("not_sent"))  # counted (SPEC §16.3)
         if n > cap:
             figures.mismatches.append(f"{path.stem}: {n} attempts, cap {cap}")
         most = max(most, n)
