@@ -2,7 +2,7 @@
 
 An outage is one way the chat endpoint fails while the models endpoint still says yes (it lists
 the model: the free probe passes): the connection refused (no server at the port), a revoked key
-(401), a 429 with and without Retry-After, 500, 503, 529, a hang (no answer within the deadline)
+(401), a 429 with and without Retry-After, a quota refused, 500, 503, 529, a hang (no answer within the deadline)
 and a drop (the connection closed after the request was sent). Each cron round is ``scan`` then
 ``recheck``, run in this process with the round's clock (``Hooks.clock``), over real sockets.
 
@@ -36,6 +36,8 @@ ANSWERS: dict[str, tuple[int, dict[str, str], dict[str, Any]] | None] = {
     "401": (401, {}, {"error": {"message": "Incorrect API key", "code": "invalid_api_key"}}),
     "429": (429, {"Retry-After": "60"}, {"error": {"message": "Rate limit reached"}}),
     "429-none": (429, {}, {"error": {"message": "Rate limit reached"}}),
+    "quota": (429, {}, {"error": {"message": "You exceeded your current quota",
+                                  "code": "insufficient_quota"}}),
     "500": (500, {}, {"error": {"message": "The server had an error", "type": "server_error"}}),
     "503": (503, {}, {"error": {"message": "Service unavailable"}}),
     "529": (529, {}, {"error": {"message": "Overloaded", "type": "overloaded_error"}}),

@@ -110,7 +110,8 @@ def admit(batch: Batch, index: SeenFile) -> Gate:
         # A breaker left for another setup is closed by the first save under the lock.
         unproven = (
             ProviderUnavailable(
-                f"provider rate limited ({state.rate_limited_in_a_row} 429s in a row): every "
+                f"provider refusing calls ({state.rate_limited_in_a_row} 429s or quota refusals "
+                "in a row): every "
                 "comment this run would call spent an attempt in this outage — no attempts spent "
                 "this run; a new comment, or one you name to `watcher recheck`, is tried next"
             )
@@ -181,7 +182,9 @@ def answer_of(error: AttemptError | None) -> provider_state.Answer:
         return "answered"
     if error.kind in TRANSIENT_KINDS:
         return "transient"
-    return "rate_limited" if error.kind == "rate_limited" else "other"
+    # A quota refusal is a 429 that waiting will not end: in a row with them, it keeps the
+    # comments it spent from being called again until the provider answers (SPEC §16.6).
+    return "rate_limited" if error.kind in ("rate_limited", "quota_exhausted") else "other"
 
 
 def stop_for(
