@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Generic, NamedTuple
 
-from watcher.commands.results import BatchResult, Command, ItemOutcome, ItemResult, ResultT
+from watcher.commands.results import BatchResult, ItemOutcome, ItemResult, ResultT, RunKind
 from watcher.errors import CooldownActive, UsageError, WatcherError
 from watcher.models import InboxRecord, SeenFile
 from watcher.pipeline.batch import (
@@ -54,7 +54,7 @@ __all__ = [
     "MAX_LIMIT",
     "Batch",
     "BatchResult",
-    "Command",
+    "RunKind",
     "Decision",
     "Hooks",
     "ItemOutcome",

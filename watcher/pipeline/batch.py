@@ -18,7 +18,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from watcher.commands.results import BatchResult, BatchSignals, Command, ItemResult, ItemVerdict
+from watcher.commands.results import BatchResult, BatchSignals, ItemResult, ItemVerdict, RunKind
 from watcher.config import Paths, Settings
 from watcher.errors import LockBusy, LogReplaced, StateError, WatcherError
 from watcher.models import ProviderState, build
@@ -82,7 +82,7 @@ class Run:
 
     settings: Settings
     store: Store
-    command: Command
+    command: RunKind
     entrypoint: str  # "cli" | "bridge"
     run_id: str
     limit: int = DEFAULT_LIMIT

@@ -13,7 +13,7 @@ import os
 from datetime import datetime, timedelta
 from typing import Literal, NamedTuple
 
-from watcher.commands.results import Command
+from watcher.commands.results import RunKind
 from watcher.models import (
     CAP,
     COMMENT_ID_RE,
@@ -354,7 +354,7 @@ Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]
 
 
 def decide(
-    command: Command,
+    command: RunKind,
     record: InboxRecord,
     planned: Fingerprint,
     *,
