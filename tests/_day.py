@@ -23,9 +23,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from _mirror import World
+from _outage import in_process_answer
 
 from watcher.util.timeutil import utcnow
 
@@ -110,8 +112,14 @@ class DayClock:
         return self.at()
 
 
-def play_day(w: World, *, rounds: int, seed: int, outage_round: int) -> DayFigures:
-    """Play ``rounds`` rounds of a seeded day on ``w``; the figures, with every mismatch named."""
+def play_day(w: World, *, rounds: int, seed: int, outage_round: int, parallel: int = 1,
+             outages: Mapping[int, str] | None = None) -> DayFigures:
+    """Play ``rounds`` rounds of a seeded day on ``w``; the figures, with every mismatch named.
+
+    ``outages``: round -> how the chat endpoint fails that round (tests/_outage.py's kinds), its
+    models endpoint still saying yes, instead of the one 500 round; the round after one brings a
+    new comment, which a half-open call may go to (SPEC §16.6: none goes to a comment the outage
+    touched). ``parallel``: each command's --parallel."""
     rng = random.Random(seed)
     figures = DayFigures()
     began = time.monotonic()
@@ -127,20 +135,24 @@ def play_day(w: World, *, rounds: int, seed: int, outage_round: int) -> DayFigur
     def provider(body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
         if outage:
             outage_calls.append(w.provider.label_of(body))
+            if outages:
+                return in_process_answer(outages[r])
             return 500, {}, b'{"error": {"message": "The server had an error", "type": "server_error"}}'
         return handle(body, headers)
 
     w.provider.handle = provider  # type: ignore[method-assign]
     listed: set[str] = set()
+    r = 0
     for r in range(1, rounds + 1):
         now = clock.next_round()
-        outage = r == outage_round
-        w.provider.models = [] if outage else ["fake-model"]
+        outage = r in outages if outages else r == outage_round
+        w.provider.models = [] if outage and not outages else ["fake-model"]
         _marks(w, rng, by_cid, listed, figures, clock)
         w.forem.now = now + timedelta(minutes=1)  # dev.to's changes this round come after the marks
-        _dev_to(w, rng, comments, by_cid, figures)
+        after = bool(outages) and r - 1 in outages and r not in outages  # type: ignore[operator]
+        _dev_to(w, rng, comments, by_cid, figures, at_least=int(after))
         for args in CRON:
-            done = w.watcher(*args, "--json", clock=clock)
+            done = w.watcher(*args, "--parallel", str(parallel), "--json", clock=clock)
             assert done.envelope is not None, done.stderr
         if not outage:
             for truth in by_cid.values():
@@ -176,7 +188,7 @@ def _max_attempts(data_dir: Path, figures: DayFigures) -> int:
     for path in (data_dir / "inbox").glob("*.json"):
         record = json.loads(path.read_text(encoding="utf-8"))
         cap = 3 + sum(g["n"] for g in record.get("grants", []))
-        n = len(record["attempts"])
+        n = sum(1 for a in record["attempts"] if not a.get("not_sent"))  # counted (SPEC §16.3)
         if n > cap:
             figures.mismatches.append(f"{path.stem}: {n} attempts, cap {cap}")
         most = max(most, n)
@@ -204,10 +216,10 @@ def _marks(w: World, rng: random.Random, by_cid: dict[str, Truth], listed: set[s
 
 
 def _dev_to(w: World, rng: random.Random, comments: dict[str, Truth], by_cid: dict[str, Truth],
-            figures: DayFigures) -> None:
+            figures: DayFigures, *, at_least: int = 0) -> None:
     """What readers and the author do on dev.to this round."""
     alive = [t for t in by_cid.values() if t.alive]
-    for _ in range(rng.choice([0, 1, 1, 2, 3])):
+    for _ in range(max(at_least, rng.choice([0, 1, 1, 2, 3]))):
         n = len(comments) + 1
         kind = rng.choice(["q", "q", "t"])
         parent = rng.choice(alive) if alive and rng.random() < 0.3 else None

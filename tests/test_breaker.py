@@ -31,10 +31,11 @@ def _env(fake: FakeProvider | None = None, **extra: str) -> dict[str, str]:
 
 
 def _run(data_dir: Path, fake: FakeProvider, command: str, export: Path | None = None, *,
-         by: timedelta | None = None, **env: str) -> dict[str, Any]:
+         by: timedelta | None = None, limit: str | None = None, **env: str) -> dict[str, Any]:
     """`watcher scan --source EXPORT --json` (or `recheck`) in this process, its calls to ``fake``: the
     envelope. ``by``: the run starts that much later (its clock, tests/_fakes/clock.py)."""
     args = ["scan", "--source", str(export)] if command == "scan" else ["recheck"]
+    args += ["--limit", limit] if limit is not None else []
     hooks = in_process_hooks(fake, clock=later(by)) if by is not None else in_process_hooks(fake)
     done = run_main("cli", *args, "--json", data_dir=data_dir, env=_env(**env), hooks=hooks)
     assert done.envelope is not None and done.envelope["exit_code"] == done.returncode, done.stderr
@@ -98,10 +99,12 @@ def test_setup_kinds_stop_the_batch_at_once(data_dir: Path, export: Path, behavi
     assert (out["exit_code"], out["result"]["stopped"], fake.calls) == (code, kind, ["c1"])
 
 
-def test_two_transient_failures_in_a_row_stop_the_batch_and_the_probe_reopens_it(
+def test_two_transient_failures_in_a_row_stop_the_batch_and_a_half_open_call_reopens_it(
         data_dir: Path, tmp_path: Path) -> None:
     """529, 529 → stop (exit 3) after two calls; a malformed answer in between resets the count;
-    the next run's probe passes (the server answers its models endpoint) and calls again."""
+    the models endpoint is not asked (it says nothing of the chat endpoint, SPEC §16.6): a run a
+    minute later makes one half-open call, to a comment the outage has not touched, and it closes
+    the breaker."""
     export = write_export(tmp_path / "export.json", ["a1", "a2", "a3", "a4", "a5"])
     fake = FakeProvider()
     for label, behaviour in (("a1", "529"), ("a2", "malformed"), ("a3", "529"), ("a4", "529")):
@@ -111,8 +114,11 @@ def test_two_transient_failures_in_a_row_stop_the_batch_and_the_probe_reopens_it
     assert fake.calls == ["a1", "a2", "a3", "a4"]
     assert [i["outcome"] for i in out["result"]["items"]] == ["error", "error", "error", "error", "not_started"]
     assert _breaker(data_dir) is not None
-    later = _run(data_dir, fake, "scan", export)
-    assert later["exit_code"] == 0 and fake.calls[-1] == "a5" and len(fake.probes) == 1
+    soon = _run(data_dir, fake, "scan", export)
+    assert soon["exit_code"] == 3 and len(fake.calls) == 4
+    later = _run(data_dir, fake, "scan", export, by=timedelta(minutes=2))
+    assert later["exit_code"] == 0 and fake.calls[-1] == "a5" and fake.probes == []
+    assert _breaker(data_dir) is None
 
 
 def test_per_comment_kinds_never_stop_a_batch(data_dir: Path, export: Path) -> None:
@@ -135,22 +141,26 @@ def test_changing_the_model_closes_the_breaker(data_dir: Path, export: Path) -> 
     assert fake.calls == ["c1", "c2", "c3"] and fake.probes == [] and _breaker(data_dir) is None
 
 
-def test_without_a_models_endpoint_one_real_attempt_per_hour(data_dir: Path, export: Path) -> None:
-    """No probe can tell: no call until an hour after the calls that opened the breaker, then one
-    half-open call, then none until an hour after that one."""
+def test_a_transient_breaker_half_opens_after_1_then_2_minutes_never_to_a_spent_comment(
+        data_dir: Path, tmp_path: Path) -> None:
+    """500, 500 opens the breaker: no call for a minute; then one half-open call, to the comment
+    the outage has not touched (c3, not c1 or c2); it fails, and the next waits 2 minutes."""
+    export = write_export(tmp_path / "export.json", ["c1", "c2", "c3", "c4"])
     fake = FakeProvider()
-    fake.models_endpoint = False
     fake.default = "500"
-    assert _run(data_dir, fake, "scan", export)["exit_code"] == 3  # 500, 500: two in a row
+    assert _run(data_dir, fake, "scan", export, limit="2")["exit_code"] == 3  # 500, 500: two in a row
     assert fake.calls == ["c1", "c2"]
-    soon = _run(data_dir, fake, "recheck")
+    soon = _run(data_dir, fake, "scan", export, by=timedelta(seconds=30))
     assert soon["exit_code"] == 3 and "no attempts spent this run" in soon["error"]["message"]
-    hour = timedelta(minutes=61)
-    half_open = _run(data_dir, fake, "recheck", by=hour)
-    assert half_open["exit_code"] == 3 and fake.calls == ["c1", "c2", "c1"]
-    closed = _run(data_dir, fake, "recheck", by=hour)
-    assert closed["exit_code"] == 3 and "no attempts spent this run" in closed["error"]["message"]
-    assert fake.calls == ["c1", "c2", "c1"]
+    recheck = _run(data_dir, fake, "recheck", by=timedelta(minutes=20))
+    assert recheck["exit_code"] == 3 and fake.calls == ["c1", "c2"]  # both spent in this outage
+    half_open = _run(data_dir, fake, "scan", export, by=timedelta(minutes=20))
+    assert half_open["exit_code"] == 3 and fake.calls == ["c1", "c2", "c3"]
+    wait = _run(data_dir, fake, "scan", export, by=timedelta(minutes=21))
+    assert wait["exit_code"] == 3 and fake.calls == ["c1", "c2", "c3"]
+    again = _run(data_dir, fake, "scan", export, by=timedelta(minutes=22, seconds=30))
+    assert again["exit_code"] == 3 and fake.calls == ["c1", "c2", "c3", "c4"]
+    assert fake.probes == []
 
 
 def test_status_shows_the_open_breaker(data_dir: Path, export: Path) -> None:
@@ -221,7 +231,8 @@ def test_a_models_list_naming_the_model_does_not_undo_a_real_calls_model_not_fou
 def test_ollama_without_v1_waits_an_hour_after_since_for_its_first_half_open(
         data_dir: Path, export: Path) -> None:
     """Every path 404 (no /v1 in the base URL, so no models endpoint either): the call that opened
-    the breaker was the hour's attempt — the next run, seconds later, makes none."""
+    the breaker was the hour's attempt — the next run, seconds later, makes none; an hour later
+    the half-open call goes to a comment that has not spent an attempt in this outage."""
     fake = FakeProvider()
     fake.models_endpoint = False
     fake.default = "404"
@@ -230,4 +241,6 @@ def test_ollama_without_v1_waits_an_hour_after_since_for_its_first_half_open(
     for command in ("recheck", "scan"):
         assert _run(data_dir, fake, command, export)["exit_code"] == 2
     assert fake.calls == ["c1"]
-    assert _run(data_dir, fake, "recheck", by=timedelta(minutes=61))["exit_code"] == 2 and fake.calls == ["c1", "c1"]
+    hour = timedelta(minutes=61)
+    assert _run(data_dir, fake, "recheck", by=hour)["exit_code"] == 2 and fake.calls == ["c1"]
+    assert _run(data_dir, fake, "scan", export, by=hour)["exit_code"] == 2 and fake.calls == ["c1", "c2"]

@@ -136,13 +136,13 @@ def test_a_transient_failure_is_forgotten_once_the_provider_answers(data_dir: Pa
 
 
 class _CooldownWriteFails(FileStore):
-    """A store whose provider-state write fails (a full disk) — once per process."""
+    """A store whose provider-state write of a cooldown fails (a full disk) ``fails`` more times."""
 
-    failed = False
+    fails = 0
 
     def save_provider_state(self, state: ProviderState) -> None:
-        if not _CooldownWriteFails.failed and state.cooldown_until is not None:
-            _CooldownWriteFails.failed = True
+        if _CooldownWriteFails.fails > 0 and state.cooldown_until is not None:
+            _CooldownWriteFails.fails -= 1
             raise SaveFailed(self.paths.provider_state, OSError(28, "No space left on device"))
         super().save_provider_state(state)
 
@@ -153,7 +153,7 @@ def test_a_cooldown_that_could_not_be_written_stops_the_run_and_is_written_befor
     kept on its attempt; the next run, seconds later, writes the hour's cooldown and calls nothing."""
     fake = FakeProvider()
     fake.default = "429:3600"
-    _CooldownWriteFails.failed = False
+    _CooldownWriteFails.fails = 2  # when the 429 is met, and when the run tries once more
     first = _run(data_dir, fake, "scan", export, store=_CooldownWriteFails)
     assert first["exit_code"] == 5, first
     assert "provider.json" in first["error"]["message"]
@@ -167,6 +167,20 @@ def test_a_cooldown_that_could_not_be_written_stops_the_run_and_is_written_befor
         again = _run(data_dir, fake, command, export)
         assert again["exit_code"] == 3 and "provider cooldown until" in again["error"]["message"], again
     assert fake.calls == ["c1"]
+    assert 3500 <= _waits(data_dir) <= 3600
+
+
+def test_a_cooldown_that_could_not_be_written_is_tried_again_before_the_run_ends(
+        data_dir: Path, export: Path) -> None:
+    """The disk refuses provider.json once, when the 429 is met: the batch stops there (exit 5, no
+    second call, even with --parallel 4) and the run writes the cooldown before it ends."""
+    fake = FakeProvider()
+    fake.default = "429:3600"
+    _CooldownWriteFails.fails = 1
+    hooks = in_process_hooks(fake, make_store=_CooldownWriteFails)
+    done = run_main("cli", "scan", "--source", str(export), "--parallel", "4", "--json",
+                    data_dir=data_dir, env=IN_PROCESS_ENV, hooks=hooks)
+    assert done.returncode == 5 and fake.calls == ["c1"], done.stdout
     assert 3500 <= _waits(data_dir) <= 3600
 
 

@@ -176,7 +176,7 @@ def test_a_problem_that_lasts_is_said_again_after_a_day_and_again_when_it_change
 def test_a_stopped_scan_still_rechecks_and_lists_and_the_exit_says_so(world: World) -> None:
     """dev.to down: scan exits 3, but recheck and the listing still run (a comment whose first
     attempt failed gets its verdict and is listed); the line names dev.to, not the provider."""
-    world.fake.script("q1", "500", "500", "verdict")
+    world.fake.script("q1", "500", "verdict")  # round 1's recheck waits 10 minutes (SPEC §16.3)
     first = world.round()
     assert "q2" in first.stdout and "q1" not in first.stdout
     world.account.down = True

@@ -101,7 +101,7 @@ def test_a_file_whose_format_grew_since_the_first_release_is_version_2(name: str
         return
     first = set(known)
     assert first <= now, f"{name} lost {sorted(first - now)}: version 1 files would no longer be read"
-    assert version == (1 if now == first else 2), f"{name}: grew by {sorted(now - first)}, version {version}"
+    assert (version == 1) == (now == first), f"{name}: grew by {sorted(now - first)}, version {version}"
 
 
 def _versions_on_disk(root: Path) -> dict[str, int]:
@@ -110,7 +110,7 @@ def _versions_on_disk(root: Path) -> dict[str, int]:
 
 
 def test_what_this_release_writes_says_its_version(paths: Paths) -> None:
-    """inbox, seen.json, provider.json and signals/state.json are written as 2; the cursor,
+    """inbox and provider.json are written as 3, seen.json and signals/state.json as 2; the cursor,
     whose format never changed, as 1 (the first release still reads it)."""
     store = FileStore(paths)
     store.save_record(record("abc1"))
@@ -118,7 +118,7 @@ def test_what_this_release_writes_says_its_version(paths: Paths) -> None:
     store.save_provider_state(ProviderState(reason="rate_limited"))
     store.append_signals([{"key": "verdict.ok", "run": "r1", "entrypoint": "cli"}])
     store.count_signals()
-    assert _versions_on_disk(paths.root) == {"inbox/abc1.json": 2, "seen.json": 2, "provider.json": 2,
+    assert _versions_on_disk(paths.root) == {"inbox/abc1.json": 3, "seen.json": 2, "provider.json": 3,
                                              "signals/state.json": 2, "signals/cursor.json": 1}
 
 

@@ -136,7 +136,8 @@ def test_a_going_server_closes_every_call_in_flight_as_interrupted_at_once(
     """Two calls held open by the provider, then the client ends its session (Codex: SIGTERM;
     Claude Code: SIGINT, then SIGTERM; or just closing stdin): both attempts are recorded
     interrupted — not left reserved for a later run — and the server is gone within a second."""
-    export = write_export(tmp_path / "e.json", ["g1", "g2", "g3"])
+    # g0 answers first: a batch's first call goes out alone, the rest in parallel (SPEC §16.6).
+    export = write_export(tmp_path / "e.json", ["g0", "g1", "g2", "g3"])
     for label in ("g1", "g2"):
         fake.script(label, "hold")
     server = RawServer(data_dir, {**fake.env(), "WATCHER_PARALLEL": "2"})
@@ -156,7 +157,7 @@ def test_a_going_server_closes_every_call_in_flight_as_interrupted_at_once(
         record = store.load_record(cid)
         assert record is not None and record.attempts[-1].error is not None
         assert record.attempts[-1].error.kind == "interrupted"
-    assert sorted(fake.calls) == ["g1", "g2"]
+    assert sorted(fake.calls) == ["g0", "g1", "g2"]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -32,6 +32,11 @@ def fake() -> Iterator[FakeProvider]:
         yield provider
 
 
+# The first comment of a batch: its call goes out alone and its verdict lets the rest go out in
+# parallel (slow start, SPEC §16.6). Sorted first: it is the oldest in write_export.
+WARM = "w0"
+
+
 def _labels(n: int, prefix: str = "p") -> list[str]:
     return [f"{prefix}{i:02d}" for i in range(n)]
 
@@ -67,7 +72,7 @@ def test_a_sigkill_during_a_parallel_batch_leaves_free_call_locks_and_the_next_r
     """Four calls held open, then SIGKILL: every in-flight comment is left reserved with its call lock
     free (the kernel released it), and the next recheck closes them as interrupted without a call."""
     labels = _labels(4, "k")
-    export = write_export(tmp_path / "e.json", labels)
+    export = write_export(tmp_path / "e.json", [WARM, *labels])
     for label in labels:
         fake.script(label, "hold", "verdict")
     proc = start("cli", "scan", "--source", str(export), "--parallel", "4", "--json", data_dir=data_dir,
@@ -86,7 +91,7 @@ def test_a_sigkill_during_a_parallel_batch_leaves_free_call_locks_and_the_next_r
     assert after.returncode == 0, after.stdout
     assert sorted((i["id"], i["outcome"]) for i in envelope(after)["result"]["items"]) == [
         (label, "interrupted") for label in labels]
-    assert fake.calls == calls_before and sorted(fake.calls) == labels  # no call after the kill
+    assert fake.calls == calls_before and sorted(fake.calls) == labels + [WARM]  # none after the kill
 
 
 def test_a_signal_during_a_parallel_batch_closes_every_call_in_flight_as_interrupted(
@@ -94,7 +99,7 @@ def test_a_signal_during_a_parallel_batch_closes_every_call_in_flight_as_interru
     """Ctrl-C with three calls out: all three are recorded interrupted at once (still counted), the
     rest are not_started, and the run exits 130 with its summary."""
     labels = _labels(5, "s")
-    export = write_export(tmp_path / "e.json", labels)
+    export = write_export(tmp_path / "e.json", [WARM, *labels])
     for label in labels:
         fake.script(label, "hold")
     proc = start("cli", "scan", "--source", str(export), "--parallel", "3", "--json", data_dir=data_dir,
@@ -105,21 +110,21 @@ def test_a_signal_during_a_parallel_batch_closes_every_call_in_flight_as_interru
     fake.release()
     assert proc.returncode == 130, out
     items = {i["id"]: i["outcome"] for i in envelope(out)["result"]["items"]}
-    assert sorted(items.values()) == ["interrupted"] * 3 + ["not_started"] * 2
+    assert sorted(items.values()) == ["interrupted"] * 3 + ["not_started"] * 2 + ["verdict"]
     store = FileStore(Paths(data_dir))
     for cid, outcome in items.items():
         record = store.load_record(cid)
         assert record is not None
         kinds = [a.error.kind for a in record.attempts if a.error]
         assert kinds == (["interrupted"] if outcome == "interrupted" else [])
-    assert len(fake.calls) == 3
+    assert len(fake.calls) == 4
 
 
 def test_a_stop_starts_no_further_call_and_the_calls_already_out_are_saved(
         data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
     """--parallel 2: one call gets a 429 while the other is still out. No third call is started; the
     one out finishes and its verdict is saved; the summary says one call was already out."""
-    export = write_export(tmp_path / "e.json", ["a1", "b1", "c1", "d1"])
+    export = write_export(tmp_path / "e.json", [WARM, "a1", "b1", "c1", "d1"])
     fake.slow_s = 1.0
     fake.script("a1", "429:600")
     fake.script("b1", "slow")
@@ -128,39 +133,37 @@ def test_a_stop_starts_no_further_call_and_the_calls_already_out_are_saved(
     doc = envelope(proc)
     assert proc.returncode == 3, proc.stdout
     items = {i["id"]: i["outcome"] for i in doc["result"]["items"]}
-    assert items == {"a1": "error", "b1": "verdict", "c1": "not_started", "d1": "not_started"}
+    assert items == {WARM: "verdict", "a1": "error", "b1": "verdict", "c1": "not_started",
+                     "d1": "not_started"}
     assert doc["result"]["stopped"] == "rate_limited" and doc["result"]["already_out"] == 1
-    assert sorted(fake.calls) == ["a1", "b1"]
+    assert sorted(fake.calls) == ["a1", "b1", WARM]
     record = FileStore(Paths(data_dir)).load_record("b1")
     assert record is not None and record.verdict is not None
 
 
-def test_two_transient_failures_in_a_row_count_in_the_order_they_complete(
+def test_after_a_failure_no_call_goes_out_until_the_calls_out_have_answered(
         data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
-    """--parallel 2, both first calls fail with 500. The first to complete frees a slot, so t3 goes
-    out; the second to complete is the second failure in a row, which stops the batch (SPEC §13.1):
-    t4 is never sent, and t3, already out, finishes and is saved."""
-    export = write_export(tmp_path / "e.json", ["t1", "t2", "t3", "t4"])
+    """--parallel 2, both calls after the first fail with 500: the first failure sends nothing more
+    until the other call has answered (slow start, SPEC §16.6); that is the second failure in a
+    row, which stops the batch (§13.1): t3 and t4 are never sent."""
+    export = write_export(tmp_path / "e.json", [WARM, "t1", "t2", "t3", "t4"])
     fake.script("t1", "500")
     fake.script("t2", "500")
-    # t3 answers after a while: sent after t2, an instant verdict could still complete before t2's
-    # 500 on a loaded machine, and then the two failures are rightly not in a row.
-    fake.slow_s = 0.5
-    fake.script("t3", "slow")
     proc = run("cli", "scan", "--source", str(export), "--parallel", "2", "--json", data_dir=data_dir,
                env=fake.env())
     doc = envelope(proc)
     assert proc.returncode == 3, proc.stdout
     items = {i["id"]: i["outcome"] for i in doc["result"]["items"]}
-    assert items == {"t1": "error", "t2": "error", "t3": "verdict", "t4": "not_started"}
-    assert doc["result"]["already_out"] == 1 and doc["result"]["stopped"] == "server_error"
-    assert sorted(fake.calls) == ["t1", "t2", "t3"]
+    assert items == {WARM: "verdict", "t1": "error", "t2": "error", "t3": "not_started",
+                     "t4": "not_started"}
+    assert doc["result"]["stopped"] == "server_error"
+    assert sorted(fake.calls) == ["t1", "t2", WARM]
 
 
 def test_one_calls_deadline_never_cuts_a_sibling_call(data_dir: Path, fake: FakeProvider, tmp_path: Path) -> None:
     """Two calls out at once, a 2 s deadline: one trickles past it and ends as a timeout; the other,
     answering in 1.5 s on its own connection, keeps its socket and its verdict."""
-    export = write_export(tmp_path / "e.json", ["late", "fine"])
+    export = write_export(tmp_path / "e.json", [WARM, "late", "fine"])
     fake.trickle_s, fake.slow_s = 0.5, 1.5
     fake.script("late", "trickle")
     fake.script("fine", "slow")
@@ -169,7 +172,7 @@ def test_one_calls_deadline_never_cuts_a_sibling_call(data_dir: Path, fake: Fake
     proc = run("cli", "scan", "--source", str(export), "--parallel", "2", "--json", data_dir=data_dir, env=env)
     elapsed = time.monotonic() - began
     items = {i["id"]: (i["outcome"], i.get("kind")) for i in envelope(proc)["result"]["items"]}
-    assert items == {"late": ("error", "timeout"), "fine": ("verdict", None)}, proc.stdout
+    assert items == {WARM: ("verdict", None), "late": ("error", "timeout"), "fine": ("verdict", None)}
     started = {label: start for label, start, _ in fake.spans}
     # Both were sent together: one after the other, "fine" could only have started at "late"'s deadline.
     assert abs(started["fine"] - started["late"]) < 1.0 and elapsed < 10

@@ -2,23 +2,23 @@
 
     WatcherError                     exit 1   base; anything unexpected also exits 1
     ├── UsageError                   exit 2   bad option, unknown comment id, bad argument
-    │   └── SubmitRefused                     an agent's submit for an attempt that is not its open claim
-    ├── ConfigError                  exit 2   bad config file/value, missing API key, no such dev.to user
-    ├── ProviderSetup                exit 2   the provider refused the setup: key, model, request shape
+    │   └── SubmitRefused                     an agent's submit for what is not its open claim
+    ├── ConfigError                  exit 2   bad config file/value, no API key, no such dev.to user
+    ├── ProviderSetup                exit 2   the provider refused the setup: key, model, request
     ├── ProviderStop                 exit 3   the provider stopped the batch; the user must wait
     │   ├── RateLimited                       provider HTTP 429 (may carry Retry-After)
     │   ├── QuotaExhausted                    provider quota / spend limit
     │   ├── CooldownActive                    provider.json says wait until <time>
-    │   └── ProviderUnavailable               provider unreachable or failing twice in a row; breaker open
-    ├── SourceUnavailable            exit 3   dev.to unreachable, 5xx, its edge's 403, or its own 429
+    │   └── ProviderUnavailable               unreachable or failing twice in a row; breaker open
+    ├── SourceUnavailable            exit 3   dev.to unreachable, 5xx, its edge's 403, its own 429
     ├── LockBusy                     exit 4   another run holds a lock past the wait
     ├── Interrupted                  exit 130 / 143   Ctrl-C (SIGINT) or SIGTERM during a batch
     │   └── Cancelled                         the MCP client cancelled the tool call (SPEC §15.4)
     └── StateError                   exit 5   state on disk cannot be trusted or written
         ├── CorruptState                      file moved to quarantine/ (never deleted)
         ├── NewerSchema                       file written by a newer watcher; left untouched
-        ├── SaveFailed                        a state or lock file cannot be written (read-only, full disk)
-        ├── UnsafePath                        a state path is a directory or unreachable; left in place
+        ├── SaveFailed                        a state or lock file cannot be saved (read-only, full)
+        ├── UnsafePath                        a state path is a directory or unreachable; left as is
         ├── SaveConflict                      the reserved attempt is no longer the file's last one
         └── LogReplaced                       observations.jsonl replaced or truncated
 
@@ -115,12 +115,13 @@ class ProviderSetup(WatcherError):
     def __init__(self, message: str, *, cause: str = "") -> None:
         super().__init__(message)
         # What the provider refused (auth, model_not_found, bad_request): a different cause is a
-        # different problem to report, however the message is worded (SPEC §15.3, watcher.commands.cron).
+        # different problem to report, however the message is worded (SPEC §15.3,
+        # watcher.commands.cron).
         self.cause = cause
 
 
 class ProviderStop(WatcherError):
-    """The provider cannot answer now (SPEC §6 table, §7.2): the batch stops, and waiting fixes it."""
+    """The provider cannot answer now (SPEC §6 table, §7.2): the batch stops; waiting fixes it."""
 
     exit_code = EXIT_WAIT
     kind = "provider_stop"
@@ -199,9 +200,9 @@ class NewerSchema(StateError):
 
     def __init__(self, path: Path, found: int, known: int) -> None:
         super().__init__(
-            f"{path} was written by a newer devto-watcher (schema_version {found}; this one reads up to "
-            f"{known}): upgrade devto-watcher (and restart a long-running `watcher-bridge mcp`); the file "
-            "was left untouched"
+            f"{path} was written by a newer devto-watcher (schema_version {found}; this one reads "
+            f"up to {known}): upgrade devto-watcher (and restart a long-running "
+            "`watcher-bridge mcp`); the file was left untouched"
         )
         self.path = path
 
@@ -260,8 +261,8 @@ class Interrupted(WatcherError):
 
         name = signal.Signals(signum).name
         super().__init__(
-            f"stopped by {name}: the attempt in flight is recorded as interrupted and stays counted; "
-            "the summary shows what was done"
+            f"stopped by {name}: the attempt in flight is recorded as interrupted and stays "
+            "counted; the summary shows what was done"
         )
         self.exit_code = EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED
 
@@ -277,8 +278,8 @@ class Cancelled(Interrupted):
 
         super().__init__(signal.SIGINT)
         self.message = (
-            "cancelled by the client: no further model call was started; the calls already in flight "
-            "finished and were saved, the rest are not_started"
+            "cancelled by the client: no further model call was started; the calls already in "
+            "flight finished and were saved, the rest are not_started"
         )
         self.args = (self.message,)
 

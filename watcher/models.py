@@ -1,10 +1,8 @@
 """The file formats, as pydantic models: the only place that knows them (SPEC §4).
 
-Every model forbids unknown fields, and every state file carries the ``schema_version`` of its
-format (:class:`_StateFile`): reading a newer version than the model's ``SCHEMA_VERSION`` is
-refused in :mod:`watcher.store.durable` before validation, so an older release never quarantines
-a file a newer one wrote (SPEC §15.5). A file whose format grew since the first release is version
-2 (``tests/golden/formats.json`` pins each shape and version, ``tests/test_formats.py``).
+Every model forbids unknown fields; every state file carries its ``schema_version``
+(:class:`_StateFile`), and a newer one than ``SCHEMA_VERSION`` is refused untouched by
+:mod:`watcher.store.durable` (SPEC §15.5; ``tests/golden/formats.json`` pins shapes and versions).
 """
 
 from __future__ import annotations
@@ -84,19 +82,14 @@ def _iso_time(value: str | None) -> str | None:
 
 
 class _Strict(BaseModel):
-    # defer_build: a model's validator is built when it is first used, not at import — most
-    # commands touch a few of these models, and building them all was ~40 ms of every start-up.
-    # Code about to take a lock builds what it will use under it first (:func:`build`).
+    # defer_build: built at first use, not at import (all of them were ~40 ms of every start-up);
+    # code about to take a lock builds what it will use under it first (:func:`build`).
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def build(*models: type[BaseModel]) -> None:
-    """Build these deferred models' validators and serializers now.
-
-    For code about to take a lock that other runs wait on: a first use under the lock builds
-    there, and every waiter waits for it. InboxRecord alone is ~40 ms of CPU, several times that
-    on a busy machine; a `submit` held the pipeline lock 37 ms, 26 of them building four models
-    (bench/run.py figure 8)."""
+    """Build these deferred models now, before a lock other runs wait on: InboxRecord alone is
+    ~40 ms of CPU; a `submit` held the pipeline lock 37 ms, 26 of them building four models."""
     for model in models:
         if not model.__pydantic_complete__:
             model.model_rebuild()
@@ -186,14 +179,15 @@ class Attempt(_Strict):
     raw: str | None = None
     usage: Usage | None = None
     duration_ms: int | None = None
-    # An agent's claim (SPEC §14): until then the reservation is in flight elsewhere, so a run
-    # holding the pipeline lock defers it instead of closing it as interrupted. Written only when
-    # set, so attempts of the other providers stay as an older watcher wrote them.
+    # An agent's claim (SPEC §14): until then the reservation is in flight elsewhere (deferred,
+    # not closed as interrupted). Written only when set.
     lease_until: str | None = Field(default=None, exclude_if=_unset)
-    # sha256 of the comment text this attempt judged (:func:`watcher.state.records.text_sha256`; SPEC
-    # §15.2). None in a record written before edits were tracked: that attempt judged the text the
-    # record held before its first edit.
+    # sha256 of the text this attempt judged (SPEC §15.2); None before edits were tracked: it
+    # judged the text the record held before its first edit.
     text_sha256: str | None = Field(default=None, exclude_if=_unset)
+    # The request never left the machine (no connection was made): not counted toward the
+    # comment's attempts (SPEC §16.3), though reserved before the call like any.
+    not_sent: bool = Field(default=False, exclude_if=_unset)
 
     _times = field_validator("lease_until")(_iso_time)
 
@@ -215,9 +209,7 @@ class Edit(_Strict):
     text_sha256: str
     verdict: Verdict | None = None
     verdict_at: str | None = None  # when that verdict was saved (its attempt's finished_at)
-    attempts: int = Field(
-        ge=0
-    )  # attempts spent before this edit; the budget is the comment's, for life
+    attempts: int = Field(ge=0)  # spent before this edit; the budget is the comment's, for life
     # Whether the new text goes to the model: False when the author had replied or marked it (the
     # person's decision stands), or no attempt was left (state ``edited`` until a grant).
     judged: bool
@@ -244,19 +236,17 @@ class InboxRecord(_StateFile):
     # 2: grants, baseline, replied_at, an attempt's lease_until and command "claim", error kinds
     # unreachable and model_not_found; edits, gone, author_replies, verdict_text_sha256, an
     # attempt's text_sha256, a comment's parent_author/parent_excerpt/answers_author (SPEC §15.2)
-    # — all unknown to the first release's models.
-    SCHEMA_VERSION: ClassVar[int] = 2
-    schema_version: Literal[1, 2] = 2
+    # — all unknown to the first release's models. 3: an attempt's not_sent (SPEC §16.3).
+    SCHEMA_VERSION: ClassVar[int] = 3
+    schema_version: Literal[1, 2, 3] = 3
     comment: Comment
     prompt: Prompt
-    # Written for readers of the file; never trusted: the cap is CAP plus the grants
-    # (:func:`watcher.state.records.cap_of`), so a hand-edited "cap": 50 buys nothing.
+    # For readers of the file, never trusted: the cap is CAP plus the grants (records.cap_of).
     cap: int = Field(default=CAP, ge=1)
     attempts: list[Attempt] = Field(default_factory=list)
     verdict: Verdict | None = None
     # Fields added after the first release are written only when set (_unset): a record that does
-    # not use them keeps the first release's shape and stays small. An older release reads none of
-    # these files anyway: the version (2) tells it to refuse them untouched.
+    # not use them keeps the first release's shape and stays small.
     grants: list[Grant] = Field(default_factory=list, exclude_if=_unset)
     # Never called while it has no attempts (SPEC §13.3): a comment older than the first scan's
     # backlog window (until `scan --since` queues it), or one the author had already answered.
@@ -278,8 +268,7 @@ class SeenComment(_Strict):
     triage: Triage = "open"
     first_seen_at: str
     updated_at: str
-    # (inode, mtime_ns, size) of the inbox file this entry was derived from: a cheap stat tells
-    # whether the inbox moved on since, without reading every inbox file on every command.
+    # (inode, mtime_ns, size) of the inbox file it was derived from: a stat tells if it moved on.
     inbox_stamp: str | None = None
     # When `watcher inbox --new` first listed it (SPEC §13.4 item 6): listed once, mailed once.
     listed_at: str | None = Field(default=None, exclude_if=_unset)
@@ -287,8 +276,8 @@ class SeenComment(_Strict):
     triage_by: TriageBy | None = Field(default=None, exclude_if=_unset)
     # When the author's first direct reply to it was seen on dev.to (SPEC §13.3).
     replied_at: str | None = Field(default=None, exclude_if=_unset)
-    # When the person's last `watcher mark` was made, and the author's latest direct reply on dev.to:
-    # the later of the two decides the triage (SPEC §15.2: the latest of the author's actions wins).
+    # The person's last `watcher mark`, and the author's latest direct reply on dev.to: the later
+    # decides the triage (SPEC §15.2).
     triage_at: str | None = Field(default=None, exclude_if=_unset)
     last_reply_at: str | None = Field(default=None, exclude_if=_unset)
 
@@ -298,7 +287,7 @@ class SeenArticle(_Strict):
     comments_count: int = Field(ge=0)
     checked_at: str
     url: str | None = None
-    # Forem's per-article change signal beside the count (SPEC §13.3); None where the listing has none.
+    # Forem's per-article change signal beside the count (SPEC §13.3); None where there is none.
     last_comment_at: str | None = Field(default=None, exclude_if=_unset)
 
 
@@ -312,8 +301,8 @@ class SeenFile(_StateFile):
 
 
 class Breaker(_Strict):
-    """An open circuit breaker (SPEC §13.1): the setup failed; no model call until a free probe
-    passes. It holds only for the setup it was opened for."""
+    """An open circuit breaker (SPEC §13.1, §16.6): the setup failed; only a real call that the
+    provider answers closes it. It holds only for the setup it was opened for."""
 
     kind: str
     message: str
@@ -321,16 +310,17 @@ class Breaker(_Strict):
     provider: str
     model: str
     base_url: str
-    # When the last half-open real attempt was allowed (servers without a models endpoint, and
-    # bad_request, which no probe can see): at most one per hour.
+    # When the last half-open real attempt was allowed: at most one per interval (SPEC §16.6).
     half_open_at: str | None = None
+    # Half-open calls that failed in this outage: the interval grows 1, 2, 4 … 60 min with them.
+    failed_half_opens: int = Field(default=0, ge=0, exclude_if=_zero)
 
     _times = field_validator("since", "half_open_at")(_iso_time)
 
 
 class TransientFailure(_Strict):
-    """A transient failure (overloaded, server_error, timeout, network) the provider has not yet
-    answered well after: the next one, in any run, is the second in a row (SPEC §13.1, §15.5)."""
+    """A transient failure the provider has not answered well since: the next one, in any run, is
+    the second in a row (SPEC §13.1, §15.5)."""
 
     kind: str
     at: str
@@ -340,29 +330,29 @@ class TransientFailure(_Strict):
 
 class ProviderState(_StateFile):
     # 2: the breaker, and what a cooldown and the provider's failures in a row need remembered.
-    SCHEMA_VERSION: ClassVar[int] = 2
-    schema_version: Literal[1, 2] = 2
+    # 3: the breaker's failed_half_opens, and spent (SPEC §16.6).
+    SCHEMA_VERSION: ClassVar[int] = 3
+    schema_version: Literal[1, 2, 3] = 3
     cooldown_until: str | None = None
     reason: str | None = None
-    # The wait the cooldown was set for (the provider's Retry-After, or watcher's own wait when it
-    # gave none): a cooldown further away than that was set while the clock ran ahead (SPEC §15.5).
-    # A cooldown without it (an older release's) is capped at 7 days instead.
+    # The wait the cooldown was set for (Retry-After, or watcher's own): one further away was set
+    # while the clock ran ahead (SPEC §15.5); without it (an older release's), 7 days at most.
     retry_after_s: float | None = Field(default=None, ge=0, exclude_if=_unset)
-    # 429s since the provider last answered: one without a usable Retry-After waits 1, 2, 4 …
-    # minutes, doubling with each (SPEC §15.5).
+    # 429s since the provider last answered: without Retry-After, 1, 2, 4 … min (SPEC §15.5).
     rate_limited_in_a_row: int = Field(default=0, ge=0, exclude_if=_zero)
     transient: TransientFailure | None = Field(default=None, exclude_if=_unset)
     breaker: Breaker | None = Field(default=None, exclude_if=_unset)
+    # Comments that spent a counted attempt since the provider last answered: while a breaker or
+    # a 429's cooldown streak lasts, no batch calls them again (an outage exhausts none, §16.6).
+    spent: list[str] = Field(default_factory=list, exclude_if=_unset)
 
     _times = field_validator("cooldown_until")(_iso_time)
 
 
 class LogIdentity(_Strict):
     """Which log the counts came from, by content (SPEC §8, §13.5): the hash of its first line
-    and of the line ending at ``applied`` (its last ``signals.HEAD_CAP`` bytes at most, starting
-    at ``tail_start``). ``dev``/``inode`` are where it was last seen, kept for diagnosis only:
-    a copied data dir has a new inode and the same log. A state saved before ``tail_sha256``
-    existed reads as ``None`` there and gets it on its next save."""
+    and of the line ending at ``applied`` (at most its last ``signals.HEAD_CAP`` bytes, from
+    ``tail_start``). ``dev``/``inode``: where it was last seen, for diagnosis only."""
 
     dev: int
     inode: int
@@ -382,8 +372,7 @@ class SignalState(_StateFile):
 
 
 class CronProblem(_Strict):
-    """One problem ``watcher cron`` reported (SPEC §15.3): said again only when it changes, or a
-    day after it was last said while it lasts."""
+    """One problem ``watcher cron`` reported (SPEC §15.3): said again when it changes, or daily."""
 
     line: str
     since: str
@@ -441,8 +430,7 @@ class Label(_Strict):
 
     needs_reply: bool
     kind: LabelKind
-    # Written after the offline classifier's rules were last changed: its figures on these are
-    # its figures on comments it was not tuned on.
+    # Written after the offline classifier's rules were last changed: it was not tuned on these.
     held_out: bool = Field(default=False, exclude_if=_unset)
 
 
@@ -456,9 +444,6 @@ class LabelFile(_Strict):
     @field_validator("comments")
     @classmethod
     def _safe_ids(cls, value: dict[str, Label]) -> dict[str, Label]:
-        bad = [cid for cid in value if not COMMENT_ID_RE.fullmatch(cid)]
-        if bad:
-            raise ValueError(
-                f"comment ids must match {COMMENT_ID_SHAPE}: {', '.join(map(repr, bad[:3]))}"
-            )
+        if bad := [repr(cid) for cid in value if not COMMENT_ID_RE.fullmatch(cid)]:
+            raise ValueError(f"comment ids must match {COMMENT_ID_SHAPE}: {', '.join(bad[:3])}")
         return value

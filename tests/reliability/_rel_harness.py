@@ -177,13 +177,17 @@ def recover_until_quiet(data_dir: Path, env: Mapping[str, str], export: Path, *,
     run after every agent's lease has ended (:data:`_fakes.clock.LEASE_END`), as a later cron run would.
 
     With ``fake``, the runs reach it in process (no socket): recovery is about state, not wire.
-    A round that meets a cooldown (exit 3) is followed by one that runs after it has ended: the
-    runs' clock moves on, as a later cron run's would, and nobody sleeps."""
+    Rounds run a cron round apart by the runs' clock, and a round that meets a cooldown (exit 3)
+    is followed by one that runs after it has ended: nobody sleeps."""
     shift = [LEASE_END]
     hooks = rig_hooks(in_process(fake) if fake is not None else None, lambda: later(shift[0])())
     done: list[Answer] = []
     problems: list[str] = []
     for round_no in range(max_rounds):
+        # A cron round apart: a comment whose attempt failed on the provider's side is not called
+        # again within 10 minutes (SPEC §16.3).
+        if round_no:
+            shift[0] += timedelta(minutes=30)
         entry = entries[round_no % 2]
         pair = [run_main(entry, "recheck", "--limit", "20", *ENVELOPE[entry], data_dir=data_dir, env=env, hooks=hooks),
                 run_main(entry, "scan", "--source", str(export), "--limit", "20", *ENVELOPE[entry], data_dir=data_dir,

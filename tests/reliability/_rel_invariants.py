@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from watcher.models import CAP, InboxRecord, SeenFile, SignalState
+from watcher.state.records import spent
 from watcher.util.timeutil import parse_iso
 
 AttemptView = tuple[int, str | None, str | None, int]  # (n, outcome, error kind, pid)
@@ -110,8 +111,8 @@ def call_budget(recs: Mapping[str, InboxRecord], calls: Sequence[str]) -> list[s
                        f"reserved for calls on disk")
     for cid, record in recs.items():
         cap = CAP + sum(g.n for g in record.grants)  # the file's own "cap" field is not trusted
-        if len(record.attempts) > cap:
-            out.append(f"{cid}: {len(record.attempts)} attempts on disk (cap {cap})")
+        if spent(record) > cap:  # the attempts that count: not those never sent (SPEC §16.3)
+            out.append(f"{cid}: {spent(record)} attempts on disk (cap {cap})")
         if [a.n for a in record.attempts] != list(range(1, len(record.attempts) + 1)):
             out.append(f"{cid}: attempt numbers {[a.n for a in record.attempts]} are not 1..n")
         for a in record.attempts:
@@ -353,9 +354,9 @@ def index_follows_inbox(data_dir: Path, recs: Mapping[str, InboxRecord]) -> list
         entry = entries.get(cid)
         if entry is None:
             out.append(f"{cid}: inbox file not in seen.json")
-        elif (entry.status, entry.attempts) != (state_of(record), len(record.attempts)):
+        elif (entry.status, entry.attempts) != (state_of(record), spent(record)):  # not_sent: §16.3
             out.append(f"{cid}: seen.json says {entry.status}/{entry.attempts}, inbox says "
-                       f"{state_of(record)}/{len(record.attempts)}")
+                       f"{state_of(record)}/{spent(record)}")
     return out
 
 

@@ -199,7 +199,7 @@ def check_parallel(parallel: int | None) -> None:
 
 def batch_run(
     ctx: Context,
-    command: pipeline.Command,
+    command: pipeline.RunKind,
     *,
     limit: int,
     dry_run: bool,
@@ -219,7 +219,7 @@ def batch_run(
 
 def run_of(
     ctx: Context,
-    command: pipeline.Command,
+    command: pipeline.RunKind,
     *,
     limit: int = DEFAULT_LIMIT,
     dry_run: bool = False,

@@ -30,9 +30,7 @@ from watcher.commands.spec import (
 )
 from watcher.errors import UsageError, WatcherError
 from watcher.models import CAP, InboxRecord, SeenComment, State
-from watcher.pipeline import (
-    check_id,
-)
+from watcher.pipeline import check_id, next_due
 from watcher.state import records
 from watcher.store import Store
 
@@ -78,6 +76,7 @@ def inbox_view(
                 verdict_by=records.verdict_by(record),
                 hint=_hint(cid, entry.status, record),
                 answers_you=record.comment.answers_author,
+                next_due=next_due(record) if entry.status == "failed" else None,
             )
         )
     if new and rows and claim:
@@ -200,6 +199,7 @@ def show(ctx: Context, comment_id: str, *, prompt: bool = True) -> CommentRecord
         your_replies=record.author_replies,
         edits=record.edits,
         gone=record.gone,
+        next_due=next_due(record) if state == "failed" else None,
     )
 
 

@@ -5,15 +5,19 @@
 Where each step lives:
 
     plan.py      step 1    fetch from the source registry and plan, without the lock
-    gate.py      §13.1     may the run call? cooldown, breaker + free probe; when a batch stops
-    locked.py    steps 2–5 per item under the lock: re-read, decide, reserve; outcome; save seen
+    gate.py      §13.1     may the run call? cooldown, breaker, half-open; when a batch stops
+    locked.py    steps 2–5 under the lock: create, apply dev.to's changes, save seen
+    process.py   step 4    per item: re-read, decide, reserve; call; outcome (slow start, §16.6)
+    outcomes.py  step 4    what a comment gets instead of a call
+    due.py       §16.3     when a batch may call a comment again (the 10-minute rule)
     calls.py     §15.1     the model calls in flight, outside the lock (--parallel)
     provider_state.py      the cooldown after a 429 (§7.2) and the breaker (§13.1)
-    batch.py               the Batch a run carries down every step: settings, store, summary, signals
+    batch.py               the Batch a run carries down every step: settings, store, summary,
+                           signals
     agent.py     §14       provider agent: claim (reserve with a lease, hand out prompts) and submit
 
-The decision for each comment is :func:`watcher.state.records.decide` (pure); every read and write of
-state is the run's store (:mod:`watcher.store`).
+The decision for each comment is :func:`watcher.state.records.decide` (pure); every read and write
+of state is the run's store (:mod:`watcher.store`).
 
 The counter (SPEC §8) runs after the lock is released; ``--dry-run`` plans and stops there.
 Nothing here climbs back up into :mod:`watcher.commands.core`: commands turns arguments into a
@@ -26,9 +30,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Generic, NamedTuple
 
-from watcher.commands.results import BatchResult, Command, ItemOutcome, ItemResult, ResultT
+from watcher.commands.results import BatchResult, ItemOutcome, ItemResult, ResultT, RunKind
 from watcher.errors import CooldownActive, UsageError, WatcherError
-from watcher.models import SeenFile
+from watcher.models import InboxRecord, SeenFile
 from watcher.pipeline.batch import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
@@ -40,6 +44,7 @@ from watcher.pipeline.batch import (
     new_run_id,
     open_store,
 )
+from watcher.pipeline.due import due_later, next_due
 from watcher.pipeline.plan import Plan, Planned, check_id, plan_recheck, plan_scan
 from watcher.pipeline.provider_state import read_cooldown, write_cooldown
 from watcher.state.records import Decision, decide
@@ -49,7 +54,7 @@ __all__ = [
     "MAX_LIMIT",
     "Batch",
     "BatchResult",
-    "Command",
+    "RunKind",
     "Decision",
     "Hooks",
     "ItemOutcome",
@@ -61,6 +66,7 @@ __all__ = [
     "check_limit",
     "decide",
     "new_run_id",
+    "next_due",
     "open_store",
     "read_cooldown",
     "recheck",
@@ -114,6 +120,7 @@ def recheck(
 ) -> Partial[BatchResult]:
     """Retry failed comments and close orphaned reservations, or exactly ``ids`` (SPEC §7)."""
     batch = Batch(run, notice=notice)
+    batch.named = frozenset(ids)
     base, index = _read_index(batch)
     return _carry_out(batch, plan_recheck(batch, index, ids), base, index)
 
@@ -143,9 +150,7 @@ def _carry_out(batch: Batch, plan: Plan, base: SeenFile, index: SeenFile) -> Par
     try:
         with caught_signals(batch):
             # Provider agent: nothing is called, so no cooldown or breaker can stop the run.
-            carry_out(
-                batch, plan, base, gate.evaluate(batch, index) if batch.calls_model else gate.GO
-            )
+            carry_out(batch, plan, base, gate.admit(batch, index) if batch.calls_model else gate.GO)
     finally:
         batch.close()
     count_signals(batch)
@@ -181,17 +186,9 @@ def _dry_run(batch: Batch, whole: Plan, index: SeenFile) -> None:
         if record is None:
             action: Decision = "call"
         else:
-            from watcher.pipeline.locked import live_call
-
             if item.id in requeued and not record.attempts:
                 record = record.model_copy(update={"baseline": False})
-            action = decide(
-                batch.run.command,
-                record,
-                item.fingerprint,
-                now=batch.now(),
-                call_in_flight=live_call(batch, record),
-            )
+            action = _dry_decide(batch, item, record)
         if action == "call" and not batch.calls_model:
             result.for_agent += 1
         elif action == "call":
@@ -203,3 +200,19 @@ def _dry_run(batch: Batch, whole: Plan, index: SeenFile) -> None:
             )
         else:
             batch.add(ItemResult(item.id, "would_skip", kind=action))
+
+
+def _dry_decide(batch: Batch, item: Planned, record: InboxRecord) -> Decision:
+    """What the real run would decide for ``record`` now, the 10-minute rule (SPEC §16.3) too."""
+    from watcher.pipeline.process import live_call
+
+    action = decide(
+        batch.run.command,
+        record,
+        item.fingerprint,
+        now=batch.now(),
+        call_in_flight=live_call(batch, record),
+    )
+    if action == "call" and item.id not in batch.named and due_later(record, batch.now()):
+        return "deferred"
+    return action

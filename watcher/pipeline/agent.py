@@ -1,7 +1,7 @@
 """SPEC §14: the agent as the model — ``claim`` and ``submit`` for provider ``agent``.
 
-    claim(run, notice=) -> Partial                      reserve one attempt per comment, with a lease,
-                                                        and hand out the cached prompts
+    claim(run, notice=) -> Partial                      reserve one attempt per comment, with a
+                                                        lease, and hand out the cached prompts
     submit(run, comment_id, n, verdict, notice=) -> Partial    store the agent's answer on attempt n
     validate_verdict(text) -> Verdict | AttemptError    the providers' own parse and validation
 
@@ -26,9 +26,10 @@ from watcher.commands.results import Claimed, ClaimResult, ItemResult, SubmitRes
 from watcher.config import Settings
 from watcher.errors import ConfigError, Interrupted, SaveFailed, SubmitRefused, UsageError
 from watcher.models import Attempt, AttemptError, InboxRecord, SeenFile, Verdict
-from watcher.pipeline import Partial, locked
+from watcher.pipeline import Partial, locked, outcomes
 from watcher.pipeline.batch import Batch, Run, caught_signals, count_signals
 from watcher.pipeline.plan import check_id
+from watcher.pipeline.process import live_call
 from watcher.providers.agent import NAME
 from watcher.providers.base import CallResult
 from watcher.providers.parse import verdict_json_schema
@@ -44,8 +45,9 @@ def require_agent(provider: str) -> None:
     """Claims are for provider agent only: with a real provider, scan and recheck make the calls."""
     if provider != NAME:
         raise ConfigError(
-            f"claim hands comments to the agent to judge, but the provider is {provider}: set WATCHER_PROVIDER=agent "
-            "for this server or command (with a real provider, `watcher scan` and `watcher recheck` make the calls)"
+            f"claim hands comments to the agent to judge, but the provider is {provider}: set "
+            "WATCHER_PROVIDER=agent for this server or command (with a real provider, "
+            "`watcher scan` and `watcher recheck` make the calls)"
         )
 
 
@@ -54,7 +56,7 @@ def _minutes() -> int | float:
     return int(minutes) if minutes.is_integer() else minutes
 
 
-# ---- claim ------------------------------------------------------------------------------------------
+# ---- claim ---------------------------------------------------------------------------------------
 
 
 def claim(run: Run, *, notice: Callable[[str], None] = lambda _m: None) -> Partial[ClaimResult]:
@@ -92,7 +94,7 @@ def _candidates(batch: Batch, index: SeenFile) -> list[InboxRecord]:
     """Pending, failed and reserved comments as they are now, oldest first (as plan.py orders)."""
     found = []
     for cid, entry in index.comments.items():
-        if entry.status in CLAIMABLE and (record := locked.reread(batch, cid)) is not None:
+        if entry.status in CLAIMABLE and (record := outcomes.reread(batch, cid)) is not None:
             found.append(record)
     return sorted(found, key=lambda r: (r.comment.created_at, r.comment.id))
 
@@ -131,11 +133,11 @@ def _claim_each(
 
 def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxRecord | None:
     """Under the lock: re-read, decide against what was planned, reserve with a lease (SPEC §14)."""
-    record = locked.reread(batch, planned.comment.id)
+    record = outcomes.reread(batch, planned.comment.id)
     if record is None:
         return None
     now = batch.now()
-    live = locked.live_call(batch, record)
+    live = live_call(batch, record)
     action = records.decide(
         "claim",
         record,
@@ -145,7 +147,7 @@ def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxR
         seen_attempts=seen_attempts,
     )
     if action != "call":
-        locked.no_call(batch, record, action, live=live)
+        outcomes.no_call(batch, record, action, live=live)
         return None
     reserved = records.reserve(
         record,
@@ -158,19 +160,19 @@ def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxR
     try:
         batch.store.write_reservation(reserved)
     except SaveFailed as exc:
-        locked.state_stop(
+        outcomes.state_stop(
             batch, record.comment.id, "reserve_failed", exc
         )  # not on disk: not handed out
         return None
     return reserved
 
 
-# ---- submit -----------------------------------------------------------------------------------------
+# ---- submit --------------------------------------------------------------------------------------
 
 
 def validate_verdict(text: str) -> Verdict | AttemptError:
-    """The submitted verdict through the parse and validation every provider's answer goes through
-    (:func:`watcher.providers.parse.parse_verdict_text`), so the rules and error kinds are the same."""
+    """The submitted verdict through the parse and validation every provider's answer goes
+    through (:func:`watcher.providers.parse.parse_verdict_text`): the same rules and error kinds."""
     from watcher.providers.parse import parse_verdict_text
 
     answer = parse_verdict_text(text)
@@ -246,7 +248,7 @@ def _redacted(settings: Settings, text: str, answer: Verdict | AttemptError) -> 
 
 
 def _verdict_text(verdict: Any) -> str:
-    """The verdict as the JSON text a model would have answered (agents send objects and strings)."""
+    """The verdict as the JSON text a model would have answered (agents send objects, strings)."""
     if verdict is None:
         raise UsageError(
             "verdict is missing: send the verdict object (or its JSON text) for the claimed attempt"
@@ -262,7 +264,8 @@ def _verdict_text(verdict: Any) -> str:
 
 
 def _open_claim(record: InboxRecord, n: int) -> Attempt:
-    """Attempt ``n`` if it is the record's open, agent-claimed last attempt; else :class:`SubmitRefused`."""
+    """Attempt ``n`` if it is the record's open, agent-claimed last attempt; else
+    :class:`SubmitRefused`."""
     cid, count = record.comment.id, len(record.attempts)
     if n > count:
         raise SubmitRefused(
@@ -271,8 +274,8 @@ def _open_claim(record: InboxRecord, n: int) -> Attempt:
     attempt = record.attempts[n - 1]
     if attempt.provider != NAME:
         raise SubmitRefused(
-            f"attempt {n} of {cid} was reserved by a {attempt.entrypoint} {attempt.command} run for "
-            f"provider {attempt.provider}, not claimed by an agent: nothing changed"
+            f"attempt {n} of {cid} was reserved by a {attempt.entrypoint} {attempt.command} run "
+            f"for provider {attempt.provider}, not claimed by an agent: nothing changed"
         )
     if n != count:
         raise SubmitRefused(
@@ -301,7 +304,7 @@ def _ended(attempt: Attempt) -> str:
 
 def _submitted(record: InboxRecord, n: int, error: AttemptError | None) -> SubmitResult:
     cid, cap = record.comment.id, records.cap_of(record)
-    left = max(0, cap - len(record.attempts))
+    left = max(0, cap - records.spent(record))
     message = None
     if error is not None:
         after = (

@@ -18,10 +18,10 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from watcher.commands.results import BatchResult, BatchSignals, Command, ItemResult, ItemVerdict
+from watcher.commands.results import BatchResult, BatchSignals, ItemResult, ItemVerdict, RunKind
 from watcher.config import Paths, Settings
 from watcher.errors import LockBusy, LogReplaced, StateError, WatcherError
-from watcher.models import build
+from watcher.models import ProviderState, build
 from watcher.store import Store
 
 if TYPE_CHECKING:
@@ -57,7 +57,8 @@ class Hooks:
     cancelled: Callable[[], bool] | None = None
     aborted: Callable[[], int | None] | None = None
     # "Now" for leases (SPEC §14): when a claim's lease ends, whether one has ended (a batch's,
-    # and status's count of claims). A test moves the clock past a lease instead of sleeping 15 minutes.
+    # and status's count of claims), cooldowns, the breaker and the 10-minute rule. A test moves
+    # the clock past a lease instead of sleeping 15 minutes.
     clock: Callable[[], datetime] | None = None
 
 
@@ -81,7 +82,7 @@ class Run:
 
     settings: Settings
     store: Store
-    command: Command
+    command: RunKind
     entrypoint: str  # "cli" | "bridge"
     run_id: str
     limit: int = DEFAULT_LIMIT
@@ -91,8 +92,9 @@ class Run:
 
 
 class SignalDuringCall(BaseException):
-    """Raised out of the model call by SIGINT/SIGTERM; the pipeline records the attempt as interrupted.
-    A BaseException, so that no ``except Exception`` between here and the socket swallows it."""
+    """Raised out of the model call by SIGINT/SIGTERM; the pipeline records the attempt as
+    interrupted. A BaseException, so that no ``except Exception`` between here and the socket
+    swallows it."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -143,6 +145,14 @@ class Batch:
         # SPEC §13.6: the signal the person sent (SIGINT/SIGTERM), and whether a call is out.
         self.interrupted: int | None = None
         self._calling = False
+        # The comments the person named (`recheck ID`): theirs to call now, whatever the
+        # 10-minute rule or an outage would wait for (SPEC §16.3).
+        self.named: frozenset[str] = frozenset()
+        # Comments left uncalled because they spent an attempt in this outage (SPEC §16.6).
+        self.left_for_outage = 0
+        # The provider state an answer left that could not be written (a full disk during a 429):
+        # no further call is made, and the run tries to write it once more before it ends.
+        self.unsaved_state: ProviderState | None = None
 
     def provider(self) -> Provider:
         """The run's provider, built once on first use (httpx is imported only by runs that call

@@ -8,15 +8,16 @@ one thread: workers only call the provider.
 Each worker has a provider of its own (:meth:`watcher.pipeline.batch.Batch.new_provider`): one
 client, one kept-alive connection, so one call's deadline cuts only that call's socket, never a
 sibling's (``watcher/providers/_wire.py``). Workers are daemon threads started once per batch —
-a thread start per call is a measurable share of a loopback call (bench/run.py figure 1) — and a
+a thread start per call is a measurable share of a loopback call (bench/run.py, per call) — and a
 worker still waiting on a server when the process ends does not hold the exit up: its attempt is
 already closed as interrupted (SPEC §13.6) by then.
 
 One call at a time with nobody to abort it from outside (the CLI, ``--parallel 1``): the call is
 made on the batch's own thread instead, with its own provider. A hand-over to a worker and back
-cost ~0.6 ms a call of CPU, a third of an instant call's whole cost (bench/run.py figure 1a on
-tmpfs: 2.0 ms/call); a signal then ends the call itself (:class:`SignalDuringCall` from
-:meth:`watcher.pipeline.batch.Batch.on_signal`), as it ends a worker's wait.
+cost ~0.6 ms a call of CPU, a third of an instant call's whole cost (bench/run.py, an instant
+in-process provider on tmpfs: 2.0 ms/call); a signal then ends the call itself
+(:class:`SignalDuringCall` from :meth:`watcher.pipeline.batch.Batch.on_signal`), as it ends a
+worker's wait. A parallel batch makes every call on a worker, its slow start's lone ones too.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ class Flight:
     call_lock: CallLock
     half_open: bool = False
     answer: CallResult | None = field(default=None, repr=False)
+    # The batch's failures when it was sent: its success re-opens parallel calls only if none
+    # came after (slow start, SPEC §16.6).
+    after_failures: int = 0
 
     @property
     def record(self) -> InboxRecord:
@@ -106,8 +110,8 @@ class Calls:
     def next_done(self, aborted: Callable[[], int | None] | None = None) -> Flight:
         """Wait for the next call to finish (in the order they finish) and hand it back.
 
-        ``aborted`` is asked at every wake: a signal number ends the wait (:class:`SignalDuringCall`),
-        as a signal handler would on the main thread."""
+        ``aborted`` is asked at every wake: a signal number ends the wait
+        (:class:`SignalDuringCall`), as a signal handler would on the main thread."""
         if not self._out:
             raise RuntimeError("no call in flight")
         while True:

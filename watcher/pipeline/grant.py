@@ -77,6 +77,7 @@ def _grantable(store: Store, comment_id: str, attempts: int) -> InboxRecord:
 def _question(record: InboxRecord, attempts: int) -> str:
     cap = records.cap_of(record)
     return (
-        f"Give {record.comment.id} {attempts} more attempt{'s' if attempts > 1 else ''}? It has used "
-        f"{len(record.attempts)} of {cap}; each more may be a paid model call (cap {cap} -> {cap + attempts})"
+        f"Give {record.comment.id} {attempts} more attempt{'s' if attempts > 1 else ''}? It has "
+        f"used {records.spent(record)} of {cap}; each more may be a paid model call "
+        f"(cap {cap} -> {cap + attempts})"
     )

@@ -100,18 +100,10 @@ def plan_scan(
     chosen = make_source(name) if make_source is not None else resolve_source(name)
     fetched = _fetch(batch, chosen, index, full=full)
     batch.result.articles = len(fetched.articles)
-    for rejection in fetched.rejected:
-        batch.result.rejected.append(Rejected(item=rejection.item, message=rejection.message))
-        batch.notice(f"rejected {rejection.item or 'item'}: {rejection.message}")
-        batch.emit("input.rejected")
+    _note_rejections(batch, fetched)
     store = batch.store
     replies = dict(fetched.author_replies)
-    cutoff = since
-    if cutoff is None and chosen.name == "devto" and not index.comments and not index.articles:
-        # The first scan of an account: a 500-comment history must not cost 500 calls, nor delay
-        # today's comments by a hundred cron runs (SPEC §13.3). An export file (or the sample)
-        # is a deliberate import: every comment in it is meant to be checked.
-        cutoff = utcnow() - timedelta(days=batch.settings.backlog_days)
+    cutoff = _backlog_cutoff(batch, index, chosen, since)
     discovered: list[Planned] = []
     planned: dict[str, tuple[str, Planned]] = {}
     known: dict[str, Comment] = {}
@@ -176,6 +168,25 @@ def plan_scan(
     )
 
 
+def _note_rejections(batch: Batch, fetched: FetchResult) -> None:
+    for rejection in fetched.rejected:
+        batch.result.rejected.append(Rejected(item=rejection.item, message=rejection.message))
+        batch.notice(f"rejected {rejection.item or 'item'}: {rejection.message}")
+        batch.emit("input.rejected")
+
+
+def _backlog_cutoff(
+    batch: Batch, index: SeenFile, chosen: Source, since: datetime | None
+) -> datetime | None:
+    """Comments older than this are recorded as baseline, not called. The first scan of an
+    account: a 500-comment history must not cost 500 calls, nor delay today's comments by a
+    hundred cron runs (SPEC §13.3). An export file (or the sample) is a deliberate import: every
+    comment in it is meant to be checked."""
+    if since is None and chosen.name == "devto" and not index.comments and not index.articles:
+        return utcnow() - timedelta(days=batch.settings.backlog_days)
+    return since
+
+
 @dataclass
 class _Changes:
     edits: dict[str, PlannedEdit] = field(default_factory=dict)
@@ -233,7 +244,8 @@ def _known_changes(
         entry = index.comments.get(cid)
         if entry is not None and entry.status != why[0]:
             changes.gone[cid] = why
-    # An idle scan fetches no thread: no walk over a 50k-comment index (bench/run.py figure 3).
+    # An idle scan fetches no thread: no walk over a 50k-comment index (bench/run.py, status and
+    # scan at 50k).
     for cid, entry in index.comments.items() if fetched.whole else ():
         aid = entry.article_id
         if (
@@ -286,7 +298,8 @@ def plan_recheck(batch: Batch, index: SeenFile, ids: Sequence[str]) -> Plan:
         if record is None:
             if ids:
                 raise UsageError(
-                    f"no comment {cid} in {store.paths.inbox} — run `watcher scan` first, or check the id"
+                    f"no comment {cid} in {store.paths.inbox} — run `watcher scan` first, or "
+                    "check the id"
                 )
             # The index knows it but its inbox file is gone (quarantined?): keep it in the plan so
             # the run reports it as skipped instead of passing over it in silence.

@@ -27,10 +27,13 @@ from watcher.store import Store
 from watcher.util.timeutil import iso, parse_iso, utcnow
 
 HALF_OPEN_EVERY = timedelta(hours=1)
+FIRST_HALF_OPEN = timedelta(minutes=1)
+HALF_OPEN_SLACK = timedelta(seconds=30)
 # The longest wait a Retry-After can impose (the same bound as providers.classify).
 MAX_COOLDOWN = timedelta(days=7)
 # A 429 without a usable Retry-After (none, negative, NaN, empty, a date gone by): watcher's own
-# wait, doubled for each 429 in a row — without one an always-429 provider costs an attempt every run.
+# wait, doubled for each 429 in a row — without one an always-429 provider costs an attempt
+# every run.
 FIRST_BACKOFF = timedelta(minutes=1)
 MAX_BACKOFF = timedelta(hours=1)
 # A clock step of this much (NTP, a laptop waking up) does not make an honest cooldown look as if
@@ -41,7 +44,7 @@ CLOCK_SLACK = timedelta(minutes=1)
 # written and what it is judged against. Without one, this module's utcnow().
 
 
-# ---- cooldown ---------------------------------------------------------------------------------------
+# ---- cooldown ------------------------------------------------------------------------------------
 
 
 def _now(now: datetime | None) -> datetime:
@@ -100,8 +103,9 @@ def _rewrite(store: Store, far: str, replacement: str | None) -> None:
 
 
 def cooldown_wait(retry_after_s: float | None, *, in_a_row: int) -> float:
-    """Seconds of cooldown after a 429: its ``Retry-After`` if that is a positive number of seconds
-    (at most 7 days), else 1, 2, 4 … minutes for the ``in_a_row``-th 429 in a row, at most an hour."""
+    """Seconds of cooldown after a 429: its ``Retry-After`` if that is a positive number of
+    seconds (at most 7 days), else 1, 2, 4 … minutes for the ``in_a_row``-th 429 in a row, at most
+    an hour."""
     if retry_after_s is not None and not math.isnan(retry_after_s) and retry_after_s > 0:
         return min(retry_after_s, MAX_COOLDOWN.total_seconds())
     doubled = math.ldexp(
@@ -133,7 +137,7 @@ def with_cooldown(
 def write_cooldown(
     store: Store, seconds: float, *, reason: str, now: datetime | None = None
 ) -> str:
-    """Record a cooldown of ``seconds`` from ``now`` (see :func:`with_cooldown`); returns its end."""
+    """Record a cooldown of ``seconds`` from ``now`` (:func:`with_cooldown`); returns its end."""
     state = with_cooldown(store.load_provider_state(), seconds, reason=reason, now=now)
     store.save_provider_state(state)
     assert state.cooldown_until is not None
@@ -214,31 +218,67 @@ def write_pending(store: Store, pending: ProviderState) -> None:
     )
 
 
-# ---- the provider's failures in a row ---------------------------------------------------------------
+def write_unsaved(store: Store, unsaved: ProviderState) -> None:
+    """Write what an answer left that could not be written then: its cooldown (unless one as long
+    is on disk by now) and its breaker, over the state as it is now."""
+    state = store.load_provider_state()
+    update: dict[str, object] = {}
+    if unsaved.cooldown_until is not None and (
+        state.cooldown_until is None
+        or parse_iso(state.cooldown_until) < parse_iso(unsaved.cooldown_until)
+    ):
+        update.update(
+            cooldown_until=unsaved.cooldown_until,
+            reason=unsaved.reason,
+            retry_after_s=unsaved.retry_after_s,
+            rate_limited_in_a_row=max(state.rate_limited_in_a_row, unsaved.rate_limited_in_a_row),
+        )
+    if unsaved.breaker is not None and state.breaker is None:
+        update.update(breaker=unsaved.breaker, spent=unsaved.spent)
+    if update:
+        store.save_provider_state(state.model_copy(update=update))
+
+
+# ---- the provider's failures in a row ------------------------------------------------------------
 
 Answer = Literal["answered", "transient", "rate_limited", "other"]
 
 
 def remember(
-    state: ProviderState, answer: Answer, *, kind: str = "", now: datetime | None = None
+    state: ProviderState,
+    answer: Answer,
+    *,
+    kind: str = "",
+    now: datetime | None = None,
+    spent: str | None = None,
 ) -> ProviderState:
-    """``state`` after one more answer (SPEC §13.1, §15.5). A transient failure is remembered until
-    the provider answers (a verdict, or an answer that did not parse), so the next one is the second
-    in a row whichever run it falls in; 429s are counted until then, for the wait of the next one."""
+    """``state`` after one more answer (SPEC §13.1, §15.5, §16.6). A transient failure is
+    remembered until the provider answers (a verdict, or an answer that did not parse), so the next
+    one is the second in a row whichever run it falls in; 429s are counted until then, for the wait
+    of the next one; and so is each comment that ``spent`` a counted attempt on a failure."""
     if answer == "answered":
-        if state.transient is None and state.rate_limited_in_a_row == 0:
+        if state.transient is None and state.rate_limited_in_a_row == 0 and not state.spent:
             return state  # the usual case writes nothing
-        return state.model_copy(update={"transient": None, "rate_limited_in_a_row": 0})
+        return state.model_copy(update={"transient": None, "rate_limited_in_a_row": 0, "spent": []})
+    if spent is not None and spent not in state.spent:
+        state = state.model_copy(update={"spent": [*state.spent, spent]})
     if answer == "transient" and state.transient is None:
-        return state.model_copy(
-            update={"transient": TransientFailure(kind=kind, at=iso(_now(now)))}
-        )
+        failure = TransientFailure(kind=kind, at=iso(_now(now)))
+        return state.model_copy(update={"transient": failure})
     if answer == "rate_limited":
         return state.model_copy(update={"rate_limited_in_a_row": state.rate_limited_in_a_row + 1})
     return state
 
 
-# ---- breaker ----------------------------------------------------------------------------------------
+def in_outage(settings: Settings, state: ProviderState) -> frozenset[str]:
+    """The comments no batch may call now because each spent an attempt in this outage: a breaker
+    open for this setup, or 429s in a row (SPEC §16.6). Empty when there is no outage."""
+    if breaker_of(settings, state) is None and state.rate_limited_in_a_row == 0:
+        return frozenset()
+    return frozenset(state.spent)
+
+
+# ---- breaker -------------------------------------------------------------------------------------
 
 
 def breaker_of(settings: Settings, state: ProviderState) -> Breaker | None:
@@ -257,10 +297,13 @@ def with_breaker(
     kind: str,
     message: str,
     now: datetime | None = None,
+    half_open_failed: bool = False,
 ) -> ProviderState:
-    """``state`` with the breaker open (or kept open) for this setup; ``since`` stays the outage's."""
+    """``state`` with the breaker open (or kept open) for this setup; ``since`` stays the outage's.
+    ``half_open_failed``: a half-open call failed, so the next waits twice as long (§16.6)."""
     old = breaker_of(settings, state)
     provider, model, base_url = _setup(settings)
+    failures = (old.failed_half_opens if old else 0) + half_open_failed
     breaker = Breaker(
         kind=kind,
         message=message,
@@ -269,43 +312,56 @@ def with_breaker(
         model=model,
         base_url=base_url,
         half_open_at=old.half_open_at if old else None,
+        failed_half_opens=failures,
     )
     return state.model_copy(update={"breaker": breaker})
 
 
 def close_breaker(store: Store) -> None:
+    """Close the breaker; the outage's spent comments go with it (another setup, a new outage)."""
     state = store.load_provider_state()
     if state.breaker is not None:
-        store.save_provider_state(state.model_copy(update={"breaker": None}))
+        store.save_provider_state(state.model_copy(update={"breaker": None, "spent": []}))
 
 
-def may_half_open(breaker: Breaker, *, now: datetime | None = None) -> bool:
-    """One real attempt per hour where no probe can tell (no models endpoint, a bad request, a
-    model the server said it does not have). The call that opened the breaker was the first
-    hour's: otherwise an Ollama without ``/v1`` (every path 404) is tried again by the next run,
-    seconds later."""
-    return _now(now) - _last_real_attempt(breaker) >= HALF_OPEN_EVERY
+def half_open_every(breaker: Breaker, *, hourly: bool) -> timedelta:
+    """The wait between two half-open calls (SPEC §13.1, §16.6): an hour where no probe can tell
+    (``hourly``: no models endpoint, a bad request, a model a real call said is missing); else
+    1, 2, 4 … minutes, doubling with each half-open call that failed, at most an hour."""
+    if hourly:
+        return HALF_OPEN_EVERY
+    grown = FIRST_HALF_OPEN * (1 << min(breaker.failed_half_opens, 12))
+    return min(grown, HALF_OPEN_EVERY)
 
 
-def next_half_open(breaker: Breaker) -> str:
+def may_half_open(breaker: Breaker, *, now: datetime | None = None, hourly: bool = True) -> bool:
+    """Whether the next real (half-open) call is allowed now. The call that opened the breaker
+    counts as the first: otherwise an Ollama without ``/v1`` (every path 404) is tried again by
+    the next run, seconds later. A little early (:data:`HALF_OPEN_SLACK`) is on time: a cron's
+    runs reach this point seconds apart from one round to the next (a dev.to fetch comes first),
+    and an hour that ended a second late would cost a whole round."""
+    every = half_open_every(breaker, hourly=hourly)
+    slack = min(every / 20, HALF_OPEN_SLACK)
+    return _now(now) >= _last_real_attempt(breaker) + every - slack
+
+
+def next_half_open(breaker: Breaker, *, hourly: bool = True) -> str:
     """When :func:`may_half_open` allows the next real attempt."""
-    return iso(_last_real_attempt(breaker) + HALF_OPEN_EVERY)
+    return iso(_last_real_attempt(breaker) + half_open_every(breaker, hourly=hourly))
 
 
 def _last_real_attempt(breaker: Breaker) -> datetime:
     return parse_iso(breaker.half_open_at or breaker.since)
 
 
-def mark_half_open(store: Store, *, now: datetime | None = None) -> None:
+def mark_half_open(store: Store, comment: str, *, now: datetime | None = None) -> None:
+    """Under the lock, before the half-open call: when it went, and that ``comment`` spends an
+    attempt in this outage whatever comes of it (a process that dies in the call too; §16.6)."""
     state = store.load_provider_state()
     if state.breaker is not None:
-        store.save_provider_state(
-            state.model_copy(
-                update={
-                    "breaker": state.breaker.model_copy(update={"half_open_at": iso(_now(now))})
-                }
-            )
-        )
+        breaker = state.breaker.model_copy(update={"half_open_at": iso(_now(now))})
+        spent = list(dict.fromkeys([*state.spent, comment]))
+        store.save_provider_state(state.model_copy(update={"breaker": breaker, "spent": spent}))
 
 
 def _setup(settings: Settings) -> tuple[str, str, str]:

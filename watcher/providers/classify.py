@@ -20,6 +20,9 @@ from watcher.models import ErrorKind
 # made: refused, DNS, TLS, connect timeout), "timeout" (no complete answer within the total
 # deadline), "network" (the connection broke mid-response, or the body was too large).
 Transport = Literal["unreachable", "timeout", "network"]
+# Kinds whose request never left the machine: no connection was made, so no byte of it was sent
+# (SPEC §16.3: recorded not_sent, not counted toward the comment's attempts).
+NOT_SENT_KINDS = frozenset({"unreachable"})
 # Provider stop reasons, normalised: "length" (OpenAI finish_reason length, Anthropic
 # max_tokens), "refusal" (OpenAI message.refusal, Anthropic stop_reason refusal),
 # "content_filter" (OpenAI finish_reason content_filter). Anything else is a normal stop.
@@ -110,6 +113,11 @@ def classify(
     if stop in ("refusal", "content_filter"):
         return "refused"
     return parse_failure
+
+
+def never_sent(kind: str) -> bool:
+    """Whether an attempt that failed with ``kind`` never sent its request (SPEC §16.3)."""
+    return kind in NOT_SENT_KINDS
 
 
 def _http_kind(status: int, markers: set[str], message: str) -> ErrorKind:

@@ -13,7 +13,7 @@ import os
 from datetime import datetime, timedelta
 from typing import Literal, NamedTuple
 
-from watcher.commands.results import Command
+from watcher.commands.results import RunKind
 from watcher.models import (
     CAP,
     COMMENT_ID_RE,
@@ -66,6 +66,11 @@ def text_sha256(text: str) -> str:
 
 def new_record(comment: Comment, prompt: Prompt) -> InboxRecord:
     return InboxRecord(comment=comment, prompt=prompt, cap=CAP)
+
+
+def spent(record: InboxRecord) -> int:
+    """The attempts that count toward the cap: all but those never sent (SPEC §16.3)."""
+    return sum(1 for attempt in record.attempts if not attempt.not_sent)
 
 
 def cap_of(record: InboxRecord) -> int:
@@ -142,10 +147,10 @@ def state_of(record: InboxRecord) -> State:
             return "baseline"
         # An edit keeps the comment's lifetime budget (SPEC §15.2): with none left, its old verdict
         # stays on show (in `edits`) until `watcher grant` gives the new text a try.
-        return "edited" if edited and len(record.attempts) >= cap_of(record) else "pending"
+        return "edited" if edited and spent(record) >= cap_of(record) else "pending"
     if record.attempts[-1].outcome is None:
         return "reserved"
-    if len(record.attempts) >= cap_of(record):
+    if spent(record) >= cap_of(record):
         return "exhausted"
     return "failed"
 
@@ -226,11 +231,7 @@ def reserve(
     """Append attempt n+1 with ``outcome: null``. Saved before the call, it *is* the budget.
 
     ``lease_until``: an agent's claim (SPEC §14) — until then the attempt is in flight elsewhere."""
-    if (
-        record.verdict is not None
-        or record.gone is not None
-        or len(record.attempts) >= cap_of(record)
-    ):
+    if record.verdict is not None or record.gone is not None or spent(record) >= cap_of(record):
         raise ValueError(f"comment {record.comment.id}: no attempt left to reserve")
     if record.attempts and record.attempts[-1].outcome is None:
         # An open reservation is either in flight or an orphan; stacking a second one on it
@@ -353,7 +354,7 @@ Decision = Literal["call", "skipped", "interrupted", "deferred", "exhausted"]
 
 
 def decide(
-    command: Command,
+    command: RunKind,
     record: InboxRecord,
     planned: Fingerprint,
     *,
@@ -378,7 +379,7 @@ def decide(
         return "skipped"
     if fingerprint(record) != planned:
         return "deferred"
-    if max(len(record.attempts), seen_attempts) >= cap_of(record):
+    if max(spent(record), seen_attempts) >= cap_of(record):
         return "exhausted"
     if awaits_first_attempt(record) and (
         command == "recheck" or record.baseline or record.replied_at is not None

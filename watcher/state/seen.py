@@ -30,7 +30,7 @@ def entry_from(record: InboxRecord, old: SeenComment | None, stamp: str | None) 
     return SeenComment(
         article_id=record.comment.article_id,
         status=records.state_of(record),
-        attempts=max(len(record.attempts), old.attempts if old else 0),
+        attempts=max(records.spent(record), old.attempts if old else 0),
         triage=old.triage if old else "open",
         first_seen_at=old.first_seen_at if old else now,
         updated_at=now,

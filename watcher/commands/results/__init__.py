@@ -11,9 +11,9 @@ Cheap to import (pydantic and the file formats; no rich, no httpx, no MCP SDK): 
 from __future__ import annotations
 
 from watcher.commands.results._base import (
-    Command,
     ItemOutcome,
     ResultT,
+    RunKind,
     _advertised,
 )
 
@@ -75,7 +75,7 @@ __all__ = [
     "CheckRow",
     "ClaimResult",
     "Claimed",
-    "Command",
+    "RunKind",
     "CommentRecord",
     "Confusion",
     "Cooldown",

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from pydantic.config import JsonDict
 
 # claim and submit: the agent's side of SPEC §14 (the agent, not watcher, makes the "call").
-Command = Literal["scan", "recheck", "claim", "submit"]
+RunKind = Literal["scan", "recheck", "claim", "submit"]
 # SPEC §7.1, plus the two a dry run reports instead of acting.
 ItemOutcome = Literal[
     "verdict",

@@ -15,8 +15,8 @@ from pydantic import (
 )
 
 from watcher.commands.results._base import (
-    Command,
     ItemOutcome,
+    RunKind,
     _absent_if_none,
     _Result,
 )
@@ -108,7 +108,7 @@ class BatchResult(_Result):
 
     sometimes_absent: ClassVar[frozenset[str]] = frozenset({"would_call", "signals"})
 
-    command: Command
+    command: RunKind
     dry_run: bool = False
     provider: str
     model: str
@@ -175,7 +175,7 @@ class BatchResult(_Result):
 
     def __init__(
         self,
-        command: Command,
+        command: RunKind,
         *,
         dry_run: bool = False,
         limit: int,

@@ -144,6 +144,9 @@ class InboxEntry(_Result):
     answers_you: bool = Field(
         False, description="It replies to one of your own comments (SPEC §15.2)."
     )
+    next_due: str | None = _absent_if_none(
+        "Failed on the provider's side: no batch calls it again before this time (SPEC §16.3)."
+    )
 
 
 class InboxResult(_Result):
@@ -192,6 +195,9 @@ class CommentRecord(_Result):
         default_factory=list, description="Earlier texts and their verdicts, oldest first."
     )
     gone: Gone | None = Field(None, description="Deleted or hidden on dev.to: never called again.")
+    next_due: str | None = _absent_if_none(
+        "Failed on the provider's side: no batch calls it again before this time (SPEC §16.3)."
+    )
 
 
 class MarkResult(_Result):
