@@ -135,6 +135,7 @@ class InboxResult(_Result):
     count: int
     comments: list[InboxEntry] = Field(description="Highest priority first, then oldest.")
     unresolved: dict[State, int] = Field(description="Comments without a verdict, per state.")
+    oneline: bool | None = _absent_if_none("Asked for one line per comment (--oneline).")
 
 
 class Parent(_Result):
