@@ -173,6 +173,8 @@ def show(doc: CommentRecord, screen: Screen) -> None:
     """One comment: where it stands, what it answers, its text and verdict, then what came after."""
     from rich.text import Text
 
+    from watcher.cli.wrap import hanging
+
     c = doc.comment
     screen.out.print(
         f"{c.id} by {one_line(c.author)} on “{one_line(c.article_title)}” ({c.created_at})"
@@ -196,7 +198,8 @@ def show(doc: CommentRecord, screen: Screen) -> None:
         for line in (p.excerpt or "(its text is not known here)").splitlines():
             screen.out.print(f"  > {one_line(line)}")
     screen.out.print("")
-    screen.out.print(as_written(c.text))
+    # The comment as written: its lines wrap under themselves, as prose does.
+    screen.out.print(hanging(as_written(c.text).plain, 0))
     if doc.verdict:
         v = doc.verdict
         screen.out.print("")
