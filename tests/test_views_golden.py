@@ -21,8 +21,8 @@ WIDTHS = ("80", "120")
 
 def test_the_read_views_and_the_demo_print_what_they_printed_at_80_and_120_columns(
         tmp_path: Path) -> None:  # noqa: F811 (the fixed-length temp dir)
-    """demo, inbox, inbox --oneline, show (a long comment), status and articles, each at both
-    widths."""
+    """demo, inbox, inbox --oneline, --priority, show (a long comment), status and articles,
+    each at 80 then at 120 columns; usage of a month without calls."""
     from test_results_golden import Account
 
     export(tmp_path / "export.json", ["q1", "p1", "s1", "q2"])
@@ -43,4 +43,7 @@ def test_the_read_views_and_the_demo_print_what_they_printed_at_80_and_120_colum
           env={"WATCHER_PROVIDER": "offline"})
     for columns in WIDTHS:
         t.run("cli", "--data-dir", str(account), "articles", env={"COLUMNS": columns})
+    # A month long past: its (empty) envelope and view do not change as the months go by.
+    t.run("cli", "--data-dir", str(account), "usage", "--month", "2000-01", "--json")
+    t.run("cli", "--data-dir", str(account), "usage", "--month", "2000-01")
     t.check()

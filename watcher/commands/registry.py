@@ -35,7 +35,17 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from watcher.commands import browse, claims, cron, inbox, person, reading, runs, verdicts
+from watcher.commands import (
+    browse,
+    claims,
+    cron,
+    inbox,
+    person,
+    reading,
+    runs,
+    usage,
+    verdicts,
+)
 from watcher.commands.envelope import Envelope
 from watcher.commands.spec import Command
 
@@ -56,6 +66,7 @@ COMMANDS: tuple[Command, ...] = (
     person.GRANT,
     verdicts.EVAL,
     person.SIGNALS,
+    usage.USAGE,
 )
 
 _BY_NAME = {command.name: command for command in COMMANDS}
