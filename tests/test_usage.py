@@ -77,3 +77,12 @@ def test_a_malformed_price_is_a_configuration_error_naming_it() -> None:
             assert type(exc).__name__ == "ConfigError" and bad.split()[0] in str(exc)
         else:
             raise AssertionError(f"{bad!r} was accepted")
+
+
+def test_status_gives_this_months_line(tmp_path: Path, data_dir: Path) -> None:
+    """status --json holds the month's per-model totals usage gives; its view a line per model."""
+    _seeded(tmp_path, data_dir)
+    status = run_main("cli", "status", "--json", data_dir=data_dir)
+    assert json.loads(status.stdout)["result"]["this_month"] == _usage(data_dir)["models"]
+    shown = run_main("cli", "status", data_dir=data_dir).stdout
+    assert "month:     openai fake-model: 4 call(s), 300 in, 60 out" in shown

@@ -18,6 +18,7 @@ from watcher.commands.results import (
     ArticleRow,
     ArticlesResult,
     Cooldown,
+    ModelUsage,
     StatusPaths,
     StatusResult,
     StatusSignals,
@@ -78,7 +79,20 @@ def status(ctx: Context) -> StatusResult:
             observations=str(settings.paths.observations),
         ),
         offline_quality=_offline_quality() if settings.provider == "offline" else None,
+        this_month=_this_month(ctx),
     )
+
+
+def _this_month(ctx: Context) -> list[ModelUsage] | None:
+    """This month's calls per model (SPEC §16.4); none while WATCHER_PRICES is malformed (`usage`
+    and `check` say why)."""
+    from watcher.commands.usage import usage
+    from watcher.errors import ConfigError
+
+    try:
+        return usage(ctx).models or None
+    except ConfigError:
+        return None
 
 
 def _offline_quality() -> str:

@@ -15,25 +15,11 @@ from pydantic import Field
 
 from watcher.commands.core import Context, repaired_index
 from watcher.commands.results import Result
+from watcher.commands.results.reading import ModelUsage
 from watcher.commands.screen import Screen, one_line
 from watcher.commands.spec import LOCAL, VIEW_CODES, Command, Mcp, McpArg, Param
 from watcher.errors import ConfigError, UsageError
 from watcher.models import Attempt
-
-
-class ModelUsage(Result):
-    provider: str
-    model: str
-    calls: int = Field(description="Attempts reserved for this model (each one call at most).")
-    input_tokens: int = Field(description="Input tokens the provider reported, summed.")
-    output_tokens: int = Field(description="Output tokens the provider reported, summed.")
-    without_usage: int = Field(
-        description="Attempts with no usage recorded (offline, an agent's, an error without it, "
-        "or a process that died first): not in the token sums."
-    )
-    dollars: float | None = Field(
-        description="What the tokens cost at WATCHER_PRICES; null when it does not price the model."
-    )
 
 
 class DayUsage(Result):
@@ -57,12 +43,17 @@ def usage(ctx: Context, month: str | None = None) -> UsageResult:
     """The calls and tokens of ``month`` (YYYY-MM; default this UTC month)."""
     from watcher.util.timeutil import utcnow
 
-    month = month or utcnow().strftime("%Y-%m")
+    month = month or (ctx.hooks.clock or utcnow)().strftime("%Y-%m")  # the clock batches run by
     if not _MONTH.fullmatch(month):
         raise UsageError(f"--month takes YYYY-MM, got {month!r}")
     prices = parse_prices(ctx.settings.prices)
     attempts: list[Attempt] = []
-    for cid in repaired_index(ctx).comments:
+    for cid, entry in repaired_index(ctx).comments.items():
+        # An attempt reserved in the month wrote its inbox file then, and the index entry derived
+        # from that file (watcher.state.seen.entry_from) was updated then or later: the files of
+        # comments untouched since before the month are not read (status gives this month's line).
+        if not entry.attempts or entry.updated_at[:7] < month:
+            continue
         record = ctx.store.load_record(cid)
         if record is not None:
             attempts += [a for a in record.attempts if a.reserved_at.startswith(month)]

@@ -67,6 +67,12 @@ def status(doc: StatusResult, screen: Screen) -> None:
             "a "
             "submit (the next run closes them as interrupted)"
         )
+    for m in doc.this_month or ():
+        cost = f" · ${m.dollars:.2f}" if m.dollars is not None else ""
+        screen.out.print(
+            f"month:     {m.provider} {one_line(m.model)}: {m.calls} call(s), "
+            f"{m.input_tokens:,} in, {m.output_tokens:,} out{cost} (`watcher usage`)"
+        )
     counts = doc.signals.counts
     screen.out.print(
         "signals:   "
