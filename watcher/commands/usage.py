@@ -18,6 +18,7 @@ from watcher.commands.results import Result
 from watcher.commands.results.reading import ModelUsage
 from watcher.commands.screen import Screen, one_line
 from watcher.commands.spec import LOCAL, VIEW_CODES, Command, Mcp, McpArg, Param
+from watcher.commands.tool_text import on_exit
 from watcher.errors import ConfigError, UsageError
 from watcher.models import Attempt
 
@@ -171,8 +172,9 @@ USAGE = Command(
         ),
     ),
     mcp=Mcp(
-        description="The month's model calls and tokens per provider and model, per day and in "
-        "all, with dollars where WATCHER_PRICES prices the model. Free and read-only.",
+        description="Free and read-only: the month's model calls and tokens per provider and "
+        "model, per day and in all, with dollars where WATCHER_PRICES prices the model.\n"
+        + on_exit(2, 5),
         hints=LOCAL,
         args=(
             McpArg(
