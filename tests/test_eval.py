@@ -152,7 +152,8 @@ def test_eval_makes_no_call_and_writes_nothing(data_dir: Path) -> None:
 def test_human_output_names_the_figures_and_the_disagreements(data_dir: Path) -> None:
     """A person reads each group's figures and every comment where verdict and author differ."""
     _seed(data_dir)
-    out = run_main("cli", "eval", data_dir=data_dir).stdout
+    wide = {"COLUMNS": "200"}  # each figure line whole (output wraps at the width, SPEC §16.4)
+    out = run_main("cli", "eval", data_dir=data_dir, env=wide).stdout
     assert "openai gpt-x · prompt aaaaaaaaaaaa: 5 judged, 2 unlabelled · agreement 0.600 · precision 0.667 · " \
            "recall 0.667" in out
     assert "fp1  said needs a reply, you ignored it · question: summary of fp1" in out

@@ -111,8 +111,9 @@ def test_status_quotes_the_offline_figures(data_dir: Path) -> None:
     """With the offline provider, status says how good its verdicts are on the set; with another, nothing."""
     offline = run_main("cli", "status", "--json", data_dir=data_dir, env={"WATCHER_PROVIDER": "offline"})
     assert MEASURED.said() in offline.envelope["result"]["offline_quality"]  # type: ignore[index]
+    wide = {"WATCHER_PROVIDER": "offline", "COLUMNS": "200"}  # the line whole (SPEC §16.4 wraps)
     assert f"quality:   {MEASURED.said()}" in run_main("cli", "status", data_dir=data_dir,
-                                                          env={"WATCHER_PROVIDER": "offline"}).stdout
+                                                          env=wide).stdout
     other = run_main("cli", "status", "--json", data_dir=data_dir, env={"WATCHER_PROVIDER": "openai"})
     assert "offline_quality" not in other.envelope["result"]  # type: ignore[index]
 

@@ -124,10 +124,11 @@ def test_the_table_says_what_each_comment_is_and_what_to_do_next(data_dir: Path,
     export = write_export(tmp_path / "e.json", ["ok1", "bad"])
     with running_fake() as fake:
         fake.script("bad", "malformed")
-        ok = run("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env())
+        wide = {**fake.env(), "COLUMNS": "120"}  # the table is as wide as the output (SPEC §16.4)
+        ok = run("cli", "scan", "--source", str(export), data_dir=data_dir, env=wide)
         assert "needs a reply · question · normal: Asks how to configure" in ok.stdout
         row = next(line for line in ok.stdout.splitlines() if "ok1" in line)
-        assert "Asks how to configure the thing." in row  # one line: a pipe is not hard-wrapped at 80
+        assert "Asks how to configure the thing." in row  # one line: a row is cut, never wrapped
         assert "malformed_json" in ok.stdout and "next: `watcher inbox` shows the 1" in ok.stdout
         fake.default = "401"
         other = write_export(tmp_path / "f.json", ["z1"], article_id=99)

@@ -153,6 +153,8 @@ def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: 
         await checked.call("mark", {"id": "one", "triage": "open", "more_ids": ["two"]})
         await checked.call("articles", {})
         await checked.call("signals", {})
+        await checked.call("usage", {})
+        await checked.call("inbox", {"priority": "high", "article": 1201})
         check = await checked.call("check", {})
         assert check["result"]["checks"]
         for name, arguments in [("scan", {"limit": 0}), ("show", {"id": "nosuch"}), ("mark", {"id": "A!"}),

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -103,6 +105,18 @@ ACCOUNT = "account-golden"
 
 
 @pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A temp dir whose path has the same length on every run (``/tmp/wg`` and 8 characters):
+    human output wraps at the width (SPEC §16.4), so where a line breaks around a path depends on
+    the path's length, and the golden files replace the path by ``<TMP>``."""
+    root = Path(tempfile.mkdtemp(prefix="wg", dir="/tmp"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
 def account(tmp_path: Path) -> Hooks:
     """The hooks' source factory: ``--source account-golden`` is the account of ``tmp_path/export.json``,
     and so is dev.to itself (``watcher cron`` scans the configured account)."""
@@ -120,7 +134,9 @@ class Transcript:
         self.parts: list[str] = []
 
     def run(self, entry: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any] | None:
-        proc = run_main(entry, *args, data_dir=self.data_dir, env={**self.env, **(env or {})}, hooks=self.hooks)
+        # The width of a pipe, whatever the shell running the tests exports (SPEC §16.4).
+        env = {"COLUMNS": "80", **self.env, **(env or {})}
+        proc = run_main(entry, *args, data_dir=self.data_dir, env=env, hooks=self.hooks)
         self.add(f"{'watcher' if entry == 'cli' else 'watcher-bridge'} {' '.join(args)}", proc.returncode,
                  proc.stdout)
         try:

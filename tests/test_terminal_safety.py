@@ -64,7 +64,8 @@ def test_no_human_view_passes_an_escape_sequence_to_the_terminal(tmp_path: Path,
     source = str(_hostile_export(tmp_path / "export.json"))
     scan = run_main("cli", "scan", "--source", source, data_dir=data_dir, env=OFFLINE)
     assert scan.returncode == 0, scan.stderr
-    views = [scan] + [run_main("cli", *args, data_dir=data_dir, env=OFFLINE)
+    wide = {**OFFLINE, "COLUMNS": "1000"}  # each escape sequence on one line, to be found whole
+    views = [scan] + [run_main("cli", *args, data_dir=data_dir, env=wide)
                       for args in (("inbox",), ("inbox", "--all"), ("show", "evil1"), ("show", "par1"),
                                    ("status",))]
     for proc in views:

@@ -40,6 +40,7 @@ _ENV_KEYS = {
     "WATCHER_PARALLEL": "parallel",
     "WATCHER_INCLUDE_OWN_COMMENTS": "include_own_comments",
     "WATCHER_BACKLOG_DAYS": "backlog_days",
+    "WATCHER_PRICES": "prices",
     "DEVTO_USERNAME": "devto_username",
     "DEVTO_API_KEY": "devto_api_key",
     "DEVTO_BASE_URL": "devto_base_url",
@@ -64,6 +65,8 @@ SETTINGS_HELP = {
     "WATCHER_INCLUDE_OWN_COMMENTS": "also triage your own comments (default false)",
     "WATCHER_BACKLOG_DAYS": "on an account's first scan, older comments are recorded as baseline "
     "and never sent to the model (default 14; `scan --since DATE` queues them)",
+    "WATCHER_PRICES": "dollars per million tokens, for the usage command: model=in/out, "
+    "comma-separated (e.g. gpt-6-luna=0.15/0.60)",
     "DEVTO_USERNAME": "the dev.to account whose articles to watch",
     "DEVTO_API_KEY": "optional: watch /articles/me/published with this key",
     "DEVTO_BASE_URL": "Forem API base (default https://dev.to/api)",
@@ -93,6 +96,7 @@ class Settings:
     known_keys: tuple[SecretStr, ...] = ()
     include_own_comments: bool = False
     backlog_days: int = 14
+    prices: str | None = None  # WATCHER_PRICES as given; watcher.commands.usage reads it
     # True when nothing chose a provider and the offline classifier stands in.
     provider_defaulted: bool = False
     # Where the key came from (a variable's name, the config file, the command line), never the
@@ -336,6 +340,7 @@ def _build(
         ),
         include_own_comments=_bool(values.get("include_own_comments", False)),
         backlog_days=_days(values.get("backlog_days", 14)),
+        prices=str(values["prices"]) if values.get("prices") else None,
         provider_defaulted="provider" not in values,
         api_key_from=api_key_from if api_key and spec.is_remote else None,
         data_dir_chosen=chosen,

@@ -212,6 +212,10 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
         verbose: Annotated[
             bool, typer.Option("--verbose", "-v", help="Say more on stderr.")
         ] = False,
+        no_pager: Annotated[
+            bool,
+            typer.Option("--no-pager", help="Print long output straight to the terminal."),
+        ] = False,
         version: Annotated[
             bool,
             typer.Option(
@@ -221,7 +225,13 @@ def build_app(entrypoint: str = "cli") -> typer.Typer:
     ) -> None:
         # click's obj arrives as main()'s hooks and leaves as the Frontend every command reads.
         hooks = ctx.obj if isinstance(ctx.obj, Hooks) else Hooks()
-        ctx.obj = Frontend(entrypoint=entrypoint, data_dir=data_dir, verbose=verbose, hooks=hooks)
+        ctx.obj = Frontend(
+            entrypoint=entrypoint,
+            data_dir=data_dir,
+            verbose=verbose,
+            pager=not no_pager,
+            hooks=hooks,
+        )
 
     for command in COMMANDS:
         if entrypoint == "bridge" and not command.bridge:

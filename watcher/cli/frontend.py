@@ -34,6 +34,7 @@ class Frontend:
     entrypoint: str = "cli"
     data_dir: Path | None = None
     verbose: bool = False
+    pager: bool = True  # --no-pager: never page human output (SPEC §16.4)
     hooks: Hooks = field(default_factory=Hooks)
 
     @property
@@ -95,7 +96,7 @@ class Frontend:
         from watcher.cli import render
 
         if envelope.result is not None:
-            render.human(envelope.command, envelope.result, envelope.error)
+            render.human(envelope.command, envelope.result, envelope.error, pager=self.pager)
         if envelope.error and not render.says_its_own_errors(envelope.command):
             self._notice(f"error: {envelope.error['message']}")
 
@@ -109,11 +110,10 @@ class Frontend:
         message = visible(message)
         if not self.always_envelope and sys.stderr.isatty():
             # A terminal wraps mid-word ("the pro/vider"): wrap at word boundaries to its width.
-            # A pipe or a mail gets the whole line.
-            try:
-                width = os.get_terminal_size(sys.stderr.fileno()).columns
-            except OSError:
-                width = 80
+            # A pipe or a mail gets the whole line. A terminal of 0 columns wraps at 80.
+            from watcher.cli.wrap import width as width_of
+
+            width = width_of(sys.stderr)
             message = "\n".join(
                 textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
                 for line in message.splitlines()

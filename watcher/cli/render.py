@@ -7,6 +7,9 @@ Imported only by the human front end, so ``--json`` runs and the bridge never lo
 from __future__ import annotations
 
 import importlib
+import os
+import shlex
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +19,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.text import Text
 
+from watcher.cli import wrap
 from watcher.commands import registry
 from watcher.commands.envelope import EnvelopeError
 from watcher.commands.results import ItemResult
@@ -37,18 +41,28 @@ class _Console(Console):
         # printed as a Text (_as_written), so a date inside it is never rewritten.
         return super().render_str(visible(local_minutes(text)), **kwargs)
 
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        # The one wrapping of every view's lines (SPEC §16.4, watcher.cli.wrap): a string or a
+        # Text is cut into lines that fit the width, with a hanging indent and URLs whole. A table
+        # lays itself out at the width; soft_wrap=True asks for the line exactly as given.
+        if kwargs.get("soft_wrap") or len(objects) != 1 or not isinstance(objects[0], str | Text):
+            super().print(*objects, **kwargs)
+            return
+        text = objects[0] if isinstance(objects[0], Text) else self.render_str(objects[0])
+        for line in wrap.lines(self, text, self.width):
+            super().print(line, soft_wrap=True, **kwargs)
 
-# How wide output that is not a terminal (a pipe, cron's mail) may be: a table fits in it, its
-# detail column cut (a wrong-model table was ~450 columns); prose lines stay whole (soft_wrap) for
-# grep and for the mail reader, which wraps them itself.
-PIPED_WIDTH = 120
-_TTY = sys.stdout.isatty()
-# markup=False: comment text and model output are untrusted and may contain "[...]". On a terminal
-# rich wraps at word boundaries; colour follows rich's rules (a terminal, NO_COLOR honoured).
-_out = _Console(
-    highlight=False, markup=False, soft_wrap=not _TTY, width=None if _TTY else PIPED_WIDTH
-)
-_err = _Console(stderr=True, highlight=False, markup=False)
+
+def _consoles() -> tuple[_Console, _Console]:
+    """stdout's and stderr's consoles, at the width each wraps at (watcher.cli.wrap.width)."""
+    # markup=False: comment text and model output are untrusted and may contain "[...]". Colour
+    # follows rich's rules (a terminal, NO_COLOR honoured).
+    out = _Console(highlight=False, markup=False, width=wrap.width(sys.stdout))
+    err = _Console(stderr=True, highlight=False, markup=False, width=wrap.width(sys.stderr))
+    return out, err
+
+
+_err = _Console(stderr=True, highlight=False, markup=False)  # the progress display's
 
 
 class BatchProgress:
@@ -141,11 +155,34 @@ class _Screen:
     error: EnvelopeError | None
 
 
-def human(command: str, result: BaseModel, error: EnvelopeError | None = None) -> None:
-    """Print ``command``'s result for a person, with the view its registry entry names."""
+def human(
+    command: str, result: BaseModel, error: EnvelopeError | None = None, *, pager: bool = True
+) -> None:
+    """Print ``command``'s result for a person, with the view its registry entry names; on a
+    terminal, output longer than the screen goes through the pager (SPEC §16.4)."""
     module, _, name = registry.command(command).view.partition(":")
     view: Callable[[Any, _Screen], None] = getattr(importlib.import_module(module), name)
-    view(result, _Screen(_out, _err, error))
+    out, err = _consoles()
+    if not (pager and out.is_terminal):
+        view(result, _Screen(out, err, error))
+        return
+    with out.capture() as drawn:
+        view(result, _Screen(out, err, error))
+    page(drawn.get(), out.height)
+
+
+def page(text: str, height: int) -> None:
+    """``text`` on stdout, through ``PAGER`` (``less -FRX``: it quits when the text fits, keeps
+    the colours and leaves the text on the screen) when it is longer than the screen."""
+    command = shlex.split(os.environ.get("PAGER", "less -FRX"))
+    if text.count("\n") < height or not command or command == ["cat"]:
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    try:
+        subprocess.run(command, input=text.encode(), check=False)
+    except OSError:  # no such pager: the text itself
+        sys.stdout.write(text)
 
 
 def says_its_own_errors(command: str) -> bool:

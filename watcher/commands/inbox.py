@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -27,6 +27,7 @@ from watcher.commands.spec import (
     Mcp,
     McpArg,
     Param,
+    whole_number,
 )
 from watcher.errors import UsageError, WatcherError
 from watcher.models import CAP, InboxRecord, SeenComment, State
@@ -38,12 +39,25 @@ VIEWS = "watcher.cli.views"
 PRIORITY_ORDER = {"high": 0, "normal": 1, "low": 2}
 
 
+Priority = Literal["high", "normal", "low"]
+
+
 def inbox_view(
-    ctx: Context, *, show_all: bool = False, new: bool = False, claim: bool = True
+    ctx: Context,
+    *,
+    show_all: bool = False,
+    new: bool = False,
+    claim: bool = True,
+    article: int | None = None,
+    priority: Priority | None = None,
+    oneline: bool = False,
 ) -> InboxResult:
     """What needs a reply (``show_all``: every comment). ``new``: only what no earlier ``--new``
     listed, and remember these as listed — for a cron line that mails its output. ``claim=False``:
-    not remembered yet (cron marks them once its notification holds them, SPEC §16.1)."""
+    not remembered yet (cron marks them once its notification holds them, SPEC §16.1).
+    ``article`` and ``priority`` keep only the comments on that article, of that priority (SPEC
+    §16.4); a comment without a verdict has no priority. ``oneline``: the view prints one line per
+    comment."""
     if show_all and new:
         raise UsageError(
             "--new lists only comments needing a reply; it cannot be combined with --all"
@@ -57,11 +71,13 @@ def inbox_view(
         if new and entry.listed_at is not None:
             continue
         record = store.load_record(cid)
-        if record is None:
+        if record is None or (article is not None and record.comment.article_id != article):
             continue
         if not show_all and not needs_reply(record, entry):
             continue
         verdict = record.verdict or (record.edits[-1].verdict if entry.status == "edited" else None)
+        if priority is not None and (verdict is None or verdict.priority != priority):
+            continue
         rows.append(
             InboxEntry(
                 id=cid,
@@ -92,7 +108,14 @@ def inbox_view(
     for entry in index.comments.values():
         if entry.status in unresolved:
             unresolved[entry.status] += 1
-    return InboxResult(all=show_all, new=new, count=len(rows), comments=rows, unresolved=unresolved)
+    return InboxResult(
+        all=show_all,
+        new=new,
+        count=len(rows),
+        comments=rows,
+        unresolved=unresolved,
+        oneline=oneline or None,
+    )
 
 
 # What `watcher inbox` may list (SPEC §15.2): a verdict that says reply, an edited comment whose new
@@ -225,6 +248,13 @@ def _parent_of(store: Store, record: InboxRecord) -> Parent | None:
     return Parent(id=c.parent_id, author=author, excerpt=excerpt, yours=c.answers_author)
 
 
+def _priority(value: str) -> str:
+    """The CLI parser of ``--priority``: its ``ValueError`` names the three it accepts."""
+    if value not in PRIORITY_ORDER:
+        raise ValueError(f"{value!r} is not one of high, normal, low")
+    return value
+
+
 INBOX = Command(
     name="inbox",
     summary="The comments that need a reply.",
@@ -233,10 +263,19 @@ INBOX = Command(
         "watcher inbox",
         "watcher inbox --all",
         "watcher inbox --new   (each new comment once; `watcher cron` runs it for cron)",
+        "watcher inbox --oneline --priority high",
+        "watcher inbox --article 1201",
     ),
     codes=VIEW_CODES,
     result=InboxResult,
-    run=lambda c, a: inbox_view(c, show_all=a["all"], new=a.get("new", False)),
+    run=lambda c, a: inbox_view(
+        c,
+        show_all=a["all"],
+        new=a.get("new", False),
+        article=a.get("article"),
+        priority=a.get("priority"),
+        oneline=a.get("oneline", False),
+    ),
     view=f"{VIEWS}.reading:inbox",
     params=(
         Param(
@@ -254,6 +293,31 @@ INBOX = Command(
             help="Only those no earlier --new listed, and remember them; prints nothing when "
             "there are none.",
         ),
+        Param(
+            name="oneline",
+            type=bool,
+            default=False,
+            flags=("--oneline",),
+            help="One line per comment.",
+        ),
+        Param(
+            name="article",
+            type=int | None,
+            default=None,
+            flags=("--article",),
+            help="Only the comments on this article (its id: `watcher articles`).",
+            metavar="ID",
+            parser=whole_number,
+        ),
+        Param(
+            name="priority",
+            type=str | None,
+            default=None,
+            flags=("--priority",),
+            help="Only the comments of this priority: high, normal or low.",
+            metavar="high|normal|low",
+            parser=_priority,
+        ),
     ),
     mcp=Mcp(
         description=words.INBOX,
@@ -269,6 +333,22 @@ INBOX = Command(
                     ),
                 ],
                 False,
+            ),
+            McpArg(
+                "article",
+                Annotated[
+                    int | None,
+                    Field(description="Only the comments on this article id (tool articles)."),
+                ],
+                None,
+            ),
+            McpArg(
+                "priority",
+                Annotated[
+                    Priority | None,
+                    Field(description="Only the comments of this priority."),
+                ],
+                None,
             ),
         ),
     ),

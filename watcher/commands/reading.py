@@ -18,6 +18,7 @@ from watcher.commands.results import (
     ArticleRow,
     ArticlesResult,
     Cooldown,
+    ModelUsage,
     NotifyStatus,
     StatusPaths,
     StatusResult,
@@ -82,6 +83,7 @@ def status(ctx: Context) -> StatusResult:
         ),
         notify=_notify_status(settings, store),
         offline_quality=_offline_quality() if settings.provider == "offline" else None,
+        this_month=_this_month(ctx),
     )
 
 
@@ -105,6 +107,18 @@ def _notify_status(settings: Settings, store: Store) -> NotifyStatus | None:
         pending=found.pending,
         gave_up=found.gave_up,
     )
+
+
+def _this_month(ctx: Context) -> list[ModelUsage] | None:
+    """This month's calls per model (SPEC §16.4); none while WATCHER_PRICES is malformed (`usage`
+    and `check` say why)."""
+    from watcher.commands.usage import usage
+    from watcher.errors import ConfigError
+
+    try:
+        return usage(ctx).models or None
+    except ConfigError:
+        return None
 
 
 def _offline_quality() -> str:

@@ -44,6 +44,7 @@ from watcher.commands import (
     person,
     reading,
     runs,
+    usage,
     verdicts,
 )
 from watcher.commands.envelope import Envelope
@@ -68,6 +69,7 @@ COMMANDS: tuple[Command, ...] = (
     person.GRANT,
     verdicts.EVAL,
     person.SIGNALS,
+    usage.USAGE,
 )
 
 _BY_NAME = {command.name: command for command in COMMANDS}

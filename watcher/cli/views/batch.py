@@ -3,7 +3,7 @@ submit (``view(result, screen)``, :mod:`watcher.commands.screen`)."""
 
 from __future__ import annotations
 
-from watcher.cli.views.reading import inbox, said
+from watcher.cli.views.reading import inbox, offline_said, said
 from watcher.commands.envelope import EnvelopeError
 from watcher.commands.results import (
     BatchResult,
@@ -32,25 +32,27 @@ def batch(doc: BatchResult, screen: Screen) -> None:
     """A batch's table, its counts and the next step; the run's error is said beside them."""
     if doc.items:
         _table(doc, screen)
+        offline_said((item.verdict for item in doc.items), screen)
     screen.out.print(_counts(doc))
     if not doc.dry_run:
         screen.out.print(f"next: {_next_step(doc, screen.error)}")
 
 
 def _table(doc: BatchResult, screen: Screen) -> None:
-    """One line per comment: the summary is cut to the terminal's width, not wrapped."""
+    """One line per comment, the table as wide as the output (the same width from run to run):
+    the summary is cut to fit, not wrapped."""
     from rich.table import Table
 
     error = screen.error
-    table = Table(title=f"{doc.command} ({doc.provider} {doc.model})")
+    table = Table(title=f"{doc.command} ({doc.provider} {doc.model})", expand=True)
     used = 4 * 3 + 1  # borders and padding of four columns
     rows = [_cells(item) for item in doc.items]
     for column, name in enumerate(("comment", "outcome", "attempts")):
         # These never shrink: the detail column gives way on a narrow terminal.
         width = max([len(name), *(len(row[column]) for row in rows)])
-        table.add_column(name, no_wrap=True, min_width=width)
+        table.add_column(name, no_wrap=True, width=width)
         used += width
-    table.add_column("detail", no_wrap=True)
+    table.add_column("detail", no_wrap=True, ratio=1)  # the room the others leave
     room = max(20, screen.out.width - used)
     for item, row in zip(doc.items, rows, strict=True):
         detail = describe(item)

@@ -18,11 +18,14 @@ from watcher.commands.screen import Screen, one_line
 def check(doc: CheckResult, screen: Screen) -> None:
     from rich.table import Table
 
+    from watcher.cli.wrap import hanging
+
     if (
         not sys.stdout.isatty()
     ):  # whole lines in a pipe (grep, mail), as every other view prints them there
         for c in doc.checks:
-            screen.out.print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<10}  {one_line(c.detail)}")
+            line = f"{'ok  ' if c.ok else 'FAIL'}  {c.name:<10}  {one_line(c.detail)}"
+            screen.out.print(hanging(screen.out.render_str(line).plain, 18))
             if c.fix and not c.ok:
                 screen.out.print(f"{'':16}fix: {c.fix}")
     else:

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from watcher.commands.results import (
     ArticlesResult,
     CommentRecord,
     CronResult,
+    InboxEntry,
     InboxResult,
     ItemVerdict,
     MarkResult,
@@ -16,13 +21,17 @@ from watcher.commands.results import (
 from watcher.commands.screen import Screen, as_written, one_line
 from watcher.models import Verdict
 
+if TYPE_CHECKING:
+    from rich.text import Text
+
 HIGH = "bold red"  # how a high-priority comment stands out on a terminal
 
 
 def said(verdict: ItemVerdict | Verdict) -> str:
     """A verdict on one line: whether it needs a reply, its category, priority and summary."""
     need = "needs a reply" if verdict.needs_reply else "no reply needed"
-    return f"{need} · {verdict.category} · {verdict.priority}: {one_line(verdict.summary)}"
+    summary = offline_label(verdict.summary)[1]
+    return f"{need} · {verdict.category} · {verdict.priority}: {one_line(summary)}"
 
 
 def status(doc: StatusResult, screen: Screen) -> None:
@@ -59,6 +68,12 @@ def status(doc: StatusResult, screen: Screen) -> None:
             "a "
             "submit (the next run closes them as interrupted)"
         )
+    for m in doc.this_month or ():
+        cost = f" · ${m.dollars:.2f}" if m.dollars is not None else ""
+        screen.out.print(
+            f"month:     {m.provider} {one_line(m.model)}: {m.calls} call(s), "
+            f"{m.input_tokens:,} in, {m.output_tokens:,} out{cost} (`watcher usage`)"
+        )
     counts = doc.signals.counts
     screen.out.print(
         "signals:   "
@@ -84,6 +99,27 @@ def _notify_status(notify: NotifyStatus, screen: Screen) -> None:
         screen.out.print(f"warning:   {one_line(notify.warning)}")
 
 
+# The offline classifier's summary: its label (the same on every comment), the category again,
+# then the start of the comment (watcher/providers/offline.py, _summary).
+_OFFLINE = re.compile(r"\[offline\] (heuristic guess \([^)]*\)): [a-z_]+(?:: )?(.*)", re.DOTALL)
+
+
+def offline_label(summary: str) -> tuple[str | None, str]:
+    """An offline verdict's summary without its label and category (said once per view, SPEC
+    §16.4): ``(label, rest)``; ``(None, summary)`` for any other provider's."""
+    found = _OFFLINE.fullmatch(summary)
+    if found is None:
+        return None, summary
+    return found.group(1), found.group(2).strip() or "(empty comment)"
+
+
+def offline_said(verdicts: Iterable[ItemVerdict | Verdict | None], screen: Screen) -> None:
+    """The offline label, once, beside the verdicts it applies to."""
+    labels = {offline_label(v.summary)[0] for v in verdicts if v}
+    for label in sorted(x for x in labels if x):
+        screen.out.print(f"offline verdicts are a {label}")
+
+
 def inbox(doc: InboxResult, screen: Screen) -> None:
     from rich.text import Text
 
@@ -102,7 +138,11 @@ def inbox(doc: InboxResult, screen: Screen) -> None:
         )
     if not doc.comments:
         return
+    offline_said((r.verdict for r in doc.comments), screen)
     for row in doc.comments:
+        if doc.oneline:
+            screen.out.print(_oneline(row, screen.out.width), soft_wrap=True)
+            continue
         v = row.verdict
         rest = f"  {v.category if v else '-':<10}  @{one_line(row.author)}"
         if row.answers_you:
@@ -117,7 +157,8 @@ def inbox(doc: InboxResult, screen: Screen) -> None:
                 f"{row.id}  ", (f"{priority:<6}", HIGH if priority == "high" else ""), rest
             )
         )
-        screen.out.print(f"    {one_line(v.summary) if v else '(no verdict yet)'}")
+        summary = offline_label(v.summary)[1] if v else "(no verdict yet)"
+        screen.out.print(f"    {one_line(summary)}")
         if v and v.reply_hint:
             screen.out.print(f"    hint: {one_line(v.reply_hint)}")
         screen.out.print(f"    {one_line(row.url)}  (on “{one_line(row.article)}”)")
@@ -134,9 +175,27 @@ def inbox(doc: InboxResult, screen: Screen) -> None:
     )
 
 
+def _oneline(row: InboxEntry, width: int) -> Text:
+    """One comment on one line, cut to the width: id, priority, category, author, summary."""
+    from rich.text import Text
+
+    v = row.verdict
+    priority = v.priority if v else "-"
+    line = Text.assemble(
+        f"{row.id:<6} ",
+        (f"{priority:<6}", HIGH if priority == "high" else ""),
+        f" {v.category if v else '-':<10} @{one_line(row.author)}: ",
+        one_line(offline_label(v.summary)[1] if v else "(no verdict yet)"),
+    )
+    line.truncate(width, overflow="ellipsis")
+    return line
+
+
 def show(doc: CommentRecord, screen: Screen) -> None:
     """One comment: where it stands, what it answers, its text and verdict, then what came after."""
     from rich.text import Text
+
+    from watcher.cli.wrap import hanging
 
     c = doc.comment
     screen.out.print(
@@ -161,21 +220,35 @@ def show(doc: CommentRecord, screen: Screen) -> None:
         for line in (p.excerpt or "(its text is not known here)").splitlines():
             screen.out.print(f"  > {one_line(line)}")
     screen.out.print("")
-    screen.out.print(as_written(c.text))
+    # The comment as written: its lines wrap under themselves, as prose does.
+    screen.out.print(hanging(as_written(c.text).plain, 0))
     if doc.verdict:
         v = doc.verdict
         screen.out.print("")
-        by = f" — verdict by {doc.verdict_by}" if doc.verdict_by else ""
+        by = _verdict_by(doc)
         screen.out.print(
             Text.assemble(
                 f"verdict: needs_reply={v.needs_reply} {v.category} ",
                 (v.priority, HIGH if v.priority == "high" else ""),
-                f": {one_line(v.summary)}{by}",
+                f": {one_line(offline_label(v.summary)[1])}{by}",
             )
         )
         if v.reply_hint:
             screen.out.print(f"reply hint: {one_line(v.reply_hint)}")
     _after(doc, screen)
+
+
+def _verdict_by(doc: CommentRecord) -> str:
+    """Who gave the verdict: the provider and model of the attempt that did (SPEC §16.4), and the
+    offline classifier's label."""
+    if not doc.verdict_by:
+        return ""
+    gave = next((a for a in reversed(doc.attempts) if a.outcome == "ok"), None)
+    by = f" — verdict by {doc.verdict_by}"
+    if gave is not None and gave.model:
+        by += f" {one_line(gave.model)}"
+    label = offline_label(doc.verdict.summary)[0] if doc.verdict else None
+    return by + (f", a {label}" if label else "")
 
 
 def _after(doc: CommentRecord, screen: Screen) -> None:

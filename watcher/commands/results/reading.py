@@ -97,6 +97,21 @@ class NotifyStatus(_Result):
     warning: str | None = _absent_if_none("Why the outbox could not be read.")
 
 
+class ModelUsage(_Result):
+    provider: str
+    model: str
+    calls: int = Field(description="Attempts reserved for this model (each one call at most).")
+    input_tokens: int = Field(description="Input tokens the provider reported, summed.")
+    output_tokens: int = Field(description="Output tokens the provider reported, summed.")
+    without_usage: int = Field(
+        description="Attempts with no usage recorded (offline, an agent's, an error without it, "
+        "or a process that died first): not in the token sums."
+    )
+    dollars: float | None = Field(
+        description="What the tokens cost at WATCHER_PRICES; null when it does not price the model."
+    )
+
+
 class StatusResult(_Result):
     comments: int
     articles: int
@@ -119,6 +134,10 @@ class StatusResult(_Result):
         "Provider offline only: how good the heuristic's verdicts are, "
         "measured on the bundled labelled set (`watcher eval --set "
         "bundled`)."
+    )
+    this_month: list[ModelUsage] | None = _absent_if_none(
+        "This UTC month's calls and tokens per provider and model (the usage command); absent "
+        "before the month's first call."
     )
 
 
@@ -155,6 +174,7 @@ class InboxResult(_Result):
     count: int
     comments: list[InboxEntry] = Field(description="Highest priority first, then oldest.")
     unresolved: dict[State, int] = Field(description="Comments without a verdict, per state.")
+    oneline: bool | None = _absent_if_none("Asked for one line per comment (--oneline).")
 
 
 class Parent(_Result):
