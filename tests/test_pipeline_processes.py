@@ -244,7 +244,7 @@ def test_second_run_fails_with_lock_busy_after_five_seconds_from_both_entrypoint
     notices.resume()
     holder.communicate(timeout=30)
     assert cli.returncode == 4 and bridge.returncode == 4
-    assert 4.9 <= elapsed <= 12
+    assert elapsed >= 4.9  # the whole 5 s budget, and no more than it says: "(waited 5.0 s)"
     assert "pipeline lock busy: another watcher run holds" in out_cli[1]
     assert "(waited 5.0 s)" in out_cli[1]
     env = envelope(out_bridge)
@@ -259,17 +259,17 @@ def test_runs_during_a_long_call_neither_wait_nor_exit_4(data_dir: Path, fake: F
     fake.script("slow", "hold")
     holder = start("cli", "scan", "--source", str(export), "--limit", "1", data_dir=data_dir, env=fake.env())
     fake.wait_in_flight()
-    began = time.monotonic()
     cli = run("cli", "recheck", "slow", "--json", data_dir=data_dir, env=fake.env())
     bridge = run("bridge", "scan", "--source", str(export), data_dir=data_dir, env=fake.env())
-    elapsed = time.monotonic() - began
+    # Both answered while the call was still held: a lock held across it would have made them
+    # wait out the 5 s and exit 4 (the test above), whatever the machine's load.
+    assert holder.poll() is None
     fake.release()
     assert holder.communicate(timeout=30) and holder.returncode == 0
     assert (cli.returncode, bridge.returncode) == (0, 0), (cli.stderr, bridge.stdout)
     assert envelope(cli)["result"]["items"][0]["outcome"] == "deferred"
     assert {i["id"]: i["outcome"] for i in envelope(bridge)["result"]["items"]} == {"slow": "deferred",
                                                                                    "other": "verdict"}
-    assert elapsed < 4.0  # neither waited out the 5 s lock wait
     assert sorted(fake.calls) == ["other", "slow"]
 
 
@@ -282,11 +282,8 @@ def test_mark_during_batch_returns_promptly_and_survives_the_batch_save(
     fake.script("slow", "hold")
     batch = start("cli", "scan", "--source", str(export2), data_dir=data_dir, env=fake.env())
     fake.wait_in_flight()
-    began = time.monotonic()
     marked = run("cli", "mark", "done1", "replied", data_dir=data_dir)
-    took = time.monotonic() - began
-    assert marked.returncode == 0, marked.stderr
-    assert took < 4.0  # it never waits for the pipeline lock (5 s)
+    assert marked.returncode == 0, marked.stderr  # a wait for the pipeline lock would end in exit 4
     assert batch.poll() is None  # the batch was still holding the lock
     fake.release()
     batch.communicate(timeout=30)
