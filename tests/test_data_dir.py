@@ -3,7 +3,7 @@
 A default relative to the working directory would give each one (cron's ``$HOME``, a checkout, an
 agent's workspace) a data dir and a 3-attempt budget of its own, so the default is the platform's user
 data directory (``$XDG_DATA_HOME/devto-watcher``, else ``~/.local/share/devto-watcher`` on Linux);
-a relative ``WATCHER_DATA_DIR`` is still resolved once, against the directory it was given in. A run
+a relative ``WATCHER_DATA_DIR`` is refused (it would name another directory in every one). A run
 that finds state in ``./data`` but none in the default says so, with the ``mv`` that moves it. The
 demo keeps ``./data/demo``. The autouse fixture points ``XDG_DATA_HOME`` at a temp dir, so nothing
 here (or anywhere in the suite) can reach the real one.
@@ -19,6 +19,7 @@ import pytest
 from _proc import run_main, write_export
 
 from watcher.config import load_settings
+from watcher.errors import ConfigError
 
 OFFLINE = {"WATCHER_PROVIDER": "offline"}
 
@@ -47,9 +48,12 @@ def test_the_default_data_dir_is_the_users_data_directory(default_dir: Path) -> 
     assert load_settings(env={"XDG_DATA_HOME": "/ignored"}).data_dir == default_dir  # platformdirs reads os.environ
 
 
-def test_a_relative_watcher_data_dir_is_still_resolved_once(tmp_path: Path) -> None:
-    """WATCHER_DATA_DIR=state is the absolute <cwd>/state, as before."""
-    assert load_settings(env={"WATCHER_DATA_DIR": "state"}).data_dir == Path.cwd() / "state"
+def test_a_relative_data_dir_option_is_resolved_once(tmp_path: Path) -> None:
+    """--data-dir state is the absolute <cwd>/state; WATCHER_DATA_DIR=state is refused (SPEC §16.3,
+    tests/test_first_contact_mistakes.py)."""
+    assert load_settings(data_dir="state", env={}).data_dir == Path.cwd() / "state"
+    with pytest.raises(ConfigError, match="relative path"):
+        load_settings(env={"WATCHER_DATA_DIR": "state"})
 
 
 def test_runs_from_two_working_directories_share_one_budget(default_dir: Path, tmp_path: Path) -> None:
