@@ -82,16 +82,16 @@ def test_corrupt_error_names_the_file_and_where_it_went(paths: Paths, target: st
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_newer_schema_is_refused_and_left_untouched(paths: Paths, target: str) -> None:
-    """schema_version 3 (this release writes 2) raises NewerSchema; the file stays byte-for-byte and
+    """schema_version 4 (this release writes at most 3) raises NewerSchema; the file stays byte-for-byte and
     nothing is quarantined."""
-    content = json.dumps({"schema_version": 3, "whatever": "a newer watcher wrote"}).encode()
+    content = json.dumps({"schema_version": 4, "whatever": "a newer watcher wrote"}).encode()
     path = _plant(paths, target, content)
     mtime = path.stat().st_mtime_ns
     with pytest.raises(NewerSchema) as info:
         TARGETS[target][1](paths)
     assert path.read_bytes() == content and path.stat().st_mtime_ns == mtime
     assert not paths.quarantine.exists() or list(paths.quarantine.iterdir()) == []
-    assert "schema_version 3" in str(info.value) and "upgrade" in str(info.value)
+    assert "schema_version 4" in str(info.value) and "upgrade" in str(info.value)
     assert exit_code_for(info.value) == EXIT_STATE
 
 

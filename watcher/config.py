@@ -254,7 +254,7 @@ def default_data_dir() -> Path:
     ``~/.local/share/devto-watcher`` on Linux; the platform's own elsewhere (platformdirs). One
     per user, whatever directory a run starts in: a default relative to it would give every working
     directory (cron's ``$HOME``, a checkout, an agent's workspace) a 3-attempt budget of its own."""
-    from watcher.store.dirs import home_data_dir
+    from watcher.util.datadir import home_data_dir
 
     return home_data_dir(APP_NAME)
 
@@ -295,7 +295,7 @@ def data_paths(
     given = data_dir or env.get("WATCHER_DATA_DIR")
     if not data_dir:
         _refuse_unexpanded("WATCHER_DATA_DIR", env.get("WATCHER_DATA_DIR"))
-    from watcher.store.dirs import named_data_dir
+    from watcher.util.datadir import named_data_dir
 
     setting = "--data-dir" if data_dir else "WATCHER_DATA_DIR"
     root = named_data_dir(given, setting) if given else default_data_dir()

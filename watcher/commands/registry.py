@@ -35,7 +35,17 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
-from watcher.commands import browse, claims, cron, inbox, person, reading, runs, verdicts
+from watcher.commands import (
+    browse,
+    claims,
+    cron,
+    forget,
+    inbox,
+    person,
+    reading,
+    runs,
+    verdicts,
+)
 from watcher.commands.envelope import Envelope
 from watcher.commands.spec import Command
 
@@ -51,6 +61,7 @@ COMMANDS: tuple[Command, ...] = (
     inbox.SHOW,
     browse.OPEN,
     person.MARK,
+    forget.FORGET,
     reading.ARTICLES,
     person.CHECK,
     person.GRANT,
