@@ -4,7 +4,7 @@ A default relative to the working directory would give each one (cron's ``$HOME`
 agent's workspace) a data dir and a 3-attempt budget of its own, so the default is the platform's user
 data directory (``$XDG_DATA_HOME/devto-watcher``, else ``~/.local/share/devto-watcher`` on Linux);
 a relative ``WATCHER_DATA_DIR`` is refused (it would name another directory in every one). A run
-that finds state in ``./data`` but none in the default says so, with the ``mv`` that moves it. The
+that finds state in ``./data`` but none in the default exits 2 naming ``watcher migrate ./data``. The
 demo keeps ``./data/demo``. The autouse fixture points ``XDG_DATA_HOME`` at a temp dir, so nothing
 here (or anywhere in the suite) can reach the real one.
 """
@@ -81,24 +81,25 @@ def _old_state(cwd: Path, export: Path) -> Path:
     return old
 
 
-def test_state_left_in_dot_data_is_named_with_the_mv_that_moves_it(default_dir: Path, tmp_path: Path) -> None:
-    """One line on stderr with the exact command; run as printed, the next run finds the state in
-    the default (nothing called again) and says nothing more; ./data/sample stays where it was."""
+def test_state_left_in_dot_data_stops_every_run_until_migrate_brings_it_over(default_dir: Path,
+                                                                              tmp_path: Path) -> None:
+    """status and scan exit 2 naming `watcher migrate ./data`, before anything is written; after the
+    migration the next scan finds the verdicts (nothing called again); ./data stays in place."""
     export = write_export(tmp_path / "export.json", ["a1"])
     cwd = tmp_path / "checkout"
     cwd.mkdir()
     old = _old_state(cwd, export)
-    status = _main("status", cwd=cwd)
-    assert status.returncode == 0, status.stderr
-    [line] = [ln for ln in status.stderr.splitlines() if str(old) in ln]
-    assert str(default_dir) in line
-    command = line.split("move it with: ", 1)[1].split(" — ", 1)[0]
-    assert command.startswith("mkdir -p ") and " && mv " in command
-    subprocess.run(command, shell=True, check=True, cwd=cwd)
+    for args in (("status",), ("scan", "--source", str(export))):
+        refused = _main(*args, cwd=cwd)
+        assert refused.returncode == 2, refused.stderr
+        assert "watcher migrate ./data" in refused.stderr and str(old) in refused.stderr
+    assert not default_dir.exists()
+    moved = _main("migrate", "./data", cwd=cwd)
+    assert moved.returncode == 0, moved.stderr
     again = _main("scan", "--source", str(export), "--json", cwd=cwd)
     assert again.returncode == 0 and '"calls": 0' in again.stdout, again.stdout + again.stderr
-    assert str(old) not in again.stderr
-    assert (old / "sample").is_dir() and (default_dir / "inbox" / "a1.json").is_file()
+    assert (old / "sample").is_dir() and (old / "inbox" / "a1.json").is_file()
+    assert (default_dir / "inbox" / "a1.json").is_file()
 
 
 def test_no_note_once_the_default_holds_state_or_a_data_dir_is_named(default_dir: Path, tmp_path: Path) -> None:
