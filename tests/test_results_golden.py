@@ -197,6 +197,15 @@ def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Pa
     nobrowser = {"BROWSER": str(tmp_path / "no-browser")}  # webbrowser's own choice: none here
     t.run("cli", "open", "q1", "--json", env=nobrowser)
     t.run("cli", "open", "q1", env=nobrowser)
+    # SPEC §16.3: a comment out of every view, and another store brought into the data dir.
+    t.run("cli", "forget", "s1", "--json")
+    t.run("cli", "forget", "s1")
+    old = tmp_path / "old"
+    moved = export(tmp_path / "old.json", ["o1", "q1"])
+    assert run_main("cli", "scan", "--source", str(moved), data_dir=old, env={"WATCHER_PROVIDER": "offline"}
+                    ).returncode == 0
+    t.run("cli", "migrate", str(old), "--json")
+    t.run("cli", "migrate", str(old))
     t.check()
 
 

@@ -191,7 +191,7 @@ def set_settings(provider: str | None, eval_dir: Path | None, scratch: Path) -> 
 def check_eval_dir(eval_dir: Path, user: Settings, lset: LabelledSet, hooks: Hooks) -> None:
     """Refuse a data dir that is (or holds) someone's comments: the user's, or one with comments
     the set does not have — the evaluation must never spend or mark on a real account's records."""
-    from watcher.store.dirs import overlapping
+    from watcher.store.places import overlapping
 
     how = overlapping(eval_dir, user.data_dir)
     if how is not None:

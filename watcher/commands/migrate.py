@@ -6,7 +6,7 @@ have keeps the inbox file with more attempts, the larger attempt count of the tw
 §13.5: attempts never go down), and the later of the two triages (marks latest-wins, §15.2). The
 bundled sample's comments are left out and counted. SRC is only read: it stays in place.
 
-Safe to rerun after a crash at any point: a marker file (``migrating.json``) is written in the
+Safe to rerun after a crash at any point: a marker (:mod:`watcher.store.places`) is written in the
 data dir before the first comment and removed after the index is saved; while it is there every
 command that opens the data dir refuses to run (exit 2) and names the command that finishes the
 migration, so no scan ever sees half a store and buys a call for a comment still to be moved.
@@ -21,7 +21,6 @@ from watcher.commands.core import Context
 from watcher.commands.results import Result
 from watcher.commands.screen import Screen
 from watcher.commands.spec import READ_CODES, Args, Command, Param
-from watcher.commands.unmigrated import MARKER
 from watcher.config import Paths, load_settings
 from watcher.errors import UsageError
 from watcher.models import InboxRecord, SeenComment, SeenFile
@@ -38,8 +37,7 @@ class MigrateResult(Result):
 
 def migrate(ctx: Context, source: str) -> MigrateResult:
     from watcher.commands.forget import sample_ids
-    from watcher.store import durable
-    from watcher.store.dirs import fsync_dir, overlapping
+    from watcher.store.places import begin_migration, finish_migration, overlapping
     from watcher.util.datadir import named_data_dir
 
     # Not ctx.settings: that refuses the very state this command is here to move.
@@ -60,10 +58,8 @@ def migrate(ctx: Context, source: str) -> MigrateResult:
         ids = sorted(set(src_index.comments) | set(src.record_ids()))
         left_out = [cid for cid in ids if cid in sample]
         moving = [cid for cid in ids if cid not in sample]
-        durable.write_json(
-            dst_root / MARKER,
-            {"source": str(src_root), "comments": len(moving)},
-            within=settings.paths.user_part,
+        begin_migration(
+            dst_root, source=src_root, comments=len(moving), within=settings.paths.user_part
         )
         base = dst.load_index()
         copied = merged = 0
@@ -81,8 +77,7 @@ def migrate(ctx: Context, source: str) -> MigrateResult:
                 comments[cid] = entry
         articles = {**src_index.articles, **mine.articles}
         dst.save_index(base, SeenFile(comments=comments, articles=articles))
-        (dst_root / MARKER).unlink()
-        fsync_dir(dst_root)
+        finish_migration(dst_root)
     return MigrateResult(
         source=str(src_root),
         data_dir=str(dst_root),

@@ -1,31 +1,27 @@
 """The refusal before any fetch or call while a data dir is not ready for a run (SPEC §16.3): its
 state is still in ``./data`` (the default of releases before 0.2.0), or a ``watcher migrate`` into
-it did not finish (:mod:`watcher.commands.migrate` writes :data:`MARKER` first and removes it last).
+it did not finish (:mod:`watcher.commands.migrate` marks it first and unmarks it last,
+:mod:`watcher.store.places`).
 Every command that opens the data dir through :class:`watcher.commands.core.Context` asks here."""
 
 from __future__ import annotations
 
-import json
-import os
 import shlex
-from pathlib import Path
 
 from watcher.config import OLD_DEFAULT_DIR, Paths, Settings
 from watcher.errors import ConfigError
 from watcher.pipeline import Hooks
 from watcher.pipeline.batch import open_store
 from watcher.store import Store
-
-MARKER = "migrating.json"
+from watcher.store.places import unfinished_migration
 
 
 def refuse_unmigrated(settings: Settings, store: Store, hooks: Hooks) -> None:
     """Raise :class:`ConfigError` (exit 2) before any fetch or call when the data dir is not ready:
     a migration into it did not finish, or it is the default, holds no state, and ``./data`` (the
     default before 0.2.0) does — a run would start an empty store and buy every verdict again."""
-    marker = settings.data_dir / MARKER
-    if os.path.lexists(marker):
-        source = _marker_source(marker)
+    source = unfinished_migration(settings.data_dir)
+    if source is not None:
         raise ConfigError(
             f"a migration into {settings.data_dir} did not finish: run `watcher migrate "
             f"{shlex.quote(source)}` again to complete it (it is safe to rerun)"
@@ -41,11 +37,3 @@ def refuse_unmigrated(settings: Settings, store: Store, hooks: Hooks) -> None:
         f"marks and attempts over — or keep using it with "
         f"WATCHER_DATA_DIR={shlex.quote(str(old.paths.root))}"
     )
-
-
-def _marker_source(marker: Path) -> str:
-    try:
-        doc = json.loads(marker.read_text(encoding="utf-8"))
-        return str(doc["source"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return "SRC"
