@@ -128,3 +128,14 @@ def test_a_scratch_dir_of_a_running_process_or_another_name_is_kept(tmp_path: Pa
         path.mkdir()
     assert sweep(str(tmp_path)) == [gone]
     assert live.is_dir() and other.is_dir() and not gone.exists()
+
+
+def test_an_empty_named_data_dir_beside_a_default_that_holds_state_is_named(data_dir: Path) -> None:
+    """WATCHER_DATA_DIR empty while the default data dir holds comments: a note names the default;
+    once the named one holds state, no note."""
+    default = Path(os.environ["XDG_DATA_HOME"]) / "devto-watcher"
+    (default / "inbox").mkdir(parents=True)
+    first = run_main("cli", "status", data_dir=data_dir)
+    assert first.returncode == 0 and f"default data dir {default} does" in first.stderr, first.stderr
+    (data_dir / "inbox").mkdir()
+    assert "default data dir" not in run_main("cli", "status", data_dir=data_dir).stderr

@@ -81,7 +81,7 @@ class Context:
             from watcher.commands.unmigrated import refuse_unmigrated  # SPEC §16.3
 
             try:
-                refuse_unmigrated(self._settings, self.store, self.hooks)
+                refuse_unmigrated(self._settings, self.store, self.hooks, self.notice)
             except WatcherError:
                 self._settings = self._store = None  # refused on every access, not only the first
                 raise
