@@ -25,6 +25,8 @@ import _first_release
 import pytest
 from _proc import run_main, write_export
 
+from watcher.models import SeenFile
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not _first_release.LANE,
@@ -62,7 +64,7 @@ def triage(data_dir: Path) -> dict[str, str]:
 def test_the_first_release_refuses_this_releases_files_and_changes_nothing(
         first_release: Path, data_dir: Path, tmp_path: Path) -> None:
     """After this release scanned, marked and counted: every first-release command exits 5 with
-    "has schema_version 2 (or 3) … upgrade devto-watcher … left untouched", no file changes, nothing is
+    "has schema_version N … upgrade devto-watcher … left untouched", no file changes, nothing is
     quarantined, and both marks are still there for this release."""
     export = write_export(tmp_path / "export.json", LABELS)
     assert run_main("cli", "scan", "--source", str(export), data_dir=data_dir, env=OFFLINE).returncode == 0
@@ -75,7 +77,7 @@ def test_the_first_release_refuses_this_releases_files_and_changes_nothing(
         done = old(first_release, *args, data_dir=data_dir, cwd=tmp_path)
         said = done.stdout + done.stderr
         assert done.returncode == 5, (args, said)
-        # 2 or 3: inbox files and provider.json are version 3 (SPEC §16.3, §16.6), seen.json 2.
+        # 3: inbox files, provider.json and seen.json are all version 3 (SPEC §16.3, §16.6).
         assert "has schema_version " in said and "upgrade devto-watcher" in said and "left untouched" in said, said
         assert tree(data_dir) == before, args
     assert not (data_dir / "quarantine").exists()
@@ -85,7 +87,7 @@ def test_the_first_release_refuses_this_releases_files_and_changes_nothing(
 def test_this_release_reads_the_first_releases_files_and_writes_its_own_version_only_when_it_writes(
         first_release: Path, data_dir: Path, tmp_path: Path) -> None:
     """The first release scans and marks; this one reads (status, inbox, show) without changing a
-    byte, and its first mark writes seen.json as version 2 — which the first release then refuses,
+    byte, and its first mark writes seen.json in its own version — which the first release then refuses,
     untouched — while both releases' marks stand."""
     export = write_export(tmp_path / "export.json", LABELS)
     for args in (["scan", "--source", str(export)], ["mark", "a1", "replied"], ["signals"]):
@@ -96,10 +98,11 @@ def test_this_release_reads_the_first_releases_files_and_writes_its_own_version_
         assert run_main("cli", *args, data_dir=data_dir, env=OFFLINE).returncode == 0, args
     assert tree(data_dir) == written
     assert run_main("cli", "mark", "a2", "ignored", data_dir=data_dir, env=OFFLINE).returncode == 0
-    assert json.loads((data_dir / "seen.json").read_bytes())["schema_version"] == 2
+    assert json.loads((data_dir / "seen.json").read_bytes())["schema_version"] == SeenFile.SCHEMA_VERSION
     assert {json.loads(p.read_bytes())["schema_version"] for p in (data_dir / "inbox").iterdir()} == {1}
     after = tree(data_dir)
     refused = old(first_release, "mark", "a3", "ignored", data_dir=data_dir, cwd=tmp_path)
-    assert refused.returncode == 5 and "has schema_version 2" in refused.stderr, refused.stderr
+    assert refused.returncode == 5 and f"has schema_version {SeenFile.SCHEMA_VERSION}" in refused.stderr, \
+        refused.stderr
     assert tree(data_dir) == after and not (data_dir / "quarantine").exists()
     assert triage(data_dir) == {"a1": "replied", "a2": "ignored", "a3": "open"}

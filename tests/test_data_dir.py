@@ -3,8 +3,8 @@
 A default relative to the working directory would give each one (cron's ``$HOME``, a checkout, an
 agent's workspace) a data dir and a 3-attempt budget of its own, so the default is the platform's user
 data directory (``$XDG_DATA_HOME/devto-watcher``, else ``~/.local/share/devto-watcher`` on Linux);
-a relative ``WATCHER_DATA_DIR`` is still resolved once, against the directory it was given in. A run
-that finds state in ``./data`` but none in the default says so, with the ``mv`` that moves it. The
+a relative ``WATCHER_DATA_DIR`` is refused (it would name another directory in every one). A run
+that finds state in ``./data`` but none in the default exits 2 naming ``watcher migrate ./data``. The
 demo keeps ``./data/demo``. The autouse fixture points ``XDG_DATA_HOME`` at a temp dir, so nothing
 here (or anywhere in the suite) can reach the real one.
 """
@@ -19,6 +19,7 @@ import pytest
 from _proc import run_main, write_export
 
 from watcher.config import load_settings
+from watcher.errors import ConfigError
 
 OFFLINE = {"WATCHER_PROVIDER": "offline"}
 
@@ -47,9 +48,12 @@ def test_the_default_data_dir_is_the_users_data_directory(default_dir: Path) -> 
     assert load_settings(env={"XDG_DATA_HOME": "/ignored"}).data_dir == default_dir  # platformdirs reads os.environ
 
 
-def test_a_relative_watcher_data_dir_is_still_resolved_once(tmp_path: Path) -> None:
-    """WATCHER_DATA_DIR=state is the absolute <cwd>/state, as before."""
-    assert load_settings(env={"WATCHER_DATA_DIR": "state"}).data_dir == Path.cwd() / "state"
+def test_a_relative_data_dir_option_is_resolved_once(tmp_path: Path) -> None:
+    """--data-dir state is the absolute <cwd>/state; WATCHER_DATA_DIR=state is refused (SPEC §16.3,
+    tests/test_first_contact_mistakes.py)."""
+    assert load_settings(data_dir="state", env={}).data_dir == Path.cwd() / "state"
+    with pytest.raises(ConfigError, match="relative path"):
+        load_settings(env={"WATCHER_DATA_DIR": "state"})
 
 
 def test_runs_from_two_working_directories_share_one_budget(default_dir: Path, tmp_path: Path) -> None:
@@ -77,24 +81,25 @@ def _old_state(cwd: Path, export: Path) -> Path:
     return old
 
 
-def test_state_left_in_dot_data_is_named_with_the_mv_that_moves_it(default_dir: Path, tmp_path: Path) -> None:
-    """One line on stderr with the exact command; run as printed, the next run finds the state in
-    the default (nothing called again) and says nothing more; ./data/sample stays where it was."""
+def test_state_left_in_dot_data_stops_every_run_until_migrate_brings_it_over(default_dir: Path,
+                                                                              tmp_path: Path) -> None:
+    """status and scan exit 2 naming `watcher migrate ./data`, before anything is written; after the
+    migration the next scan finds the verdicts (nothing called again); ./data stays in place."""
     export = write_export(tmp_path / "export.json", ["a1"])
     cwd = tmp_path / "checkout"
     cwd.mkdir()
     old = _old_state(cwd, export)
-    status = _main("status", cwd=cwd)
-    assert status.returncode == 0, status.stderr
-    [line] = [ln for ln in status.stderr.splitlines() if str(old) in ln]
-    assert str(default_dir) in line
-    command = line.split("move it with: ", 1)[1].split(" — ", 1)[0]
-    assert command.startswith("mkdir -p ") and " && mv " in command
-    subprocess.run(command, shell=True, check=True, cwd=cwd)
+    for args in (("status",), ("scan", "--source", str(export))):
+        refused = _main(*args, cwd=cwd)
+        assert refused.returncode == 2, refused.stderr
+        assert "watcher migrate ./data" in refused.stderr and str(old) in refused.stderr
+    assert not default_dir.exists()
+    moved = _main("migrate", "./data", cwd=cwd)
+    assert moved.returncode == 0, moved.stderr
     again = _main("scan", "--source", str(export), "--json", cwd=cwd)
     assert again.returncode == 0 and '"calls": 0' in again.stdout, again.stdout + again.stderr
-    assert str(old) not in again.stderr
-    assert (old / "sample").is_dir() and (default_dir / "inbox" / "a1.json").is_file()
+    assert (old / "sample").is_dir() and (old / "inbox" / "a1.json").is_file()
+    assert (default_dir / "inbox" / "a1.json").is_file()
 
 
 def test_no_note_once_the_default_holds_state_or_a_data_dir_is_named(default_dir: Path, tmp_path: Path) -> None:

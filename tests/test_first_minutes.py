@@ -65,14 +65,15 @@ def test_a_cron_line_without_its_environment_fails_loudly(data_dir: Path) -> Non
 
 def test_the_data_dir_is_shown_absolute_and_a_missing_one_is_named(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """`cd /tmp; watcher inbox` with a relative data dir that is not there: stderr says so, and
-    status shows the absolute path."""
+    """`cd /tmp; watcher inbox --data-dir relative/data` that is not there: stderr says so, and
+    status shows the absolute path (a relative WATCHER_DATA_DIR is refused:
+    tests/test_first_contact_mistakes.py)."""
     monkeypatch.chdir(tmp_path)
-    env = {"WATCHER_DATA_DIR": "relative/data"}
-    shown = invoke("inbox", env=env)
+    shown = run_main("cli", "inbox", "--data-dir", "relative/data", data_dir=None)
     assert shown.returncode == 0
     assert f"{tmp_path}/relative/data does not exist" in shown.stderr
-    status = json.loads(invoke("status", "--json", env=env).stdout)["result"]
+    status = json.loads(run_main("cli", "status", "--json", "--data-dir", "relative/data",
+                                 data_dir=None).stdout)["result"]
     assert status["settings"]["data_dir"] == str(tmp_path / "relative" / "data")
 
 

@@ -101,6 +101,7 @@ def test_a_file_whose_format_grew_since_the_first_release_is_version_2(name: str
         return
     first = set(known)
     assert first <= now, f"{name} lost {sorted(first - now)}: version 1 files would no longer be read"
+    # seen.json is 3 since the state forgotten (SPEC §16.3): a version 2 reader refuses it too.
     assert (version == 1) == (now == first), f"{name}: grew by {sorted(now - first)}, version {version}"
 
 
@@ -118,7 +119,7 @@ def test_what_this_release_writes_says_its_version(paths: Paths) -> None:
     store.save_provider_state(ProviderState(reason="rate_limited"))
     store.append_signals([{"key": "verdict.ok", "run": "r1", "entrypoint": "cli"}])
     store.count_signals()
-    assert _versions_on_disk(paths.root) == {"inbox/abc1.json": 3, "seen.json": 2, "provider.json": 3,
+    assert _versions_on_disk(paths.root) == {"inbox/abc1.json": 3, "seen.json": 3, "provider.json": 3,
                                              "signals/state.json": 2, "signals/cursor.json": 1}
 
 
@@ -150,7 +151,7 @@ def test_version_1_files_are_read_and_a_read_never_rewrites_them(data_dir: Path,
                                                                        if "/locks/" not in k}
     assert run_main("cli", "mark", "a2", "ignored", data_dir=data_dir, env=env).returncode == 0
     versions = _versions_on_disk(data_dir)
-    assert versions.pop("seen.json") == 2
+    assert versions.pop("seen.json") == version_of(SeenFile)
     assert set(versions.values()) == {1}
 
 

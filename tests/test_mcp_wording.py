@@ -21,7 +21,7 @@ from watcher.store import signals
 ROOT = Path(__file__).resolve().parent.parent
 
 # What may stay: commands only the person runs, in a terminal.
-PERSON_ONLY = re.compile(r"`watcher (grant|demo|cron|watch|schedule|notify)\b[^`]*`|`watcher (scan --since|eval --set) [^`]*`")
+PERSON_ONLY = re.compile(r"`watcher (grant|demo|cron|watch|schedule|notify|migrate|forget)\b[^`]*`|`watcher (scan --since|eval --set) [^`]*`")
 
 
 def cli_words_left(message: str) -> list[str]:

@@ -54,15 +54,16 @@ def test_model_found_is_one_get_with_the_providers_headers(tmp_path: Path) -> No
     assert seen[0].headers["authorization"] == f"Bearer {KEY}" and seen[0].content == b""
 
 
-def test_openai_404_naming_the_model_is_model_not_found_without_a_second_get(tmp_path: Path) -> None:
-    """OpenAI's 404 with code model_not_found is conclusive: no list fallback."""
+def test_openai_404_naming_the_model_is_model_not_found_whatever_the_list_says(tmp_path: Path) -> None:
+    """OpenAI's 404 with code model_not_found is conclusive; the list is asked only for the closest
+    names (SPEC §16.3), and a list that is not there changes nothing."""
     body = {"error": {"message": "The model `gpt-nope` does not exist", "type": "invalid_request_error",
                       "code": "model_not_found"}}
     result, seen = _probe(tmp_path, _routes({"/v1/models/gpt-nope": httpx.Response(404, json=body)}),
                           model="gpt-nope")
     assert (result.ok, result.kind) == (False, "model_not_found")
     assert "gpt-nope" in result.message and "WATCHER_MODEL" in result.message
-    assert len(seen) == 1
+    assert len(seen) == 2
 
 
 def test_bare_404_falls_back_to_the_list_and_a_missing_model_is_model_not_found(tmp_path: Path) -> None:

@@ -128,11 +128,12 @@ def test_probe_finds_a_listed_model_with_one_get_and_no_call(tmp_path: Path, fak
 
 
 def test_probe_of_an_unknown_model_is_model_not_found(tmp_path: Path, fake: FakeProvider) -> None:
-    """The fake's OpenAI-style 404 model_not_found is conclusive: one GET, no list fallback."""
+    """The fake's OpenAI-style 404 model_not_found is conclusive; the list is read only for the
+    closest names (SPEC §16.3)."""
     result = _probe(tmp_path, fake, model="gpt-nope")
     assert (result.ok, result.kind) == (False, "model_not_found")
     assert "gpt-nope" in result.message and "WATCHER_MODEL" in result.message
-    assert fake.probes == ["/v1/models/gpt-nope"] and fake.calls == []
+    assert fake.probes == ["/v1/models/gpt-nope", "/v1/models"] and fake.calls == []
 
 
 def test_probe_finds_a_model_the_fake_was_given(tmp_path: Path, fake: FakeProvider) -> None:

@@ -223,6 +223,15 @@ def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Pa
                         hooks=account)
         t.add(f"watcher {' '.join(args)}", proc.returncode,
               re.sub(r"exec \S+( -m watcher)?", "exec <WATCHER>", proc.stdout))
+    # SPEC §16.3: a comment out of every view, and another store brought into the data dir.
+    t.run("cli", "forget", "s1", "--json")
+    t.run("cli", "forget", "s1")
+    old = tmp_path / "old"
+    moved = export(tmp_path / "old.json", ["o1", "q1"])
+    assert run_main("cli", "scan", "--source", str(moved), data_dir=old, env={"WATCHER_PROVIDER": "offline"}
+                    ).returncode == 0
+    t.run("cli", "migrate", str(old), "--json")
+    t.run("cli", "migrate", str(old))
     t.check()
 
 

@@ -165,9 +165,9 @@ def default_data_dir() -> Path:
     ``~/.local/share/devto-watcher`` on Linux; the platform's own elsewhere (platformdirs). One
     per user, whatever directory a run starts in: a default relative to it would give every working
     directory (cron's ``$HOME``, a checkout, an agent's workspace) a 3-attempt budget of its own."""
-    from platformdirs import user_data_dir  # only when no data dir was named
+    from watcher.util.datadir import home_data_dir
 
-    return Path(user_data_dir(APP_NAME, appauthor=False)).absolute()
+    return home_data_dir(APP_NAME)
 
 
 def demo_settings(data_dir: Path | str | None = None) -> Settings:
@@ -206,7 +206,10 @@ def data_paths(
     given = data_dir or env.get("WATCHER_DATA_DIR")
     if not data_dir:
         _refuse_unexpanded("WATCHER_DATA_DIR", env.get("WATCHER_DATA_DIR"))
-    root = Path(given).expanduser().absolute() if given else default_data_dir()
+    from watcher.util.datadir import named_data_dir
+
+    setting = "--data-dir" if data_dir else "WATCHER_DATA_DIR"
+    root = named_data_dir(given, setting) if given else default_data_dir()
     # A data dir the user named is theirs, links and all; in the default, devto-watcher/ is
     # watcher's.
     return Paths(root, root if given else root.parent)

@@ -59,6 +59,7 @@ State = Literal[
     "edited",
     "deleted",
     "hidden",
+    "forgotten",  # `watcher forget`: out of every view, attempts kept, never called (SPEC §16.3)
 ]
 TriageBy = Literal["person", "devto"]
 GoneKind = Literal["deleted", "hidden"]
@@ -293,9 +294,9 @@ class SeenArticle(_Strict):
 
 class SeenFile(_StateFile):
     # 2: listed_at, triage_by, replied_at, triage_at, last_reply_at, last_comment_at and the states
-    # baseline, answered, edited, deleted and hidden.
-    SCHEMA_VERSION: ClassVar[int] = 2
-    schema_version: Literal[1, 2] = 2
+    # baseline, answered, edited, deleted and hidden. 3: the state forgotten.
+    SCHEMA_VERSION: ClassVar[int] = 3
+    schema_version: Literal[1, 2, 3] = 3
     comments: dict[str, SeenComment] = Field(default_factory=dict)
     articles: dict[str, SeenArticle] = Field(default_factory=dict)
 

@@ -23,7 +23,7 @@ from watcher.errors import (
 )
 from watcher.pipeline.gate import setup_error
 from watcher.providers import Provider, make_provider
-from watcher.source import check_user
+from watcher.source import check_key, check_user
 from watcher.util.urls import shown_url
 
 
@@ -63,7 +63,8 @@ def _each_check(
     except ConfigError as exc:
         return [Check("config", False, str(exc), "fix the setting it names", exc)]
     if settings.provider_defaulted:
-        # scan and recheck refuse this setup (exit 2): check must not pass it.
+        # scan and recheck refuse this setup (exit 2): check must not pass it, and says so once —
+        # the offline classifier it stands in for is no provider the person chose.
         checks = [
             Check(
                 "config",
@@ -82,18 +83,20 @@ def _each_check(
                 f"data dir {settings.data_dir.resolve()}",
             )
         ]
-    checks.append(_key(settings))
-    checks.append(
-        _provider(settings, factory)
-        if checks[-1].ok
-        else Check(
-            "provider",
-            False,
-            "not probed: it needs the key first",
-            "set the key, then check again",
-            ProviderSetup("no API key"),
+        checks.append(_key(settings))
+        checks.append(
+            _provider(settings, factory)
+            if checks[-1].ok
+            else Check(
+                "provider",
+                False,
+                "not probed: it needs the key first",
+                "set the key, then check again",
+                ProviderSetup("no API key"),
+            )
         )
-    )
+    if settings.devto_api_key is not None:
+        checks.append(_devto_key(settings))
     checks.append(_devto(settings))
     checks.append(_data_dir(settings.data_dir))
     checks.extend(_notify(settings))
@@ -142,11 +145,15 @@ def _provider(settings: Settings, factory: Callable[[Settings], Provider] | None
     if probe.ok:
         return Check("provider", True, f"{where}: {probe.message}")
     if probe.kind == "no_models_endpoint":
+        # A scan would then spend an attempt to learn what this check cannot see (SPEC §16.3).
+        message = f"{where}: {probe.message}"
         return Check(
             "provider",
-            True,
-            f"{where}: the server has no models endpoint, so the model could not be "
-            "checked for free (a setup failure will cost one attempt per hour)",
+            False,
+            message,
+            "set WATCHER_BASE_URL to the server's OpenAI-compatible API (Ollama: "
+            "http://localhost:11434/v1)",
+            ConfigError(message),
         )
     fix = {
         "unreachable": "start the server, or fix WATCHER_BASE_URL (Ollama: http://localhost:11434/v1)",
@@ -155,6 +162,38 @@ def _provider(settings: Settings, factory: Callable[[Settings], Provider] | None
     }.get(probe.kind or "", "see the message")
     message = f"{where}: {probe.message}"  # exit 2 or 3 by the breaker's own rule (setup_error)
     return Check("provider", False, message, fix, setup_error(probe.kind or "unreachable", message))
+
+
+def _devto_key(settings: Settings) -> Check:
+    """DEVTO_API_KEY accepted by dev.to (``GET /users/me``): a key pasted into the wrong variable,
+    or revoked, fails here instead of at the first scan."""
+    try:
+        owner = check_key(settings)
+    except (ConfigError, SourceUnavailable) as exc:
+        return Check(
+            "devto_key",
+            False,
+            str(exc),
+            "put the key from https://dev.to/settings/extensions in DEVTO_API_KEY, or unset it",
+            exc,
+        )
+    if owner is None:
+        return Check(
+            "devto_key",
+            True,
+            f"set; {shown_url(settings.devto_base_url)} has no /users/me to check it with",
+        )
+    wanted = settings.devto_username
+    if wanted and owner and owner.lower() != wanted.lower():
+        message = f"DEVTO_API_KEY is {owner}'s key, but DEVTO_USERNAME is {wanted}"
+        return Check(
+            "devto_key",
+            False,
+            message,
+            "use the key of the account you watch, or unset DEVTO_API_KEY",
+            ConfigError(message),
+        )
+    return Check("devto_key", True, f"accepted by dev.to ({owner or 'its user'}'s key)")
 
 
 def _devto(settings: Settings) -> Check:

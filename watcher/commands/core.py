@@ -78,39 +78,14 @@ class Context:
     def settings(self) -> Settings:
         if self._settings is None:
             self._settings = load_settings(data_dir=self.data_dir, overrides=self.overrides)
-            if self._settings.data_dir_defaulted:
-                self._note_state_left_in_old_default()
+            from watcher.commands.unmigrated import refuse_unmigrated  # SPEC §16.3
+
+            try:
+                refuse_unmigrated(self._settings, self.store, self.hooks, self.notice)
+            except WatcherError:
+                self._settings = self._store = None  # refused on every access, not only the first
+                raise
         return self._settings
-
-    def _note_state_left_in_old_default(self) -> None:
-        """The default data dir was ./data (SPEC §15.5): state found there but none in the new
-        default is named on stderr, one line, with the command that moves it."""
-        import shlex
-
-        from watcher.config import OLD_DEFAULT_DIR, Paths
-
-        assert self._settings is not None
-        old = open_store(Paths(OLD_DEFAULT_DIR.absolute()), self.hooks)
-        if (
-            old.paths.root == self._settings.data_dir
-            or not old.holds_state()
-            or self.store.holds_state()
-        ):
-            return
-        new = self._settings.data_dir
-        there = {path.name for path in self.store.state_entries()}
-        moving = [path for path in old.state_entries() if path.name not in there]
-        command = (
-            f"mkdir -p {shlex.quote(str(new))} && mv "
-            f"{' '.join(shlex.quote(str(p)) for p in moving)} "
-            f"{shlex.quote(str(new))}/"
-        )
-        self.notice(
-            f"note: {old.paths.root} holds watcher state and the default data dir {new} none — the "
-            "default is "
-            f"the user's data directory now, not ./data; move it with: {command} — or keep it with "
-            f"WATCHER_DATA_DIR={shlex.quote(str(old.paths.root))}"
-        )
 
     @property
     def store(self) -> Store:

@@ -99,10 +99,15 @@ def collect(store: Store, *, since: datetime | None = None) -> tuple[list[Sample
     considered = without = 0
     for cid in store.record_ids():
         record = store.load_record(cid)
-        if record is None or (since is not None and _created(record) < since):
+        entry = index.comments.get(cid)
+        if (
+            record is None
+            or (entry is not None and entry.status == "forgotten")  # out of every view (§16.3)
+            or (since is not None and _created(record) < since)
+        ):
             continue
         considered += 1
-        sample = sample_of(record, index.comments.get(cid))
+        sample = sample_of(record, entry)
         if sample is None:
             without += 1
         else:

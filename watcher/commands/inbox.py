@@ -66,8 +66,10 @@ def inbox_view(
     index = repaired_index(ctx)
     rows: list[InboxEntry] = []
     for cid, entry in index.comments.items():
-        if not show_all and (entry.status not in LISTABLE or entry.triage != "open"):
-            continue
+        if entry.status == "forgotten" or (
+            not show_all and (entry.status not in LISTABLE or entry.triage != "open")
+        ):
+            continue  # forgotten: out of every view, --all too (SPEC §16.3)
         if new and entry.listed_at is not None:
             continue
         record = store.load_record(cid)

@@ -191,10 +191,16 @@ def set_settings(provider: str | None, eval_dir: Path | None, scratch: Path) -> 
 def check_eval_dir(eval_dir: Path, user: Settings, lset: LabelledSet, hooks: Hooks) -> None:
     """Refuse a data dir that is (or holds) someone's comments: the user's, or one with comments
     the set does not have — the evaluation must never spend or mark on a real account's records."""
-    if eval_dir.resolve() == user.data_dir.resolve():
+    from watcher.store.places import overlapping
+
+    how = overlapping(eval_dir, user.data_dir)
+    if how is not None:
+        # Inside it (inbox/, locks/, …) its records would land in the user's store; containing it,
+        # the user's comments would be judged, marked and counted as the set's.
         raise UsageError(
-            f"--eval-dir {eval_dir} is your data dir: the labelled set gets a data dir of its own, "
-            "so its calls and marks never touch your comments' budgets"
+            f"--eval-dir {eval_dir} {how} your data dir {user.data_dir}: the labelled set gets a "
+            "data dir of its own, apart from yours, so its calls and marks never touch your "
+            "comments' budgets"
         )
     store = open_store(Settings(data_dir=eval_dir, data_dir_chosen=eval_dir).paths, hooks)
     strangers = [cid for cid in store.record_ids() if cid not in lset.labels.comments]

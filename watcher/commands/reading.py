@@ -46,8 +46,11 @@ def status(ctx: Context) -> StatusResult:
     settings, store = ctx.settings, ctx.store
     index = repaired_index(ctx)
     states: dict[State, int] = dict.fromkeys(State.__args__, 0)  # type: ignore[attr-defined]
+    del states["forgotten"]  # `watcher forget`: out of every view (SPEC §16.3)
     triage: dict[Triage, int] = dict.fromkeys(TRIAGE_CHOICES, 0)
     for entry in index.comments.values():
+        if entry.status == "forgotten":
+            continue
         states[entry.status] += 1
         triage[entry.triage] += 1
     from watcher.pipeline import provider_state

@@ -39,7 +39,14 @@ from watcher.providers._wire import (
     limits,
 )
 from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
-from watcher.providers.classify import Stop, Transport, classify, retry_after_seconds
+from watcher.providers.classify import (
+    Stop,
+    Transport,
+    classify,
+    is_missing_route,
+    missing_route_message,
+    retry_after_seconds,
+)
 from watcher.providers.parse import parse_verdict_text
 from watcher.providers.redact import Redaction, as_key, credential_secrets
 from watcher.providers.registry import provider_spec
@@ -207,9 +214,14 @@ class HttpProvider:
             detail: str | None = answer.note
         else:
             detail = parsed.message if isinstance(parsed, AttemptError) else err_message
+        message = self.describe(kind or "malformed_json", status, detail, retry)
+        if kind is not None and is_missing_route(
+            status, has_error_object=bool(err_type or err_code or err_message)
+        ):
+            message = missing_route_message(self.name, status, str(response.url))
         error = AttemptError(
             kind=kind or "malformed_json",
-            message=self.describe(kind or "malformed_json", status, detail, retry),
+            message=message,
             http_status=status,
             retry_after_s=retry,
         )

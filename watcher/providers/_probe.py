@@ -7,6 +7,7 @@ tokens and never raises for HTTP or network problems; the provider redacts what 
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -15,7 +16,12 @@ import httpx
 from watcher.models import ErrorKind
 from watcher.providers._wire import Received, ResponseTooLarge
 from watcher.providers.base import ProbeResult
-from watcher.providers.classify import Transport, classify, retry_after_seconds
+from watcher.providers.classify import (
+    Transport,
+    classify,
+    no_models_endpoint_message,
+    retry_after_seconds,
+)
 from watcher.providers.registry import provider_spec
 
 
@@ -47,8 +53,9 @@ class Probed(Protocol):
     def list_models_hint(self) -> str: ...
 
 
-# A models endpoint that answers these has no such route: try the list, or say it cannot tell.
-_NO_ROUTE = frozenset({404, 405})
+# A models endpoint that answers these has no such route: try the list, or say it has none.
+_NO_ROUTE = frozenset({404, 405, 501})
+_CLOSEST_SHOWN = 3
 _LISTED_MODELS_SHOWN = 8
 
 
@@ -61,6 +68,9 @@ def probe_models(provider: Probed) -> ProbeResult:
     answer = _get(provider, path)
     if isinstance(answer, ProbeResult):
         return answer
+    if 200 <= answer.status_code < 300 and answer.json_object() is None:
+        # A web page (a proxy's or a UI's catch-all) is no model: only the list can tell.
+        return _from_list(provider, endpoint.list_path) if endpoint.list_path else _no_list(answer)
     if 200 <= answer.status_code < 300:
         found = f"{provider.name}: model {provider.model} found at {answer.url}"
         return ProbeResult(ok=True, message=found)
@@ -69,8 +79,19 @@ def probe_models(provider: Probed) -> ProbeResult:
     # OpenAI names the missing model in its 404; a bare 404 may just mean no such route
     # (llama.cpp, vLLM), so only the list can tell.
     code = provider.error_fields(answer.json_object()).code
-    if endpoint.list_path is None or code == "model_not_found":
+    if endpoint.list_path is None:
         return _model_not_found(provider, answer, listed=None)
+    if code == "model_not_found":
+        # Known missing; the list only names the closest models to choose from.
+        listing = _get(provider, endpoint.list_path)
+        ids = (
+            _model_ids(listing.json_object())
+            if not isinstance(listing, ProbeResult) and 200 <= listing.status_code < 300
+            else None
+        )
+        if ids is None or isinstance(listing, ProbeResult):
+            return _model_not_found(provider, answer, listed=None)
+        return _model_not_found(provider, listing, listed=ids)
     return _from_list(provider, endpoint.list_path)
 
 
@@ -83,15 +104,18 @@ def _from_list(provider: Probed, path: str) -> ProbeResult:
         return _refused(provider, listing)
     listed = _model_ids(listing.json_object()) if listing.status_code < 300 else None
     if listed is None:
-        message = (
-            f"{provider.name}: {provider.base_url} has no models endpoint, so whether model "
-            f"{provider.model} exists is known only from a real call"
-        )
-        return ProbeResult(ok=False, kind="no_models_endpoint", message=message)
+        return _no_list(listing)
     if _listed(provider.model, listed):
         message = f"{provider.name}: model {provider.model} listed at {listing.url}"
         return ProbeResult(ok=True, message=message)
     return _model_not_found(provider, listing, listed=listed)
+
+
+def _no_list(answer: Received) -> ProbeResult:
+    """404/405/501, or a page that is not a model list (HTML): the base URL's path is wrong, or the
+    server has no models list at all; either way nothing here can vouch for the model."""
+    message = no_models_endpoint_message(str(answer.url))
+    return ProbeResult(ok=False, kind="no_models_endpoint", message=message)
 
 
 def _get(provider: Probed, path: str) -> Received | ProbeResult:
@@ -129,6 +153,8 @@ def _model_not_found(
         shown = ", ".join(listed[:_LISTED_MODELS_SHOWN]) or "none"
         more = ", …" if len(listed) > _LISTED_MODELS_SHOWN else ""
         what = f"{name}: model {model} is not among those {response.url} lists ({shown}{more})"
+        closest = difflib.get_close_matches(model, listed, n=_CLOSEST_SHOWN, cutoff=0.4)
+        what += f"; the closest listed: {', '.join(closest)}" if closest else ""
     else:
         said = provider.error_fields(response.json_object()).message
         what = f"{name} HTTP {response.status_code}: model {model} not found at {response.url}"

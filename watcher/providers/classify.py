@@ -200,3 +200,29 @@ def _date_delta(text: str, now: datetime) -> float | None:
     if moment.tzinfo is None:  # RFC 9110 dates are GMT; "-0000" parses as naive
         moment = moment.replace(tzinfo=UTC)
     return max(0.0, (moment - now).total_seconds())
+
+
+# The words for a base URL whose path is wrong, shared by `check`, the probe and a real call.
+WRONG_BASE_URL_HINT = "for an OpenAI-compatible server the base URL usually ends in /v1"
+
+
+def is_missing_route(status: int, *, has_error_object: bool) -> bool:
+    """A 404/405/501 that carries no error object is the server saying it has no such path, not
+    that it does not know the model: OpenAI, Ollama's /v1, vLLM and Anthropic all name a missing
+    model in a JSON error, while Ollama's bare root (no /v1) answers "404 page not found" in plain
+    text (tests/test_first_contact_check.py)."""
+    return status in (404, 405, 501) and not has_error_object
+
+
+def missing_route_message(provider: str, status: int, url: str) -> str:
+    """What a call to a path the server does not have means: the base URL, never the model."""
+    return (
+        f"{provider} HTTP {status}: no such endpoint at {url} — the server does not have this "
+        f"path, so the base URL is wrong, not the model; {WRONG_BASE_URL_HINT} "
+        "(check WATCHER_BASE_URL)"
+    )
+
+
+def no_models_endpoint_message(url: str) -> str:
+    """The probe found no models list at ``url`` (404/501, or a page that is not a list)."""
+    return f"no models endpoint at {url} — {WRONG_BASE_URL_HINT}"

@@ -5,6 +5,7 @@
     fetch_devto(settings, seen, *, full=, transport=, clock=, sleep=)
                                                                  network, read-only
     check_user(settings) -> None                                 DEVTO_USERNAME exists?
+    check_key(settings) -> str | None                            DEVTO_API_KEY accepted? whose?
     read_export(path, settings) -> FetchResult                   one JSON file
     bundled_sample() -> Path                                     the demo export
     html_to_text(body_html) -> str                               stdlib HTML -> text
@@ -16,7 +17,7 @@ A dev.to fetch that fails after its listing returns what it got, with ``interrup
 
 from __future__ import annotations
 
-from watcher.source._devto import check_user, fetch_devto
+from watcher.source._devto import check_key, check_user, fetch_devto
 from watcher.source._export import bundled_sample, read_export
 from watcher.source._html import html_to_text
 from watcher.source._registry import SOURCES, DevtoSource, ExportSource, Source, resolve_source
@@ -31,6 +32,7 @@ __all__ = [
     "Source",
     "SourceArticle",
     "bundled_sample",
+    "check_key",
     "check_user",
     "fetch_devto",
     "html_to_text",

@@ -109,6 +109,32 @@ def check_user(
         _check_user(client, settings, name)
 
 
+def check_key(
+    settings: Settings,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str | None:
+    """Make sure dev.to accepts DEVTO_API_KEY (``GET /users/me``); return whose key it is.
+
+    Raises :class:`ConfigError` on a 401 (a key pasted into the wrong variable, or revoked) and
+    :class:`SourceUnavailable` when dev.to cannot answer; ``None`` when the instance has no
+    ``/users/me`` (a 404: other Forem versions), so the key could not be checked."""
+    if settings.devto_api_key is None:
+        raise ConfigError("DEVTO_API_KEY is not set")
+    with ForemClient(settings, transport=transport, clock=clock, sleep=sleep) as client:
+        response = client.get("/users/me", {})
+    if response.status_code == 404:
+        return None
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    name = data.get("username") if isinstance(data, dict) else None
+    return name if isinstance(name, str) else ""
+
+
 def _check_user(client: ForemClient, settings: Settings, name: str) -> None:
     if client.get("/users/by_username", {"url": name}).status_code == 404:
         base = shown_url(settings.devto_base_url)

@@ -29,7 +29,8 @@ def entry_from(record: InboxRecord, old: SeenComment | None, stamp: str | None) 
     now = iso()
     return SeenComment(
         article_id=record.comment.article_id,
-        status=records.state_of(record),
+        # Forgotten is the person's, like triage: no inbox file says it (SPEC §16.3).
+        status="forgotten" if old and old.status == "forgotten" else records.state_of(record),
         attempts=max(records.spent(record), old.attempts if old else 0),
         triage=old.triage if old else "open",
         first_seen_at=old.first_seen_at if old else now,

@@ -130,3 +130,17 @@ def make_dirs(directory: Path, calls: OsCalls = OS) -> None:
 def fsync_dir(directory: Path) -> None:
     """Make a rename in ``directory`` durable (a replaced file is not durable until its dir is)."""
     OS.sync_dir(directory)
+
+
+def overlapping(one: Path, other: Path) -> str | None:
+    """How ``one`` and ``other`` share files: ``"is"``, ``"contains"`` (``other`` lies inside
+    ``one``), ``"lies inside"`` (``one`` lies inside ``other``), or ``None``. Both are resolved
+    first (links, ``..``), so a path reached another way is caught too."""
+    a, b = one.resolve(), other.resolve()
+    if a == b:
+        return "is"
+    if a in b.parents:
+        return "contains"
+    if b in a.parents:
+        return "lies inside"
+    return None

@@ -29,14 +29,65 @@ def scratch_parent() -> str:
 
 
 @contextmanager
-def scratch_data_dir(prefix: str = "watcher-eval-") -> Iterator[Path]:
+def scratch_data_dir(prefix: str = "watcher-eval-", parent: str | None = None) -> Iterator[Path]:
     """A fresh private directory (mode 0700) under :func:`scratch_parent`, removed with all it
-    holds on the way out, also when the command fails or is interrupted."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch_parent()))
+    holds on the way out, also when the command fails or is interrupted.
+
+    A SIGKILL skips the removal, and ``/dev/shm`` is memory until a reboot: the directory's name
+    carries its process id, and each new one first sweeps those whose process is gone
+    (:func:`sweep`)."""
+    parent = parent or scratch_parent()
+    sweep(parent, prefix)
+    path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def sweep(parent: str, prefix: str = "watcher-eval-") -> list[Path]:
+    """Remove the scratch dirs under ``parent`` whose owning process is gone; return them.
+
+    Only this user's directories named ``PREFIX<pid>-…`` are judged; one whose process still
+    runs — or whose pid was reused by another process — is left alone, so a live evaluation never
+    loses its directory (tests/test_first_contact_mistakes.py)."""
+    swept: list[Path] = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return swept
+    for entry in entries:
+        pid = _owner(entry.name, prefix)
+        if pid is None or _alive(pid):
+            continue
+        try:
+            if (
+                not entry.is_dir(follow_symlinks=False)
+                or entry.stat(follow_symlinks=False).st_uid != os.getuid()
+            ):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        swept.append(Path(entry.path))
+    return swept
+
+
+def _owner(name: str, prefix: str) -> int | None:
+    if not name.startswith(prefix):
+        return None
+    pid, dash, _ = name[len(prefix) :].partition("-")
+    return int(pid) if dash and pid.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive
+    return True
 
 
 class ScratchStore(FileStore):

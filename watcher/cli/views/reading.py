@@ -43,6 +43,8 @@ def status(doc: StatusResult, screen: Screen) -> None:
         provider += (
             " — the agent you work with gives the verdicts (MCP claim/submit, or `watcher claim`)"
         )
+    if s.provider_defaulted:  # the offline stand-in is no choice of the person's (SPEC §16.3)
+        provider = "none chosen — set WATCHER_PROVIDER (`watcher check` says how)"
     screen.out.print(f"data dir:  {s.data_dir}")
     screen.out.print(f"provider:  {provider}")
     if doc.offline_quality:

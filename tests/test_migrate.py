@@ -1,0 +1,140 @@
+"""`watcher migrate SRC`: another store brought into the data dir, no mark and no attempt lost, safe
+to rerun after a kill at any point (SPEC §16.3)."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _fakes import records as rec
+from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
+from _proc import run, run_main, write_export
+
+from watcher.commands.forget import sample_ids
+from watcher.config import Paths
+from watcher.store.files import FileStore
+
+
+def _seen(root: Path) -> dict[str, dict[str, Any]]:
+    return json.loads((root / "seen.json").read_text())["comments"]  # type: ignore[no-any-return]
+
+
+def _store(
+    root: Path,
+    tmp_path: Path,
+    ids: list[str],
+    *,
+    failing: tuple[str, ...] = (),
+    marks: tuple[tuple[str, str], ...] = (),
+) -> None:
+    """A store made as a user makes one: a scan (``failing`` ones get a malformed answer, then a
+    recheck), then the marks."""
+    root.mkdir(exist_ok=True)
+    fake = FakeProvider()
+    for cid in failing:
+        fake.script(cid, "malformed")
+    hooks = in_process_hooks(fake)
+    export = write_export(tmp_path / f"{root.name}.json", ids)
+    assert (
+        run_main(
+            "cli", "scan", "--source", str(export), data_dir=root, env=IN_PROCESS_ENV, hooks=hooks
+        ).returncode
+        == 0
+    )
+    if failing:
+        assert (
+            run_main("cli", "recheck", data_dir=root, env=IN_PROCESS_ENV, hooks=hooks).returncode
+            == 0
+        )
+    for cid, triage in marks:
+        assert (
+            run_main("cli", "mark", cid, triage, data_dir=root, env=IN_PROCESS_ENV).returncode == 0
+        )
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    """An old store: two failed comments (2 attempts each), two marked, one of the bundled sample."""
+    root = tmp_path / "old"
+    _store(
+        root,
+        tmp_path,
+        ["m1", "m2", "m3", "m4"],
+        failing=("m1", "m4"),
+        marks=(("m2", "replied"), ("m3", "ignored")),
+    )
+    FileStore(Paths(root)).save_record(rec.record(sample_ids()[0]))
+    return root
+
+
+def _nothing_lost(src: Path, dst: Path) -> None:
+    old, new = _seen(src), _seen(dst)
+    for cid in ("m1", "m2", "m3", "m4"):
+        assert new[cid]["attempts"] >= old[cid]["attempts"], cid
+        assert new[cid]["triage"] == old[cid]["triage"], cid
+    assert sample_ids()[0] not in new
+
+
+def test_a_store_is_merged_into_a_data_dir_that_holds_state(
+    src: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """Comments only SRC has are copied, shared ones take the larger attempts and the later mark, the
+    data dir's own stay, the sample is left out and counted, SRC is untouched."""
+    _store(data_dir, tmp_path, ["m2", "d1"], marks=(("m2", "ignored"), ("d1", "replied")))
+    before = {p: p.read_bytes() for p in sorted(src.rglob("*.json"))}
+    done = run_main("cli", "migrate", str(src), "--json", data_dir=data_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = done.envelope["result"]  # type: ignore[index]
+    assert (result["copied"], result["merged"], result["sample_left_out"]) == (3, 1, 1)
+    new = _seen(data_dir)
+    assert new["m1"]["attempts"] == 2 and new["m4"]["attempts"] == 2
+    assert new["m3"]["triage"] == "ignored" and new["d1"]["triage"] == "replied"
+    assert new["m2"]["triage"] == "ignored"  # the data dir's mark was made after SRC's: latest wins
+    assert {p: p.read_bytes() for p in sorted(src.rglob("*.json"))} == before
+    assert "may be removed" in run_main("cli", "migrate", str(src), data_dir=data_dir).stdout
+
+
+def test_migrating_twice_changes_nothing_more(src: Path, data_dir: Path) -> None:
+    """A second run finds every comment there and writes the same index."""
+    assert run_main("cli", "migrate", str(src), data_dir=data_dir).returncode == 0
+    first = _seen(data_dir)
+    assert run_main("cli", "migrate", str(src), data_dir=data_dir).returncode == 0
+    again = _seen(data_dir)
+    keys = ("attempts", "triage", "status")
+    assert {c: [e[k] for k in keys] for c, e in again.items()} == {
+        c: [e[k] for k in keys] for c, e in first.items()
+    }
+    _nothing_lost(src, data_dir)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    ["kill_at=after_outcome_write:1", "kill_at=after_outcome_write:3", "kill_before_seen_save"],
+)
+def test_a_migration_killed_midway_is_refused_until_rerun_and_loses_nothing(
+    src: Path, data_dir: Path, fault: str
+) -> None:
+    """SIGKILLed while copying or before its index save: every command on the data dir exits 2
+    naming the migration; rerun, no mark and no attempt is lost."""
+    killed = run("cli", "migrate", str(src), data_dir=data_dir, fault=fault)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    status = run("cli", "status", data_dir=data_dir)
+    assert status.returncode == 2 and f"watcher migrate {src}" in status.stderr, status.stderr
+    done = run("cli", "migrate", str(src), data_dir=data_dir)
+    assert done.returncode == 0, done.stderr
+    assert run("cli", "status", data_dir=data_dir).returncode == 0
+    _nothing_lost(src, data_dir)
+
+
+def test_a_source_that_is_the_data_dir_or_holds_nothing_is_refused(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """SRC = the data dir, or a directory with no seen.json or inbox/: exit 2, nothing written."""
+    (tmp_path / "empty").mkdir()
+    for source in (data_dir, tmp_path / "empty"):
+        done = run_main("cli", "migrate", str(source), data_dir=data_dir)
+        assert done.returncode == 2, done.stderr
+    assert list(data_dir.iterdir()) == []

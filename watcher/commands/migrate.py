@@ -1,0 +1,169 @@
+"""``watcher migrate SRC``: a store from another data dir — ``./data``, the default of releases
+before 0.2.0 — brought into the data dir, losing no mark and no attempt (SPEC §16.3).
+
+Comment by comment, under both stores' pipeline locks: a comment only SRC has is copied; one both
+have keeps the inbox file with more attempts, the larger attempt count of the two indexes (§4.2,
+§13.5: attempts never go down), and the later of the two triages (marks latest-wins, §15.2). The
+bundled sample's comments are left out and counted. SRC is only read: it stays in place.
+
+Safe to rerun after a crash at any point: a marker (:mod:`watcher.store.places`) is written in the
+data dir before the first comment and removed after the index is saved; while it is there every
+command that opens the data dir refuses to run (exit 2) and names the command that finishes the
+migration, so no scan ever sees half a store and buys a call for a comment still to be moved.
+Rerun, every step gives the same result (the merge is idempotent).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from watcher.commands.core import Context
+from watcher.commands.results import Result
+from watcher.commands.screen import Screen
+from watcher.commands.spec import READ_CODES, Args, Command, Param
+from watcher.config import Paths, load_settings
+from watcher.errors import UsageError
+from watcher.models import InboxRecord, SeenComment, SeenFile
+from watcher.pipeline.batch import open_store
+
+
+class MigrateResult(Result):
+    source: str = Field(description="The data dir migrated from; left in place.")
+    data_dir: str = Field(description="The data dir migrated into.")
+    copied: int = Field(description="Comments only the source had, copied.")
+    merged: int = Field(description="Comments both had, merged (attempts the larger, latest mark).")
+    sample_left_out: int = Field(description="Comments of the bundled sample, not migrated.")
+
+
+def migrate(ctx: Context, source: str) -> MigrateResult:
+    from watcher.commands.forget import sample_ids
+    from watcher.store.places import begin_migration, finish_migration, overlapping
+    from watcher.util.datadir import named_data_dir
+
+    # Not ctx.settings: that refuses the very state this command is here to move.
+    settings = load_settings(data_dir=ctx.data_dir, overrides=ctx.overrides)
+    src_root = named_data_dir(source, "SRC")
+    dst_root = settings.data_dir
+    how = overlapping(src_root, dst_root)
+    if how is not None:
+        raise UsageError(f"{src_root} {how} the data dir {dst_root}: nothing to migrate")
+    src = open_store(Paths(src_root), ctx.hooks)
+    if not src.holds_state():
+        raise UsageError(f"{src_root} holds no watcher state (no seen.json, no inbox/)")
+    dst = open_store(settings.paths, ctx.hooks)
+    sample = set(sample_ids())
+    with dst.pipeline_lock(), src.pipeline_lock():
+        theirs = src.load_index()
+        src_index, _ = src.reconcile_index(theirs)  # in memory: SRC is only read
+        ids = sorted(set(src_index.comments) | set(src.record_ids()))
+        left_out = [cid for cid in ids if cid in sample]
+        moving = [cid for cid in ids if cid not in sample]
+        begin_migration(
+            dst_root, source=src_root, comments=len(moving), within=settings.paths.user_part
+        )
+        base = dst.load_index()
+        copied = merged = 0
+        for cid in moving:
+            record, was_there = _merged_record(src.load_record(cid), dst.load_record(cid))
+            if record is not None:
+                dst.save_record(record)
+            merged += was_there
+            copied += not was_there
+        mine, _ = dst.reconcile_index(base, [c for c in moving if dst.has_record(c)])
+        comments = dict(mine.comments)
+        for cid in moving:
+            entry = _merged_entry(src_index.comments.get(cid), comments.get(cid))
+            if entry is not None:
+                comments[cid] = entry
+        articles = {**src_index.articles, **mine.articles}
+        dst.save_index(base, SeenFile(comments=comments, articles=articles))
+        finish_migration(dst_root)
+    return MigrateResult(
+        source=str(src_root),
+        data_dir=str(dst_root),
+        copied=copied,
+        merged=merged,
+        sample_left_out=len(left_out),
+    )
+
+
+def _merged_record(
+    src: InboxRecord | None, dst: InboxRecord | None
+) -> tuple[InboxRecord | None, bool]:
+    """The inbox record to keep, and whether the data dir had one: the one with more attempts
+    (the data dir's on a tie, or when it has a verdict the source lacks); ``None``: keep what the
+    data dir has (nothing to write)."""
+    if dst is None:
+        return src, False
+    if src is None or len(dst.attempts) >= len(src.attempts):
+        return None, True
+    return src, True
+
+
+def _merged_entry(src: SeenComment | None, dst: SeenComment | None) -> SeenComment | None:
+    """The data dir's entry with the larger attempt count of the two and the later triage."""
+    if src is None:
+        return None
+    if dst is None:
+        return src
+    update: dict[str, object] = {"attempts": max(src.attempts, dst.attempts)}
+    if _triage_wins(src, dst):
+        for name in ("triage", "triage_by", "triage_at", "replied_at", "last_reply_at"):
+            update[name] = getattr(src, name)
+    if "forgotten" in (src.status, dst.status):
+        update["status"] = "forgotten"
+    update["first_seen_at"] = min(src.first_seen_at, dst.first_seen_at)
+    return dst.model_copy(update=update)
+
+
+def _triage_wins(src: SeenComment, dst: SeenComment) -> bool:
+    """Latest wins; a triage without a time (an older release's) loses to one with a time, and an
+    open one never replaces a mark of the same age (a mark is never dropped for want of a time)."""
+    if src.triage == dst.triage:
+        return False
+    src_at, dst_at = _triage_time(src), _triage_time(dst)
+    if src_at and dst_at:
+        return src_at > dst_at
+    if src_at or dst_at:
+        return bool(src_at)
+    return dst.triage == "open"
+
+
+def _triage_time(entry: SeenComment) -> str:
+    if entry.triage == "open" and entry.triage_at is None:
+        return ""
+    if entry.triage_by == "person":
+        return entry.triage_at or ""
+    return entry.last_reply_at or entry.replied_at or ""
+
+
+def view(result: MigrateResult, screen: Screen) -> None:
+    screen.out.print(
+        f"migrated {result.source} into {result.data_dir}: {result.copied} comment(s) copied, "
+        f"{result.merged} merged (attempts the larger, the latest mark); "
+        f"{result.sample_left_out} of the bundled sample left out"
+    )
+    screen.out.print(
+        f"{result.source} was left in place: once you have checked `watcher inbox --all`, it "
+        "may be removed"
+    )
+
+
+def _run(c: Context, a: Args) -> MigrateResult:
+    return migrate(c, a["source"])
+
+
+MIGRATE = Command(
+    name="migrate",
+    summary="Bring another data dir's comments, marks and attempts into the data dir.",
+    help="Bring a store from another data dir (./data, the default before 0.2.0) into the data "
+    "dir,\ncomment by comment: attempts the larger, marks latest-wins. The bundled sample's "
+    "comments\nare left out. SRC is left in place. Safe to rerun, also after a crash.",
+    examples=("watcher migrate ./data", "watcher migrate ~/old-watcher-data --json"),
+    codes=READ_CODES,
+    result=MigrateResult,
+    run=_run,
+    view="watcher.commands.migrate:view",
+    params=(Param(name="source", type=str, metavar="SRC"),),
+    bridge=False,
+)
