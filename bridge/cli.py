@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import watcher
+from bridge import leave_quietly
 from watcher.cli.app import DATA_DIR_HELP, build_app
 from watcher.cli.app import main as watcher_main
 from watcher.cli.frontend import Frontend
@@ -39,7 +39,7 @@ def mcp(
     # Until the server has its own handlers (bridge/mcp_server.py), a signal ends it quietly: no
     # call can be in flight yet.
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _leave)
+        signal.signal(signum, leave_quietly)
     opening = None
     if mcp_handshake.sdk_installed():
         # initialize answered before the SDK is loaded (1.1-1.5 s): bridge/mcp_handshake.py.
@@ -57,11 +57,6 @@ def mcp(
     )
 
 
-def _leave(signum: int, _frame: object) -> None:
-    """End at once and quietly, as a signal's exit code (SPEC §15.4), with no traceback."""
-    os._exit(128 + signum)
-
-
 def build_bridge() -> typer.Typer:
     """The bridge's typer app: the registry's commands the bridge offers, and ``mcp``."""
     app = build_app("bridge")
@@ -74,4 +69,6 @@ def main(argv: Sequence[str] | None = None, *, hooks: Hooks | None = None) -> No
     """Console entry point of ``watcher-bridge``: :func:`watcher.cli.app.main` answering with one
     envelope, and ``mcp``, which serves MCP over stdio. ``hooks`` go to the commands, as there;
     the MCP server builds each tool call's own (its progress notifications)."""
+    if signal.getsignal(signal.SIGINT) is leave_quietly:  # the start-up's (bridge/__init__.py)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     watcher_main(argv, entrypoint="bridge", hooks=hooks, app=build_bridge)
