@@ -47,6 +47,7 @@ from watcher.commands.inbox import inbox_view
 from watcher.commands.inbox import show as show_comment
 from watcher.commands.registry import COMMANDS, RESULTS, envelope_schema
 from watcher.commands.spec import REQUIRED, Command, Hints, Mcp, Run
+from watcher.config import withhold_inherited_keys
 from watcher.errors import EXIT_USAGE
 from watcher.util.visible import json_safe, visible
 
@@ -234,8 +235,7 @@ if _SDK_MISSING is None:
 
 
 def _untitled(schema: Any) -> Any:
-    """``schema`` without pydantic's generated ``title`` strings (a property named ``title`` is a
-    schema, and stays) and without a ``default`` of null (an argument left out is null anyway)."""
+    """``schema`` without pydantic's ``title`` strings and null defaults (left out is null)."""
     if isinstance(schema, list):
         return [_untitled(item) for item in schema]
     if not isinstance(schema, dict):
@@ -384,8 +384,6 @@ def _add_resources(server: WatcherServer, run: _Runner) -> None:
 
 
 # ---- entry point ---------------------------------------------------------------------------------
-
-
 def _sdk_problem() -> str | None:
     """Why the SDK cannot serve, as the message to print; None when it can."""
     if _SDK_MISSING is None:
@@ -412,6 +410,8 @@ def serve(*, data_dir: Path | None, verbose: bool, opening: Opening | None = Non
         level=logging.INFO if verbose else logging.WARNING,
         format="watcher-bridge mcp: %(levelname)s %(name)s: %(message)s",
     )
+    # Its environment is the client's: a generic provider key there may be the client's own.
+    withhold_inherited_keys()
     server = build_server(data_dir=data_dir, verbose=verbose)
     server.opening = opening
     runner = server.run_command
