@@ -344,6 +344,8 @@ def _process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping
             flight = _begin(batch, item, run.gate, counted)
             if flight is not None:
                 calls.start(flight)
+            elif batch.stopped and result.items and result.items[-1].id == item.id:
+                unreached += result.items[-1].outcome == "not_started"  # it stopped at this one
             _note_out(batch, calls)
         begun = len(plan)
         while calls.in_flight:
