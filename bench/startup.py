@@ -7,9 +7,9 @@ interleaved, medians compared. One ``python -X importtime`` run per command name
 packages it loads, for the notes.
 
 ``mcp``: ``watcher-bridge mcp`` spawned, ``initialize`` written on stdin, the time its answer's
-line arrives; against a Python that imports the MCP SDK's server (what any server built on it
-pays), so the ratio is watcher's own share. The notes add the ``tools/list`` answer and the
-time against ``python -c pass``.
+line arrives, against ``python -c pass``. The server answers it before it imports the MCP SDK
+(bridge/mcp_handshake.py); the notes add the ``tools/list`` answer (after the SDK is loaded) and
+the time a Python takes to import the SDK's server alone.
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ COMMANDS = (  # (figure, what a person types, argv after the script, target rati
     ("startup.inbox", "watcher inbox", ["watcher", "inbox"], 35.0),
     ("startup.bridge", "watcher-bridge status", ["watcher-bridge", "status"], 30.0),
 )
-# Against the MCP SDK's own import, which any server built on it pays: 1.1-1.3x measured.
-MCP_TARGET = 1.5
+# initialize is answered before the SDK is imported (bridge/mcp_handshake.py), so the floor is a
+# bare Python: 25x is ~0.5 s on a quiet machine, well inside the 5 s Claude Code gives an alwaysLoad
+# server; measured 19.9x (543 ms) under load 10, where importing the SDK alone took 1.97 s.
+MCP_TARGET = 25.0
 
 
 def _commands() -> dict[str, list[str]]:
@@ -188,12 +190,12 @@ def run_mcp(base: Path | None, *, quick: bool) -> list[Row]:
             floors.append(timed(lambda: process(pass_argv, env)))
             answers.append(mcp_answers(env))
             sdk.append(_sdk_import(env))
-    floor = median(sdk)
+    floor = median(floors)
     init, listed = median([a[0] for a in answers]), median([a[1] for a in answers])
     ratio = init / floor
     notes = [
-        f"tools/list answered {ms(listed)} after the spawn (median)",
-        f"against python -c pass ({ms(median(floors))}): {init / median(floors):.1f}×",
+        f"tools/list answered {ms(listed)} after the spawn (median): the SDK loaded by then",
+        f"importing the MCP SDK's server alone: {ms(median(sdk))} ({init / median(sdk):.2f}×)",
         f"median of {reps} interleaved runs",
     ]
     return [
@@ -201,9 +203,9 @@ def run_mcp(base: Path | None, *, quick: bool) -> list[Row]:
             "mcp.initialize",
             "`watcher-bridge mcp` spawn to its `initialize` answer over stdio",
             ms(init),
-            f"{ms(floor)} (a Python importing the MCP SDK's server, to its first line out)",
+            f"{ms(floor)} (python -c pass)",
             ratio,
-            f"≤ {MCP_TARGET:.2f}×",
+            f"≤ {MCP_TARGET:.0f}×",
             ratio <= MCP_TARGET,
             notes,
         )

@@ -41,15 +41,16 @@ from pydantic import Field, ValidationError
 
 import watcher
 from bridge import mcp_text
+from bridge.mcp_handshake import MIN_SDK, SERVER_NAME, Opening, answers_request, first_message
 from watcher.commands.core import Context
 from watcher.commands.inbox import inbox_view
 from watcher.commands.inbox import show as show_comment
 from watcher.commands.registry import COMMANDS, RESULTS, envelope_schema
 from watcher.commands.spec import REQUIRED, Command, Hints, Mcp, Run
+from watcher.config import withhold_inherited_keys
 from watcher.errors import EXIT_USAGE
 from watcher.util.visible import json_safe, visible
 
-MIN_SDK = (2, 3)
 INSTALL_HINT = (
     "watcher-bridge mcp needs the MCP Python SDK (mcp >= {need}), an optional extra:\n"
     "    pip install 'devto-watcher[mcp]'      # from PyPI\n"
@@ -100,6 +101,8 @@ if _SDK_MISSING is None:
         def __init__(self, run: _Runner, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.run_command = run
+            # The client's first line, already read and perhaps answered (bridge.mcp_handshake).
+            self.opening: Opening | None = None
             self.parameters: dict[str, frozenset[str]] = {}
             self.unlisted: dict[str, Run] = {}
 
@@ -114,9 +117,13 @@ if _SDK_MISSING is None:
 
             async with stdio_server() as (read_stream, write_stream):
                 passed, received = create_context_streams[SessionMessage | Exception](0)
+                answers, sent = create_context_streams[SessionMessage](0)
+                opening = self.opening
 
                 async def forward() -> None:
                     async with passed:
+                        if opening is not None and opening.line.strip():
+                            await passed.send(first_message(opening.line))
                         async for message in read_stream:
                             await passed.send(message)
                     threading.Thread(
@@ -126,11 +133,22 @@ if _SDK_MISSING is None:
                         daemon=True,
                     ).start()
 
+                async def answer() -> None:
+                    # The SDK's own answer to an initialize answered early is not sent twice.
+                    skip = None if opening is None else opening.answered
+                    async with write_stream, sent:
+                        async for message in sent:
+                            if skip is not None and answers_request(message, skip):
+                                skip = None
+                                continue
+                            await write_stream.send(message)
+
                 async with anyio.create_task_group() as group:
                     group.start_soon(forward)
+                    group.start_soon(answer)
                     await self._lowlevel_server.run(
                         received,
-                        write_stream,
+                        answers,
                         self._lowlevel_server.create_initialization_options(),
                     )
 
@@ -156,10 +174,17 @@ if _SDK_MISSING is None:
             # The tools return CallToolResult (the envelope, also on errors), so the SDK derives no
             # output schema; each tool's is generated from the model its command returns, the one
             # the envelope dumps (watcher/commands/envelope.py).
+            # What the model reads on every session, the input schema, loses pydantic's titles
+            # (each the argument's own name again): tests/test_mcp_startup.py.
             return [
-                t.model_copy(update={"output_schema": envelope_schema(t.name)})
-                if t.name in RESULTS
-                else t
+                t.model_copy(
+                    update={
+                        "input_schema": _untitled(t.input_schema),
+                        "output_schema": envelope_schema(t.name)
+                        if t.name in RESULTS
+                        else t.output_schema,
+                    }
+                )
                 for t in await super().list_tools()
             ]
 
@@ -207,6 +232,20 @@ if _SDK_MISSING is None:
                     for e in exc.__cause__.errors()
                 )
                 return _usage(name, f"bad arguments for {name}: {problems}")
+
+
+def _untitled(schema: Any) -> Any:
+    """``schema`` without pydantic's ``title`` strings and null defaults (left out is null)."""
+    if isinstance(schema, list):
+        return [_untitled(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: _untitled(value)
+        for key, value in schema.items()
+        if not (key == "title" and isinstance(value, str))
+        and not (key == "default" and value is None)
+    }
 
 
 @asynccontextmanager
@@ -280,7 +319,7 @@ def build_server(
     run = _Runner(data_dir, version_on_disk=version_on_disk or installed_version)
     server = WatcherServer(
         run,
-        "devto-watcher",
+        SERVER_NAME,
         version=watcher.__version__,
         instructions=INSTRUCTIONS,
         log_level="INFO" if verbose else "WARNING",
@@ -345,8 +384,6 @@ def _add_resources(server: WatcherServer, run: _Runner) -> None:
 
 
 # ---- entry point ---------------------------------------------------------------------------------
-
-
 def _sdk_problem() -> str | None:
     """Why the SDK cannot serve, as the message to print; None when it can."""
     if _SDK_MISSING is None:
@@ -355,10 +392,12 @@ def _sdk_problem() -> str | None:
     return INSTALL_HINT.format(need=".".join(map(str, MIN_SDK))) + f"({_SDK_MISSING})\n"
 
 
-def serve(*, data_dir: Path | None, verbose: bool) -> None:
+def serve(*, data_dir: Path | None, verbose: bool, opening: Opening | None = None) -> None:
     """Run ``watcher-bridge mcp [--data-dir DIR] [--verbose]`` until the client closes stdin.
 
     Raises ``SystemExit(2)`` with an install hint on stderr when the ``mcp`` extra is missing.
+    ``opening``: the client's first line, already read (and perhaps answered) by
+    :func:`bridge.mcp_handshake.open_session`.
     """
     problem = _sdk_problem()
     if problem is not None:
@@ -371,7 +410,10 @@ def serve(*, data_dir: Path | None, verbose: bool) -> None:
         level=logging.INFO if verbose else logging.WARNING,
         format="watcher-bridge mcp: %(levelname)s %(name)s: %(message)s",
     )
+    # Its environment is the client's: a generic provider key there may be the client's own.
+    withhold_inherited_keys()
     server = build_server(data_dir=data_dir, verbose=verbose)
+    server.opening = opening
     runner = server.run_command
     for signum in (signal.SIGINT, signal.SIGTERM):
         # Off the event loop's thread: the batches still report progress through the loop while

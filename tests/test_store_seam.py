@@ -28,6 +28,7 @@ ALLOWED = {
     ("watcher/providers/prompts.py", "read_bytes"): "the prompt template shipped with the package",
     ("watcher/cli/frontend.py", "os.open"): "/dev/null over a closed stdout (SPEC §13.6), no file of the data dir",
     ("watcher/commands/labelled.py", "read_bytes"): "the labelled set's labels.json (SPEC §15.6), read only",
+    ("bridge/mcp_handshake.py", "os.write"): "the initialize answer on fd 1, the MCP protocol pipe, no file",
 }
 
 

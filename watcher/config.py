@@ -108,6 +108,9 @@ class Settings:
     data_dir_defaulted: bool = False
     # WATCHER_NOTIFY's Apprise URLs (SPEC §16.1): secrets, each shown as its Target.shown only.
     notify: tuple[Target, ...] = ()
+    # The provider variable whose key is left unspent: the MCP server's environment is its
+    # client's (Claude Code hands over its own ANTHROPIC_API_KEY), see withhold_inherited_keys.
+    api_key_withheld: str | None = None
 
     @property
     def paths(self) -> Paths:
@@ -118,6 +121,13 @@ class Settings:
 
         Asked by the commands that call the model (scan, recheck) before any work."""
         spec = provider_spec(self.provider)
+        if spec.needs_key and self.api_key is None and self.api_key_withheld:
+            raise ConfigError(
+                f"the only API key is {self.api_key_withheld}, in the environment the MCP client "
+                "started this server with (perhaps the client's own key): to let watcher spend "
+                "it, set WATCHER_API_KEY in the server's env (its value, or "
+                f"${{{self.api_key_withheld}}}) or api_key in config.toml"
+            )
         if spec.needs_key and (self.api_key is None or not self.api_key.get_secret_value()):
             raise ConfigError(
                 f"No API key found for provider {self.provider} — set {spec.key_hint()} "
@@ -142,7 +152,9 @@ class Settings:
             model=self.model,
             base_url=self.shown_base_url or None,
             api_key_set=self.api_key is not None,
-            api_key_from=self.api_key_from if self.api_key is not None else None,
+            api_key_from=self.api_key_from
+            if self.api_key is not None
+            else (self.api_key_withheld and f"{self.api_key_withheld} (withheld: see check)"),
             timeout_s=self.timeout,
             parallel=self.parallel,
             offline=self.provider == "offline",
@@ -303,11 +315,14 @@ def _build(
     # A missing key is not an error here: status, inbox, show, mark and signals never need one
     # (a Codex shell strips *KEY* variables); commands that call the model ask require_key().
     api_key, api_key_from = values.get("api_key"), origin.get("api_key")
+    withheld = None
     if not api_key:
         api_key_from = spec.fallback_key_var(env)
         api_key = spec.fallback_key(env)
         if spec.is_remote and api_key_from:
             _refuse_unexpanded(api_key_from, api_key)
+        if _INHERITED_KEYS_WITHHELD and spec.is_remote and api_key:
+            withheld, api_key, api_key_from = api_key_from, None, None
     devto_key = values.get("devto_api_key") or None
     for key in ("api_key", "devto_api_key"):
         if key in values and not isinstance(values[key], str):
@@ -349,7 +364,20 @@ def _build(
         data_dir_chosen=chosen,
         data_dir_defaulted=defaulted,
         notify=notify,
+        api_key_withheld=withheld,
     )
+
+
+# A provider's own key variable (OPENAI_API_KEY, ANTHROPIC_API_KEY) is spent only when the user
+# set it for watcher: not in the MCP server, whose environment is its client's (SPEC §15.3).
+_INHERITED_KEYS_WITHHELD = False
+
+
+def withhold_inherited_keys() -> None:
+    """From now on this process spends a key only from WATCHER_API_KEY or the config file (the MCP
+    server calls it as it starts: bridge/mcp_server.py)."""
+    global _INHERITED_KEYS_WITHHELD
+    _INHERITED_KEYS_WITHHELD = True
 
 
 def _base_url(spec: ProviderSpec, values: dict[str, Any]) -> str:

@@ -166,9 +166,7 @@ SUBMIT = Command(
                 Annotated[
                     dict[str, Any] | str,
                     Field(
-                        description="Your verdict: a JSON object fitting the schema claim "
-                        "returned (needs_reply, category, priority, summary, reply_hint), or "
-                        "the JSON text of one."
+                        description="A JSON object (or its text) fitting the schema claim returned."
                     ),
                 ],
             ),

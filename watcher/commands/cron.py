@@ -232,7 +232,8 @@ def _remember(
         if key in kept:
             continue  # scan and recheck stopped by one outage: one line
         old = before.problems.get(key)
-        say = old is None or now - parse_iso(old.said_at) >= REPEAT_AFTER
+        # A said_at ahead of now (a round run with a clock gone wrong) is not trusted: said again.
+        say = old is None or not timedelta(0) <= now - parse_iso(old.said_at) < REPEAT_AFTER
         kept[key] = CronProblem(
             line=line,
             since=old.since if old else iso(now),

@@ -239,11 +239,8 @@ SCAN = Command(
                 Annotated[
                     str | None,
                     Field(
-                        description="'devto' (needs DEVTO_USERNAME or DEVTO_API_KEY in the "
-                        "server's environment), or the path of a Forem-format export file on "
-                        "this machine. Omitted: dev.to; without a dev.to account that is "
-                        "exit_code 2. Not 'sample': the bundled demo is `watcher demo`, in a "
-                        "terminal."
+                        description="Omitted or 'devto': dev.to. Or a Forem export file's "
+                        "path. Not 'sample' (the demo is `watcher demo`, in a terminal)."
                     ),
                 ],
                 None,

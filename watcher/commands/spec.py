@@ -185,7 +185,7 @@ MCP_ID = McpArg(
     Annotated[
         str,
         Field(
-            description="Comment id (the dev.to id_code), as listed by inbox.",
+            description="Comment id, as inbox lists it.",
             json_schema_extra={"pattern": ID_PATTERN},
         ),
     ],
@@ -195,8 +195,7 @@ MCP_LIMIT = McpArg(
     Annotated[
         int,
         Field(
-            description=f"Most model calls this run (1–{MAX_LIMIT}). Each call spends one of a "
-            "comment's 3 attempts.",
+            description="Most model calls this run, each one attempt spent.",
             json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT},
         ),
     ],
@@ -206,10 +205,7 @@ MCP_DRY_RUN = McpArg(
     "dry_run",
     Annotated[
         bool,
-        Field(
-            description="Only plan: list what would be called. Takes no lock, writes nothing, "
-            "calls no model."
-        ),
+        Field(description="Only plan: no lock, no write, no call."),
     ],
     False,
 )

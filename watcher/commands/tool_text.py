@@ -9,7 +9,6 @@ instructions (:mod:`bridge.mcp_text`) give every code first. The registry
 
 from __future__ import annotations
 
-from watcher.pipeline import DEFAULT_LIMIT, MAX_LIMIT
 from watcher.state.records import LEASE
 
 # SPEC §14: how long a claim waits for its submit (the core's figure, in the words' unit).
@@ -32,100 +31,68 @@ AGENT_ADVICE = {
 
 
 def on_exit(*codes: int) -> str:
-    """The advice for ``codes``, as the closing lines of a tool description."""
+    """The advice for ``codes``, in full, one line each (the server's instructions)."""
     return "\n".join(f"exit_code {code}: {AGENT_ADVICE[code]}" for code in codes)
 
 
-SCAN = f"""Fetch new comments from dev.to (or an export file) and make the FIRST model attempt for
-each comment never attempted before — at most `limit` model calls this run (default {DEFAULT_LIMIT},
-max {MAX_LIMIT}); comments beyond the limit are left pending for the next scan (`remaining`). Spends
-model attempts (3 per comment in total, ever; scan makes only the first). Never retries failures:
-that is `recheck`. Waits at most 5 s for the pipeline lock. With a progress token, sends progress
-after planning (total = calls planned) and after each model call. A setup failure (unreachable
-server, rejected key, unknown model, refused request) or a rate limit stops the batch at once; a
-broken provider is then probed for free before any attempt is spent. Use dry_run to see what would
-be called without spending anything. The result is the batch summary, also on a non-zero exit_code.
-With provider agent, scan makes no model call and spends nothing: it records the new comments and
-`for_agent` says how many wait for `claim`.
-{on_exit(2, 3, 4, 5)}"""
+def codes(*returned: int) -> str:
+    """A tool's closing line: the codes it can return, whose advice the instructions give."""
+    return f"exit_code {', '.join(map(str, returned))}: as the instructions say."
 
-RECHECK = f"""Retry comments whose verdict failed (malformed answer, overload, timeout, …) with
-their cached prompt. Spends model attempts: at most `limit` calls this run (default {DEFAULT_LIMIT},
-max {MAX_LIMIT}), one per comment per run, and never more than 3 attempts per comment in total, the
-scan's first attempt included — an exhausted comment is never called again. Does not fetch new
-comments (that is `scan`). Waits at most 5 s for the pipeline lock. With a progress token, sends
-progress like scan. Never call recheck in a loop: a comment that failed three times is exhausted and
-only the user can grant it more attempts (`watcher grant`, not available to agents). Use dry_run to
-see what would be called. With provider agent, recheck makes no model call: it closes claims left
-open past their lease.
-{on_exit(2, 3, 4, 5)}"""
 
-STATUS = f"""Free: no model call, no network, no lock wait. Counts comments by state (done, pending,
-failed, exhausted, reserved, baseline, answered) and triage, shows any provider cooldown or open
-breaker (and until when), observation signal counts, the configured provider and model, and the data
+# What the model reads of every tool on every session is kept short (tests/test_mcp_startup.py
+# holds descriptions and input schemas to 6 KB): the instructions hold each code's advice, so a
+# description names its codes and repeats only what a spending tool must not get wrong.
+SPENDING = f"""exit_code 2: fix the setup; never retry as is. exit_code 3: wait until when it
+says. exit_code 4: try again later, do not loop. {codes(5)}"""
+
+SCAN = f"""Fetch new comments (dev.to or an export file) and make each one's FIRST model attempt,
+at most `limit` calls; the rest wait (`remaining`). Spends attempts (3 per comment, ever); retries
+are `recheck`. Provider agent: records comments for `claim`, calls nothing.
+{SPENDING}"""
+
+RECHECK = f"""Retry comments whose verdict failed, at most `limit` calls, never more than 3 attempts
+per comment in total, scan's included. Never call recheck in a loop: an exhausted comment is the
+user's to grant. Provider agent: closes claims past their lease.
+{SPENDING}"""
+
+STATUS = f"""Free: comments by state and triage, any cooldown or open breaker, provider, model,
 paths. Call this first.
-{on_exit(5)}"""
+{codes(5)}"""
 
-INBOX = f"""Free: the comments that need a reply (their verdict says so and they are not marked
-replied or ignored), highest priority first, each with its url and the verdict's summary and
-reply_hint. all=true lists every known comment with its state instead. Same data as the resource
-watcher://inbox.
-{on_exit(5)}"""
+INBOX = f"""Free: the comments that need a reply, highest priority first, with url, summary and
+reply_hint. all=true: every known comment with its state.
+{codes(5)}"""
 
-SHOW = f"""Free: one comment in full — its text, verdict (with reply_hint), triage and every model
-attempt (outcome, error, raw answer). The cached prompt sent to the model is left out unless
-prompt=true. Same data as the resource watcher://comment/{{id}}.
-{on_exit(2, 5)}"""
+SHOW = f"""Free: one comment in full (text, verdict, triage, attempts).
+{codes(2, 5)}"""
 
-MARK = f"""Set a comment's triage: replied (only once the author says the reply is posted), ignored
-(it needs no answer), or open again. No model call; posts nothing. Takes only the short seen.json
-lock, never the pipeline lock, so it answers at once even while a scan or recheck runs, and that
-batch will not overwrite the mark. Marking the same way twice changes nothing. more_ids marks
-several at once.
-{on_exit(2, 4, 5)}"""
+MARK = f"""Set comments' triage: replied (once the author posted it), ignored, or open. Posts
+nothing; takes only the short seen.json lock, never the pipeline lock, so it answers during a scan.
+{codes(2, 4, 5)}"""
 
-CHECK = f"""Free: checks the setup without spending an attempt or a token — config, API key present,
-the provider's models endpoint (does the model exist?), the dev.to user, the data dir. Each failed
-check says its fix, for the user to apply. exit_code 0 only if all pass. Use it after a scan or
-recheck stopped with exit_code 2 or 3.
-{on_exit(2, 3, 5)}"""
+CHECK = f"""Free: checks config, API key, model, dev.to user and data dir, spending nothing; each
+failure says its fix, for the user.
+{codes(2, 3, 5)}"""
 
-SIGNALS = f"""Count the new lines of the observation log (each exactly once, across crashes) and
-return the totals per key. No model call. reset=true recounts the whole log from the start: only
-when the user says the log was replaced or truncated on purpose.
-{on_exit(4, 5)}"""
+SIGNALS = f"""Count the observation log's new lines (each once): totals per key. reset=true recounts
+from the start, only when the user says the log was replaced.
+{codes(4, 5)}"""
 
-CLAIM = f"""Agent mode only (provider agent, WATCHER_PROVIDER=agent): you are the model. Reserves up
-to `limit` comments for you to judge (default {DEFAULT_LIMIT}, max {MAX_LIMIT}) — those scan would
-call first and those recheck would retry, oldest first — and returns each with its attempt number n,
-its cached prompt (system, user) and the verdict's JSON schema. EACH CLAIM SPENDS ONE OF THE
-COMMENT'S 3 ATTEMPTS, at once and for good, whether or not you submit: claim only what you will
-judge now. Submit each verdict within {LEASE_MINUTES} minutes (lease_until); after that the next run
-closes the attempt as interrupted, still counted. `items` lists comments met but not claimed
-(deferred: claimed elsewhere and still in its lease; interrupted: an abandoned claim closed now,
-claimable next time; exhausted: no attempt left). No model call, no network; waits at most 5 s for
-the pipeline lock.
-{on_exit(2, 4, 5)}"""
+CLAIM = f"""Provider agent only: you are the model. Reserves up to `limit` comments, each with its
+attempt n, prompt (system, user) and the verdict's
+JSON schema. EACH CLAIM SPENDS ONE OF THE COMMENT'S 3 ATTEMPTS, submitted or not: claim only what
+you judge now; submit within {LEASE_MINUTES} minutes. `items`: comments met but not claimed.
+{codes(2, 4, 5)}"""
 
-SUBMIT = f"""Agent mode: store your verdict for attempt `n` of comment `id`, exactly as claim
-returned them. `verdict` is a JSON object that fits the schema claim returned (needs_reply,
-category, priority, summary, reply_hint, nothing else); a JSON string of that object is accepted
-too. A valid verdict is saved as the comment's verdict (outcome verdict). A verdict that fails the
-schema is recorded as the error invalid_verdict and COUNTS as the attempt (exit_code 0, outcome
-error; attempts_left says what the comment has left): the claim is closed, so claim the comment
-again to try once more. Submit within {LEASE_MINUTES} minutes of the claim. A late or repeated
-submit, or one for an attempt that is not an open agent claim, is refused with exit_code 2 (kind
-submit_refused) and changes nothing: do not send it again. Waits at most 5 s for the pipeline lock.
-{on_exit(2, 4, 5)}"""
+SUBMIT = f"""Provider agent: store your verdict for attempt `n` of comment `id`. One that fails the
+schema is recorded as invalid_verdict and still counts (claim again to retry). A late, repeated or
+unclaimed submit is refused (exit_code 2) and changes nothing: do not resend.
+{codes(2, 4, 5)}"""
 
-EVAL = f"""Free and read-only: how good the stored verdicts are, judged by what the author did —
-replied on dev.to or marked replied (the comment needed a reply), marked ignored (it did not). Per
-provider, model and prompt version: judged, agreement, precision and recall of needs_reply, the
-confusion counts, and the disagreements with their ids and summaries (the comments to look at with
-show). Comments the author has not replied to or marked are counted as unlabelled, never guessed.
-since (a date like 2026-11-01): only comments created then or later. No model call; writes nothing.
-The labelled set (`watcher eval --set`) is for the person, in a terminal.
-{on_exit(2, 5)}"""
+EVAL = f"""Free: the stored verdicts against what the author did (replied: needed a reply;
+ignored: did not), per provider, model and prompt version, with the disagreeing ids.
+{codes(2, 5)}"""
 
 SAMPLE_REFUSED = (
     "source 'sample' is the bundled demo: its comments would go to the demo's own data dir, "
@@ -133,7 +100,6 @@ SAMPLE_REFUSED = (
     "it; to triage real comments, omit source (dev.to) or pass an export file's path."
 )
 
-ARTICLES = f"""Free: per article its title and link, comments, how many need a reply, the oldest one
-waiting (its age in days) and the last activity — what waits longest first. Reads the data directory
-only.
-{on_exit(5)}"""
+ARTICLES = f"""Free: per article its title, link, comments, how many need a reply, the oldest
+waiting and the last activity.
+{codes(5)}"""

@@ -102,6 +102,10 @@ def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[
             if flight is not None:
                 flight.after_failures = answers.failures
                 calls.start(flight)
+            elif batch.stopped and batch.result.items and batch.result.items[-1].id == item.id:
+                unreached += (
+                    batch.result.items[-1].outcome == "not_started"
+                )  # it stopped at this one
             _note_out(batch, calls)
         begun = len(plan)
         while calls.in_flight:

@@ -24,11 +24,23 @@ LoadRecord = Callable[[str], "InboxRecord | None"]
 
 
 def load(paths: Paths) -> SeenFile:
-    """The index as on disk; an empty one if it does not exist yet."""
-    return (
+    """The index as on disk; an empty one if it does not exist yet.
+
+    The one reading of seen.json every view shares, so what is checked here holds for all of
+    them: its articles are keyed by the article's id, a whole number (:func:`seen.record_article`
+    writes ``str(article_id)``); an entry under any other key (a hand edit) is left out, and the
+    next save drops it (tests/test_redteam_seen.py)."""
+    index = (
         read_model(paths.seen, SeenFile, quarantine_dir=paths.quarantine, within=paths.user_part)
         or SeenFile()
     )
+    if all(_ARTICLE_KEY.fullmatch(key) for key in index.articles):
+        return index
+    kept = {key: a for key, a in index.articles.items() if _ARTICLE_KEY.fullmatch(key)}
+    return index.model_copy(update={"articles": kept})
+
+
+_ARTICLE_KEY = re.compile(r"[0-9]{1,19}")
 
 
 def stamp(path: str | Path) -> str | None:

@@ -270,6 +270,7 @@ def try_call_lock(path: Path, *, within: Path | None = None) -> CallLock | None:
     if within is not None:
         real_directories(path.parent, below=within)
     _make_parent(path)
+    _own_lock_file(path, _lstat(path))  # busy or not: a shared file is no comment's own lock
     lock = FileLock(path, thread_local=False, fallback_to_soft=False, preserve_lock_file=True)
     try:
         lock.acquire(blocking=False)
@@ -277,7 +278,48 @@ def try_call_lock(path: Path, *, within: Path | None = None) -> CallLock | None:
         return None
     except OSError as exc:
         raise _cannot_lock(path, exc) from exc
+    fd = lock._context.lock_file_fd
+    held = os.fstat(fd) if fd is not None else None
+    at_path = _lstat(path)
+    if (
+        held is None
+        or at_path is None
+        or (held.st_dev, held.st_ino)
+        != (
+            at_path.st_dev,
+            at_path.st_ino,
+        )
+    ):
+        lock.release()  # the file was replaced between its open and its flock: not the lock
+        return None
+    try:
+        _own_lock_file(path, held)
+    except UnsafePath:
+        lock.release()
+        raise
     return CallLock(lock)
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _cannot_lock(path, exc) from exc
+
+
+def _own_lock_file(path: Path, st: os.stat_result | None) -> None:
+    """A call lock excludes only when its file is this comment's alone: a file hard-linked to
+    another comment's lock would make one comment's call look like the other's, and a call for
+    a comment with no attempt yet look like a run's (tests/test_redteam_locks.py)."""
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        raise UnsafePath(
+            path,
+            f"a lock file with {st.st_nlink} names (hard links): another comment's call lock "
+            "would be this one's",
+            fix="remove it and its other names (watcher creates a fresh lock file)",
+        )
 
 
 def make_call_locks(paths: Sequence[Path], *, within: Path | None = None) -> None:
