@@ -156,7 +156,7 @@ SUBMIT = Command(
                 Annotated[
                     int,
                     Field(
-                        description="The attempt number (n) claim returned with this comment.",
+                        description="The attempt number claim returned.",
                         json_schema_extra={"minimum": 1},
                     ),
                 ],

@@ -340,7 +340,7 @@ INBOX = Command(
                 "article",
                 Annotated[
                     int | None,
-                    Field(description="Only the comments on this article id (tool articles)."),
+                    Field(description="Only this article id's comments."),
                 ],
                 None,
             ),
@@ -348,7 +348,7 @@ INBOX = Command(
                 "priority",
                 Annotated[
                     Priority | None,
-                    Field(description="Only the comments of this priority."),
+                    Field(description="Only this priority."),
                 ],
                 None,
             ),
@@ -376,7 +376,7 @@ SHOW = Command(
                 "prompt",
                 Annotated[
                     bool,
-                    Field(description="Include the cached prompt sent to the model (about 2 KB)."),
+                    Field(description="Include the cached prompt (about 2 KB)."),
                 ],
                 False,
             ),

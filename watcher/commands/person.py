@@ -153,8 +153,8 @@ MARK = Command(
                 Annotated[
                     str,
                     Field(
-                        description="replied: the author posted a reply · ignored: it needs "
-                        "no answer · open: back on the to-do list.",
+                        description="replied (reply posted), ignored (needs none) or open "
+                        "(to do again).",
                         json_schema_extra={"enum": list(TRIAGE_CHOICES)},
                     ),
                 ],
@@ -163,10 +163,7 @@ MARK = Command(
                 "more_ids",
                 Annotated[
                     list[IdItem] | None,
-                    Field(
-                        description="More comment ids to mark the same way. Every id is "
-                        "checked first: one unknown id marks nothing."
-                    ),
+                    Field(description="More ids, marked alike; one unknown id marks nothing."),
                 ],
                 None,
             ),
@@ -267,8 +264,8 @@ SIGNALS = Command(
                 Annotated[
                     bool,
                     Field(
-                        description="Recount the whole observation log from the start on "
-                        "purpose (only after the log was replaced or truncated)."
+                        description="Recount the whole log (only after it was replaced or "
+                        "truncated)."
                     ),
                 ],
                 False,

@@ -85,7 +85,11 @@ def status(ctx: Context) -> StatusResult:
             observations=str(settings.paths.observations),
         ),
         notify=_notify_status(settings, store),
-        offline_quality=_offline_quality() if settings.provider == "offline" else None,
+        offline_quality=(
+            _offline_quality()
+            if settings.provider == "offline" and not settings.provider_defaulted
+            else None
+        ),
         this_month=_this_month(ctx),
     )
 

@@ -239,8 +239,7 @@ SCAN = Command(
                 Annotated[
                     str | None,
                     Field(
-                        description="Omitted or 'devto': dev.to. Or a Forem export file's "
-                        "path. Not 'sample' (the demo is `watcher demo`, in a terminal)."
+                        description="'devto' (default) or a Forem export file's path; not 'sample'."
                     ),
                 ],
                 None,
@@ -291,10 +290,7 @@ RECHECK = Command(
                 "ids",
                 Annotated[
                     list[IdItem] | None,
-                    Field(
-                        description="Only these comment ids. Omitted: every failed or "
-                        "interrupted comment, oldest first."
-                    ),
+                    Field(description="Only these ids (default: every failed or interrupted one)."),
                 ],
                 None,
             ),

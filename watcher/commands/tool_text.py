@@ -68,30 +68,29 @@ SHOW = f"""Free: one comment in full (text, verdict, triage, attempts).
 {codes(2, 5)}"""
 
 MARK = f"""Set comments' triage: replied (once the author posted it), ignored, or open. Posts
-nothing; takes only the short seen.json lock, never the pipeline lock, so it answers during a scan.
+nothing; answers during a scan: never the pipeline lock.
 {codes(2, 4, 5)}"""
 
 CHECK = f"""Free: checks config, API key, model, dev.to user and data dir, spending nothing; each
 failure says its fix, for the user.
 {codes(2, 3, 5)}"""
 
-SIGNALS = f"""Count the observation log's new lines (each once): totals per key. reset=true recounts
-from the start, only when the user says the log was replaced.
+SIGNALS = f"""Count the observation log's new lines (each once): totals per key. reset=true only
+when the user says the log was replaced.
 {codes(4, 5)}"""
 
 CLAIM = f"""Provider agent only: you are the model. Reserves up to `limit` comments, each with its
-attempt n, prompt (system, user) and the verdict's
-JSON schema. EACH CLAIM SPENDS ONE OF THE COMMENT'S 3 ATTEMPTS, submitted or not: claim only what
-you judge now; submit within {LEASE_MINUTES} minutes. `items`: comments met but not claimed.
+attempt n, prompt and verdict schema. EACH CLAIM SPENDS ONE OF THE COMMENT'S 3 ATTEMPTS, submitted
+or not: claim only what you judge now; submit within {LEASE_MINUTES} minutes.
 {codes(2, 4, 5)}"""
 
-SUBMIT = f"""Provider agent: store your verdict for attempt `n` of comment `id`. One that fails the
-schema is recorded as invalid_verdict and still counts (claim again to retry). A late, repeated or
-unclaimed submit is refused (exit_code 2) and changes nothing: do not resend.
+SUBMIT = f"""Provider agent: store your verdict for attempt `n` of comment `id`. One failing the
+schema still counts (claim again to retry). A late, repeated or unclaimed submit is refused
+(exit_code 2): do not resend.
 {codes(2, 4, 5)}"""
 
-EVAL = f"""Free: the stored verdicts against what the author did (replied: needed a reply;
-ignored: did not), per provider, model and prompt version, with the disagreeing ids.
+EVAL = f"""Free: the stored verdicts against what the author did (replied or ignored), per
+provider, model and prompt version.
 {codes(2, 5)}"""
 
 SAMPLE_REFUSED = (

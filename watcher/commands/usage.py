@@ -18,7 +18,7 @@ from watcher.commands.results import Result
 from watcher.commands.results.reading import ModelUsage
 from watcher.commands.screen import Screen, one_line
 from watcher.commands.spec import LOCAL, VIEW_CODES, Command, Mcp, McpArg, Param
-from watcher.commands.tool_text import on_exit
+from watcher.commands.tool_text import codes
 from watcher.errors import ConfigError, UsageError
 from watcher.models import Attempt
 
@@ -172,16 +172,15 @@ USAGE = Command(
         ),
     ),
     mcp=Mcp(
-        description="Free and read-only: the month's model calls and tokens per provider and "
-        "model, per day and in all, with dollars where WATCHER_PRICES prices the model.\n"
-        + on_exit(2, 5),
+        description="Free: the month's model calls and tokens per provider and model, by day, "
+        "with dollars where WATCHER_PRICES prices it.\n" + codes(2, 5),
         hints=LOCAL,
         args=(
             McpArg(
                 "month",
                 Annotated[
                     str | None,
-                    Field(description="The UTC month, YYYY-MM (default: this one)."),
+                    Field(description="UTC month, YYYY-MM (default: this one)."),
                 ],
                 None,
             ),

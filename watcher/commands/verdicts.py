@@ -173,8 +173,8 @@ EVAL = Command(
                 Annotated[
                     str | None,
                     Field(
-                        description="Only comments created on or after this date "
-                        "(2026-11-01) or ISO time. Omitted: every comment."
+                        description="Only comments created since this date (2026-11-01) or "
+                        "ISO time."
                     ),
                 ],
                 None,
