@@ -179,7 +179,7 @@ class Watched(FileStore):
 
     def save_record(self, record: InboxRecord) -> None:
         if self.locks_at_first_write is None:
-            calls = self.paths.call_locks
+            calls = self.paths.call_lock_dir
             self.locks_at_first_write = sorted(p.stem for p in calls.iterdir()) if calls.exists() else []
         super().save_record(record)
 
@@ -195,7 +195,7 @@ def test_a_scan_makes_the_call_locks_it_may_take_before_its_first_durable_write(
     export = write_export(tmp_path / "export.json", ["a1", "a2", "a3", "a4", "a5"])
     offline = {"WATCHER_PROVIDER": "offline"}
     assert run_main("cli", "scan", "--source", str(export), "--dry-run", data_dir=data, env=offline).returncode == 0
-    assert not Paths(data).call_locks.exists()
+    assert not Paths(data).call_lock_dir.exists()
     stores: list[Watched] = []
 
     def store(paths: Paths) -> Watched:
@@ -207,7 +207,7 @@ def test_a_scan_makes_the_call_locks_it_may_take_before_its_first_durable_write(
     assert done.returncode == 0, done.stderr
     (watched,) = stores
     assert watched.locks_at_first_write == ["a1", "a2", "a3"]
-    assert sorted(p.stem for p in Paths(data).call_locks.iterdir()) == ["a1", "a2", "a3"]
+    assert sorted(p.stem for p in Paths(data).call_lock_dir.iterdir()) == ["a1", "a2", "a3"]
 
 
 class InboxReads(FileStore):

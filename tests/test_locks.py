@@ -63,7 +63,7 @@ def test_second_process_fails_after_the_wait_with_the_lock_busy_message(
     assert report["acquired"] is False
     assert float(report["elapsed"]) >= 0.5  # type: ignore[arg-type]
     assert report["message"] == (
-        f"pipeline lock busy: another watcher run holds {paths.pipeline_lock} (waited 0.5 s)"
+        f"pipeline lock busy: another watcher run holds {paths.pipeline_lock_file} (waited 0.5 s)"
     )
 
 
@@ -97,8 +97,8 @@ def test_sigkilled_holder_frees_the_lock_and_the_file_stays(
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=10)
     with FileStore(paths).pipeline_lock(timeout=0):
-        assert paths.pipeline_lock.exists()
-    assert paths.pipeline_lock.exists()
+        assert paths.pipeline_lock_file.exists()
+    assert paths.pipeline_lock_file.exists()
 
 
 def test_pipeline_wait_is_5_seconds() -> None:
@@ -108,8 +108,8 @@ def test_pipeline_wait_is_5_seconds() -> None:
 
 def test_release_keeps_the_lock_file(paths: Paths) -> None:
     """Lock files are never deleted, not even on a clean release."""
-    for take, path in ((lambda p: FileStore(p).pipeline_lock(), paths.pipeline_lock), (seen_lock, paths.seen_lock),
-                       (signals_lock, paths.signals_lock)):
+    for take, path in ((lambda p: FileStore(p).pipeline_lock(), paths.pipeline_lock_file), (seen_lock, paths.seen_lock_file),
+                       (signals_lock, paths.signals_lock_file)):
         with take(paths):
             pass
         assert path.exists(), path
@@ -140,9 +140,9 @@ def test_lock_is_released_when_the_body_raises(paths: Paths) -> None:
 
 def test_busy_error_names_lock_path_and_wait(paths: Paths, holder: subprocess.Popen[str] | ForkedProcess) -> None:
     """LockBusy carries the path and the seconds waited, and maps to exit 4."""
-    with pytest.raises(LockBusy) as info, hold(paths.pipeline_lock, timeout=0.2):
+    with pytest.raises(LockBusy) as info, hold(paths.pipeline_lock_file, timeout=0.2):
         pass
-    assert info.value.path == paths.pipeline_lock
+    assert info.value.path == paths.pipeline_lock_file
     assert info.value.waited_s == 0.2
     assert info.value.exit_code == EXIT_LOCK_BUSY
     assert str(info.value).startswith("pipeline lock busy: another watcher run holds ")
@@ -159,11 +159,11 @@ def test_a_filelock_holder_excludes_us_and_we_exclude_it(paths: Paths) -> None:
     exclude each other both ways."""
     from filelock import FileLock, Timeout
 
-    paths.pipeline_lock.parent.mkdir(parents=True)
-    with FileLock(str(paths.pipeline_lock)), pytest.raises(LockBusy), hold(paths.pipeline_lock, timeout=0.05):
+    paths.pipeline_lock_file.parent.mkdir(parents=True)
+    with FileLock(str(paths.pipeline_lock_file)), pytest.raises(LockBusy), hold(paths.pipeline_lock_file, timeout=0.05):
         pass
-    with hold(paths.pipeline_lock, timeout=0), pytest.raises(Timeout):
-        FileLock(str(paths.pipeline_lock), timeout=0.05).acquire()
+    with hold(paths.pipeline_lock_file, timeout=0), pytest.raises(Timeout):
+        FileLock(str(paths.pipeline_lock_file), timeout=0.05).acquire()
 
 
 def test_a_lock_file_unlinked_while_waited_for_is_taken_afresh(paths: Paths) -> None:
@@ -171,7 +171,7 @@ def test_a_lock_file_unlinked_while_waited_for_is_taken_afresh(paths: Paths) -> 
     not the orphaned inode, so it still excludes whoever opens the name next."""
     from filelock import FileLock, Timeout
 
-    path = paths.signals_lock
+    path = paths.signals_lock_file
     holding, release, inside, waiting = (threading.Event() for _ in range(4))
     seen: list[bool] = []
 
@@ -214,11 +214,11 @@ def test_each_hold_of_a_store_locks_and_releases(paths: Paths) -> None:
     store = FileStore(paths)
     for _ in range(5):
         with store.pipeline_lock(timeout=0), pytest.raises(Timeout):
-            FileLock(str(paths.pipeline_lock), timeout=0).acquire()
-        with FileLock(str(paths.pipeline_lock), timeout=0):  # released between holds
+            FileLock(str(paths.pipeline_lock_file), timeout=0).acquire()
+        with FileLock(str(paths.pipeline_lock_file), timeout=0):  # released between holds
             pass
         store.append_signals([{"key": "verdict.ok"}])
-        with FileLock(str(paths.signals_lock), timeout=0):
+        with FileLock(str(paths.signals_lock_file), timeout=0):
             pass
 
 
@@ -232,12 +232,12 @@ def test_a_store_whose_lock_file_was_unlinked_locks_the_new_file(paths: Paths) -
     store = FileStore(paths)
     with store.pipeline_lock(timeout=0):
         pass
-    paths.pipeline_lock.unlink()
-    with FileLock(str(paths.pipeline_lock)), pytest.raises(LockBusy), store.pipeline_lock(timeout=0.05):
+    paths.pipeline_lock_file.unlink()
+    with FileLock(str(paths.pipeline_lock_file)), pytest.raises(LockBusy), store.pipeline_lock(timeout=0.05):
         pass
     with store.pipeline_lock(timeout=0):
         pass
-    assert paths.pipeline_lock.exists()
+    assert paths.pipeline_lock_file.exists()
 
 
 def test_a_hold_on_one_thread_excludes_another_thread_of_the_same_store(paths: Paths) -> None:
@@ -299,7 +299,7 @@ def test_a_child_forked_while_the_parent_holds_the_lock_is_kept_out(paths: Paths
                 os._exit(0)
         _, status = os.waitpid(pid, 0)
         with pytest.raises(Timeout):  # the child's exit released nothing
-            FileLock(str(paths.pipeline_lock), timeout=0).acquire()
+            FileLock(str(paths.pipeline_lock_file), timeout=0).acquire()
     assert os.waitstatus_to_exitcode(status) == 0
     assert verdict.read_text() == "busy"
     with FileStore(paths).pipeline_lock(timeout=0):  # released by the parent

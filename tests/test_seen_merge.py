@@ -204,7 +204,7 @@ def test_save_writes_the_merge_under_the_lock_and_returns_it(paths: Paths) -> No
     result = FileStore(paths).save_index(SeenFile(), mine)
     assert FileStore(paths).load_index() == result
     assert set(result.comments) == {"a", "b"} and result.comments["a"].triage == "replied"
-    assert paths.seen_lock.exists()
+    assert paths.seen_lock_file.exists()
 
 
 def test_save_without_changes_does_not_rewrite(paths: Paths) -> None:

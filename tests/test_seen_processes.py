@@ -68,4 +68,4 @@ def test_concurrent_writers_leave_no_temp_files_or_quarantine(paths: Paths, tmp_
     leftovers = [p for p in paths.root.rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == []
     assert not paths.quarantine.exists()
-    assert paths.seen_lock.exists()
+    assert paths.seen_lock_file.exists()

@@ -273,7 +273,7 @@ def test_a_lock_file_that_is_a_link_or_directory_is_exit_5_naming_it(
     paths: Paths, outside: Path, kind: str
 ) -> None:
     """A symlinked (outside, loop) or directory lock file: UnsafePath, and no file created through it."""
-    lock = paths.pipeline_lock
+    lock = paths.pipeline_lock_file
     lock.parent.mkdir(parents=True)
     if kind == "outside":
         os.symlink(outside, lock)
@@ -354,12 +354,12 @@ def test_the_write_refusal_is_real(tmp_path: Path) -> None:
 @pytest.mark.parametrize("errno_", [13, 30], ids=["EACCES", "EROFS"])
 def test_an_unwritable_lock_file_is_cannot_write_exit_5(paths: Paths, errno_: int) -> None:
     """Lock acquire refused (permissions, read-only mount): SaveFailed "cannot write <lock>: <reason>"."""
-    paths.pipeline_lock.parent.mkdir(parents=True)
+    paths.pipeline_lock_file.parent.mkdir(parents=True)
     with (_refusing_writes_under(paths.root, errno_), pytest.raises(SaveFailed) as info,
           FileStore(paths).pipeline_lock(timeout=0)):
         pass
     assert exit_code_for(info.value) == EXIT_STATE
-    assert str(info.value).startswith(f"cannot write {paths.pipeline_lock}: {os.strerror(errno_)}")
+    assert str(info.value).startswith(f"cannot write {paths.pipeline_lock_file}: {os.strerror(errno_)}")
 
 
 def test_an_uncreatable_locks_dir_names_the_directory(paths: Paths) -> None:

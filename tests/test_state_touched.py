@@ -59,8 +59,8 @@ def test_deleting_the_lock_files_mid_call_cannot_buy_a_fourth_call(
     assert run_main("cli", "scan", "--source", str(export), data_dir=data_dir, env=fake.env()).returncode == 0
     first = start("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())
     fake.wait_in_flight()
-    Paths(data_dir).pipeline_lock.unlink()  # "they looked stale"
-    Paths(data_dir).call_lock("slow").unlink()
+    Paths(data_dir).pipeline_lock_file.unlink()  # "they looked stale"
+    Paths(data_dir).call_lock_file("slow").unlink()
     closes = run("cli", "recheck", "--json", data_dir=data_dir, env=fake.env())  # orphan → interrupted
     assert envelope(closes)["result"]["items"][0]["outcome"] == "interrupted"
     again = run("bridge", "recheck", data_dir=data_dir, env=fake.env())  # attempt 3 (malformed)

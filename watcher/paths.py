@@ -81,24 +81,24 @@ class Paths:
         return self.root / "locks"
 
     @cached_property
-    def pipeline_lock(self) -> Path:
+    def pipeline_lock_file(self) -> Path:
         return self.locks / "pipeline.lock"
 
     @cached_property
-    def seen_lock(self) -> Path:
+    def seen_lock_file(self) -> Path:
         return self.locks / "seen.lock"
 
     @cached_property
-    def signals_lock(self) -> Path:
+    def signals_lock_file(self) -> Path:
         return self.locks / "signals.lock"
 
     @cached_property
-    def call_locks(self) -> Path:
+    def call_lock_dir(self) -> Path:
         return self.locks / "calls"
 
-    def call_lock(self, comment_id: str) -> Path:
+    def call_lock_file(self, comment_id: str) -> Path:
         """The comment's call lock (SPEC §15.1): held while its model call is in flight."""
-        return self._child(self._call_lock_files, self.call_locks, f"{comment_id}.lock")
+        return self._child(self._call_lock_files, self.call_lock_dir, f"{comment_id}.lock")
 
     @cached_property
     def _call_lock_files(self) -> dict[str, Path]:
@@ -118,11 +118,11 @@ class Paths:
         return self.root / "outbox"
 
     @cached_property
-    def outbox_lock(self) -> Path:
+    def outbox_lock_file(self) -> Path:
         """Held to add a message or to deliver: two rounds never send one message at once."""
         return self.locks / "outbox.lock"
 
     @cached_property
-    def round_lock(self) -> Path:
+    def round_lock_file(self) -> Path:
         """Held by a whole ``watch`` round: never two rounds at once (SPEC §16.2)."""
         return self.locks / "round.lock"

@@ -165,7 +165,7 @@ class FileStore:
             models.build(*LOCKED_MODELS)  # before the lock, where no other run waits for it
             self._built = True
         held = self._waits.pipeline(
-            self._paths.pipeline_lock, timeout=timeout, within=self._paths.user_part
+            self._paths.pipeline_lock_file, timeout=timeout, within=self._paths.user_part
         )
         return held if self._swept else self._sweeping(held)
 
@@ -186,15 +186,19 @@ class FileStore:
             yield
 
     def call_lock(self, comment_id: str) -> CallLock | None:
-        return locks.try_call_lock(self._paths.call_lock(comment_id), within=self._paths.user_part)
+        return locks.try_call_lock(
+            self._paths.call_lock_file(comment_id), within=self._paths.user_part
+        )
 
     def make_call_locks(self, comment_ids: Iterable[str]) -> None:
         locks.make_call_locks(
-            [self._paths.call_lock(cid) for cid in comment_ids], within=self._paths.user_part
+            [self._paths.call_lock_file(cid) for cid in comment_ids], within=self._paths.user_part
         )
 
     def call_in_flight(self, comment_id: str) -> bool:
-        return locks.held_elsewhere(self._paths.call_lock(comment_id), within=self._paths.user_part)
+        return locks.held_elsewhere(
+            self._paths.call_lock_file(comment_id), within=self._paths.user_part
+        )
 
     # ---- records ---------------------------------------------------------------------------------
 
@@ -306,7 +310,7 @@ class FileStore:
         """Read the index under its lock, apply ``change``, write it if it changed (SPEC §4.2:
         held for one read-merge-write, never across a model call)."""
         paths = self._paths
-        with self._waits.short(paths.seen_lock, within=paths.user_part):
+        with self._waits.short(paths.seen_lock_file, within=paths.user_part):
             theirs = _index.load(paths)
             changed = change(theirs)
             if changed != theirs or not paths.seen.exists():
@@ -403,7 +407,9 @@ class FileStore:
             self._paths,
             events,
             writer=self._append,
-            lock=lambda: self._waits.short(self._paths.signals_lock, within=self._paths.user_part),
+            lock=lambda: self._waits.short(
+                self._paths.signals_lock_file, within=self._paths.user_part
+            ),
         )
 
     def count_signals(self, *, reset: bool = False) -> signals.CountResult:
@@ -411,7 +417,9 @@ class FileStore:
             self._paths,
             reset=reset,
             write=self._write,
-            lock=lambda: self._waits.short(self._paths.signals_lock, within=self._paths.user_part),
+            lock=lambda: self._waits.short(
+                self._paths.signals_lock_file, within=self._paths.user_part
+            ),
             calls=self._calls,
         )
 

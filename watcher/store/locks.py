@@ -369,9 +369,9 @@ def held_elsewhere(path: Path, *, within: Path | None = None) -> bool:
 
 def seen_lock(paths: Paths) -> AbstractContextManager[None]:
     """Held only for one read-merge-write of seen.json, never across a model call."""
-    return hold(paths.seen_lock, timeout=SHORT_WAIT_S, within=paths.user_part)
+    return hold(paths.seen_lock_file, timeout=SHORT_WAIT_S, within=paths.user_part)
 
 
 def signals_lock(paths: Paths) -> AbstractContextManager[None]:
     """Held for one append to observations.jsonl or one counter state update."""
-    return hold(paths.signals_lock, timeout=SHORT_WAIT_S, within=paths.user_part)
+    return hold(paths.signals_lock_file, timeout=SHORT_WAIT_S, within=paths.user_part)

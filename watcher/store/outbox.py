@@ -25,7 +25,7 @@ class OutboxFiles:
     @contextmanager
     def locked(self, *, timeout: float = OUTBOX_WAIT_S) -> Iterator[None]:
         with locks.hold(
-            self.paths.outbox_lock,
+            self.paths.outbox_lock_file,
             timeout=timeout,
             what="another watcher round delivering notifications",
             within=self.paths.user_part,
@@ -66,5 +66,8 @@ def round_lock(paths: Paths) -> AbstractContextManager[None]:
     """``locks/round.lock``, taken without waiting: one ``watch`` round of a data dir at a time
     (SPEC §16.2); :class:`LockBusy` when another holds it."""
     return locks.hold(
-        paths.round_lock, timeout=0.0, what="another watcher watch round", within=paths.user_part
+        paths.round_lock_file,
+        timeout=0.0,
+        what="another watcher watch round",
+        within=paths.user_part,
     )
