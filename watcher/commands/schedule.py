@@ -78,7 +78,7 @@ def _systemd_quote(text: str) -> str:
 def systemd_unit(install: Install, every_text: str) -> str:
     shell = install.shell("watch", "--every", every_text)
     return (
-        "# devto-watcher: `watcher watch` as a systemd user service (SPEC §16.2).\n"
+        "# devto-watcher: `watcher watch` as a systemd user service.\n"
         f"# Install: watcher schedule systemd > ~/.config/systemd/user/{UNIT}\n"
         f"#          systemctl --user daemon-reload && systemctl --user enable --now {UNIT}\n"
         "[Unit]\n"
@@ -127,7 +127,7 @@ def crontab_line(install: Install, every: timedelta) -> str:
     # cron runs the line with /bin/sh, and turns an unescaped % into a newline.
     command = install.shell("cron").replace("%", "\\%")
     return (
-        "# devto-watcher: a `watcher cron` round (SPEC §15.3); cron mails what it prints.\n"
+        "# devto-watcher: a `watcher cron` round every interval; cron mails what it prints.\n"
         "# Install: (crontab -l 2>/dev/null; watcher schedule cron) | crontab -\n"
         f"{when} {command}\n"
     )
