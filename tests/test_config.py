@@ -206,12 +206,12 @@ def test_paths_lay_out_the_data_dir(tmp_path: Path) -> None:
     p = Paths(tmp_path / "d")
     rel = {name: getattr(p, name).relative_to(p.root).as_posix() for name in (
         "seen", "provider_state", "observations", "signals_state", "signals_cursor",
-        "pipeline_lock", "seen_lock", "signals_lock", "quarantine", "config_file")}
+        "pipeline_lock_file", "seen_lock_file", "signals_lock_file", "quarantine", "config_file")}
     assert rel == {
         "seen": "seen.json", "provider_state": "provider.json", "observations": "observations.jsonl",
         "signals_state": "signals/state.json", "signals_cursor": "signals/cursor.json",
-        "pipeline_lock": "locks/pipeline.lock", "seen_lock": "locks/seen.lock",
-        "signals_lock": "locks/signals.lock", "quarantine": "quarantine", "config_file": "config.toml",
+        "pipeline_lock_file": "locks/pipeline.lock", "seen_lock_file": "locks/seen.lock",
+        "signals_lock_file": "locks/signals.lock", "quarantine": "quarantine", "config_file": "config.toml",
     }
     assert p.inbox_file("3bkf").relative_to(p.root).as_posix() == "inbox/3bkf.json"
     assert not (tmp_path / "d").exists()

@@ -126,3 +126,24 @@ class Paths:
     def round_lock_file(self) -> Path:
         """Held by a whole ``watch`` round: never two rounds at once (SPEC §16.2)."""
         return self.locks / "round.lock"
+
+    # The names 0.2.0 gave these paths, for code written against it (the test suites of that
+    # release among them); they read like locks, so watcher itself uses the *_file names above.
+    @property
+    def pipeline_lock(self) -> Path:
+        return self.pipeline_lock_file
+
+    @property
+    def seen_lock(self) -> Path:
+        return self.seen_lock_file
+
+    @property
+    def signals_lock(self) -> Path:
+        return self.signals_lock_file
+
+    @property
+    def call_locks(self) -> Path:
+        return self.call_lock_dir
+
+    def call_lock(self, comment_id: str) -> Path:
+        return self.call_lock_file(comment_id)

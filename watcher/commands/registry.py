@@ -49,7 +49,7 @@ from watcher.commands import (
     usage,
     verdicts,
 )
-from watcher.commands.envelope import Envelope
+from watcher.commands.envelope import Envelope, EnvelopeError  # noqa: F401 (0.2.0 had it here)
 from watcher.commands.spec import Command
 
 COMMANDS: tuple[Command, ...] = (
