@@ -39,9 +39,10 @@ def _export(path: Path) -> Path:
 
 
 def _too_wide(text: str, width: int) -> list[str]:
-    """The lines wider than ``width`` that are not one unbreakable URL or path."""
+    """The lines wider than ``width`` that are not one unbreakable URL or path, or the one
+    command to copy that ends in a path (the demo's ``rm -rf DIR``, printed whole)."""
     return [line for line in text.splitlines() if cell_len(line) > width
-            and not re.fullmatch(r"\s*\S{0,2}(https?://|/)\S+", line)]
+            and not re.fullmatch(r"\s*(\S{0,2}|rm -rf )(https?://|/)\S+", line)]
 
 
 VIEWS = (("inbox",), ("inbox", "--all"), ("inbox", "--oneline"), ("show", "h1"), ("show", "h2"),

@@ -343,7 +343,7 @@ def _build(
         base_url_auth=SecretStr(base_url_auth) if base_url_auth else None,
         api_key=SecretStr(api_key) if api_key and spec.is_remote else None,
         timeout=_positive_float(values.get("timeout", 60.0)),
-        parallel=_parallel(values["parallel"])
+        parallel=parse_parallel(values["parallel"])
         if "parallel" in values
         else _default_parallel(spec, base_url),
         devto_username=(str(values["devto_username"]).strip().lstrip("@") or None)
@@ -416,10 +416,6 @@ def _default_parallel(spec: ProviderSpec, base_url: str) -> int:
 
 def parse_parallel(value: Any) -> int:
     """``--parallel`` / ``WATCHER_PARALLEL`` / ``parallel``: a whole number 1–8, else exit 2."""
-    return _parallel(value)
-
-
-def _parallel(value: Any) -> int:
     text = str(value).strip()
     if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= MAX_PARALLEL:
         raise ConfigError(

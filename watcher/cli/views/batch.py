@@ -167,7 +167,9 @@ def demo(doc: DemoResult, screen: Screen) -> None:
     screen.out.print("")
     inbox(doc.inbox, screen)
     screen.out.print("")
-    screen.out.print(f"This was the sample, offline; remove it with: rm -rf {doc.data_dir}")
+    screen.out.print("This was the sample, offline; remove it with:")
+    # A command to copy is one line, however wide (soft_wrap: printed as given).
+    screen.out.print(f"    rm -rf {doc.data_dir}", soft_wrap=True)
     if doc.account_ready:
         screen.out.print(
             "Your own comments: `watcher check` tests your setup for free, then `watcher scan`."
