@@ -58,4 +58,3 @@ class Envelope(BaseModel, Generic[ResultT]):
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
-

@@ -90,7 +90,7 @@ def status(ctx: Context) -> StatusResult:
             if settings.provider == "offline" and not settings.provider_defaulted
             else None
         ),
-        this_month=_this_month(ctx),
+        this_month=_this_month(ctx, index),
     )
 
 
@@ -116,15 +116,18 @@ def _notify_status(settings: Settings, store: Store) -> NotifyStatus | None:
     )
 
 
-def _this_month(ctx: Context) -> list[ModelUsage] | None:
+def _this_month(ctx: Context, index: SeenFile) -> list[ModelUsage] | None:
     """This month's calls per model (SPEC §16.4); none while WATCHER_PRICES is malformed (`usage`
-    and `check` say why)."""
-    from watcher.commands.usage import usage
+    and `check` say why) or when over 500 comments were called this month."""
+    from watcher.commands.usage import TooMany, usage
     from watcher.errors import ConfigError
 
     try:
-        return usage(ctx).models or None
-    except ConfigError:
+        # Reading a file per comment called this month is what the line costs: past 500 (a
+        # first scan of a large account), status leaves it to `watcher usage` and stays quick
+        # (`python bench/run.py --only scale`).
+        return usage(ctx, most_files=500, index=index).models or None
+    except (ConfigError, TooMany):
         return None
 
 

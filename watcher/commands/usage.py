@@ -20,7 +20,7 @@ from watcher.commands.screen import Screen, one_line
 from watcher.commands.spec import LOCAL, VIEW_CODES, Command, Mcp, McpArg, Param
 from watcher.commands.tool_text import codes
 from watcher.errors import ConfigError, UsageError
-from watcher.models import Attempt
+from watcher.models import Attempt, SeenFile
 
 
 class DayUsage(Result):
@@ -40,8 +40,20 @@ class UsageResult(Result):
 _MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 
 
-def usage(ctx: Context, month: str | None = None) -> UsageResult:
-    """The calls and tokens of ``month`` (YYYY-MM; default this UTC month)."""
+class TooMany(Exception):
+    """More inbox files to read than a quick view may."""
+
+
+def usage(
+    ctx: Context,
+    month: str | None = None,
+    *,
+    most_files: int | None = None,
+    index: SeenFile | None = None,
+) -> UsageResult:
+    """The calls and tokens of ``month`` (YYYY-MM; default this UTC month). ``most_files``: read
+    at most that many inbox files, else raise :class:`TooMany` (``status`` stays quick);
+    ``index``: the one the caller already read."""
     from watcher.util.timeutil import utcnow
 
     month = month or (ctx.hooks.clock or utcnow)().strftime("%Y-%m")  # the clock batches run by
@@ -49,12 +61,17 @@ def usage(ctx: Context, month: str | None = None) -> UsageResult:
         raise UsageError(f"--month takes YYYY-MM, got {month!r}")
     prices = parse_prices(ctx.settings.prices)
     attempts: list[Attempt] = []
-    for cid, entry in repaired_index(ctx).comments.items():
-        # An attempt reserved in the month wrote its inbox file then, and the index entry derived
-        # from that file (watcher.state.seen.entry_from) was updated then or later: the files of
-        # comments untouched since before the month are not read (status gives this month's line).
-        if not entry.attempts or entry.updated_at[:7] < month:
-            continue
+    # An attempt reserved in the month wrote its inbox file then, and the index entry derived
+    # from that file (watcher.state.seen.entry_from) was updated then or later: the files of
+    # comments untouched since before the month are not read (status gives this month's line).
+    touched = [
+        cid
+        for cid, entry in (index or repaired_index(ctx)).comments.items()
+        if entry.attempts and entry.updated_at[:7] >= month
+    ]
+    if most_files is not None and len(touched) > most_files:
+        raise TooMany(len(touched))
+    for cid in touched:
         record = ctx.store.load_record(cid)
         if record is not None:
             attempts += [a for a in record.attempts if a.reserved_at.startswith(month)]
