@@ -75,22 +75,6 @@ First steps:
 Exit codes: {exit_code_legend()}."""
 
 
-HELP = f"""Triage new dev.to comments with a language model, under a hard budget of 3 model
-attempts per comment.
-
-\b
-First steps:
-  watcher demo                      what it does, on bundled sample comments, offline
-  export DEVTO_USERNAME=you WATCHER_PROVIDER=openai OPENAI_API_KEY=sk-...
-  watcher check                     test that setup for free (no attempt, no tokens)
-  watcher scan && watcher inbox     fetch new comments, then list what needs a reply
-  watcher cron                      the same for cron: quiet unless there is news or trouble
-
-{_settings_help()}
-
-Exit codes: {exit_code_legend()}."""
-
-
 BRIDGE_HELP = f"""The watcher commands for agents (OpenAI Codex, Claude Code): every answer is
 exactly one JSON envelope on stdout, and the exit code is the CLI's.
 
