@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -20,6 +21,7 @@ from watcher.commands.results import (
 from watcher.commands.spec import (
     AGENT,
     COMMENT_ID,
+    LIMIT,
     MCP_ID,
     Args,
     Command,
@@ -75,18 +77,7 @@ CLAIM = Command(
     result=ClaimResult,
     run=lambda c, a: claim(c, limit=a["limit"]),
     view=f"{VIEWS}.batch:claim",
-    params=(
-        Param(
-            name="limit",
-            type=int,
-            default=DEFAULT_LIMIT,
-            flags=("--limit",),
-            help="Most comments to claim (1–20).",
-            show_default=True,
-            parser=whole_number,
-            metavar="N",
-        ),
-    ),
+    params=(replace(LIMIT, help="Most comments to claim (1–20)."),),
     mcp=Mcp(
         description=words.CLAIM,
         hints=AGENT,

@@ -33,7 +33,7 @@ from watcher.commands import runs
 from watcher.commands.core import Context, signal_failure
 from watcher.commands.inbox import inbox_view
 from watcher.commands.results import CronNamed, CronProblemResult, CronResult, InboxResult
-from watcher.commands.spec import BATCH_CODES, Command, Param, whole_number
+from watcher.commands.spec import BATCH_CODES, LIMIT, Command
 from watcher.config import data_paths
 from watcher.errors import ProviderSetup, StateError, WatcherError
 from watcher.models import CronProblem, CronState
@@ -392,16 +392,5 @@ CRON = Command(
     run=lambda c, a: cron(c, limit=a["limit"]),
     view="watcher.cli.views.reading:cron",
     own_errors=True,
-    params=(
-        Param(
-            name="limit",
-            type=int,
-            default=DEFAULT_LIMIT,
-            flags=("--limit",),
-            help="Most model calls for scan, and again for recheck (1–20 each).",
-            show_default=True,
-            parser=whole_number,
-            metavar="N",
-        ),
-    ),
+    params=(replace(LIMIT, help="Most model calls for scan, and again for recheck (1–20 each)."),),
 )
