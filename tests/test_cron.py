@@ -287,3 +287,46 @@ def test_cron_is_in_the_readme_as_the_cron_line() -> None:
     env = [b for b in blocks if "devto-watcher.env" in b and not b.startswith("cron")]
     assert env and env[0].split("\n", 1)[1].startswith("mkdir -p ~/.config")
 
+
+
+# ---- stderr as cron's mail and a log scraper read it, and as a person does ----------------------------
+
+def _refusing_port() -> int:
+    """A loopback port nothing listens on."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# dev.to unreachable at a URL longer than any line: the problem line quotes it.
+_LONG_URL = f"http://127.0.0.1:{_refusing_port()}/{'/'.join(['a-rather-long-segment'] * 5)}/api"
+_UNREACHABLE = {"WATCHER_PROVIDER": "offline", "DEVTO_BASE_URL": _LONG_URL,
+                "DEVTO_USERNAME": "maya_writes"}
+
+
+@pytest.mark.parametrize("told", [{}, {"FORCE_COLOR": "1"}, {"TTY_COMPATIBLE": "1"}])
+def test_a_problem_line_stays_one_line_through_a_pipe(data_dir: Path, told: dict[str, str]) -> None:  # noqa: E501
+    """stderr a pipe (also when FORCE_COLOR or TTY_COMPATIBLE makes rich take it for a terminal):
+    the problem is one line, whole, however long (SPEC §15.3)."""
+    from _proc import run
+
+    done = run("cli", "cron", data_dir=data_dir, env={**_UNREACHABLE, **told})
+    assert done.returncode == 3, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("watcher cron: scan stopped: cannot reach dev.to at ")
+    assert _LONG_URL in line
+    assert line.endswith("the next round fetches what this one missed")
+
+
+def test_a_problem_line_on_a_terminal_is_wrapped_to_its_width(data_dir: Path) -> None:
+    """stderr a terminal of 80 columns: the problem is wrapped at word boundaries, the URL whole
+    (SPEC §16.4)."""
+    from test_views_terminal import on_terminal
+
+    code, shown = on_terminal("cron", data_dir=data_dir, columns=80, env=_UNREACHABLE)
+    assert code == 3, shown
+    lines = shown.splitlines()
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines if _LONG_URL not in line), shown
+    assert any(_LONG_URL in line for line in lines), shown

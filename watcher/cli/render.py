@@ -48,6 +48,7 @@ class _Console(Console):
         if kwargs.get("soft_wrap") or len(objects) != 1 or not isinstance(objects[0], str | Text):
             super().print(*objects, **kwargs)
             return
+        kwargs.pop("soft_wrap", None)  # soft_wrap=False: wrapped here, each line printed as cut
         text = objects[0] if isinstance(objects[0], Text) else self.render_str(objects[0])
         for line in wrap.lines(self, text, self.width):
             super().print(line, soft_wrap=True, **kwargs)

@@ -22,6 +22,7 @@ from watcher.commands.screen import Screen, as_written, one_line
 from watcher.models import Verdict
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.text import Text
 
 HIGH = "bold red"  # how a high-priority comment stands out on a terminal
@@ -308,13 +309,26 @@ def mark(result: MarkResult, screen: Screen) -> None:
 
 
 def cron(doc: CronResult, screen: Screen) -> None:
-    # soft_wrap in a pipe: each problem stays one line in a mail, whatever width rich guesses for
-    # it; a terminal wraps it at word boundaries.
+    """Problems on stderr, then the new comments and the named ones on stdout (SPEC §15.3)."""
+    # A pipe (cron's mail, a log scraper) gets each problem as one line, as it is; a person's
+    # terminal gets it wrapped at word boundaries. Told by the stream itself: rich takes a pipe
+    # for a terminal when FORCE_COLOR or TTY_COMPATIBLE is set (tests/test_cron.py).
+    person = _isatty(screen.err)
     for problem in doc.problems:
         if problem.said:
-            screen.err.print(problem.line, soft_wrap=not screen.err.is_terminal)
+            if person:
+                screen.err.print(problem.line)
+            else:
+                screen.err.print(problem.line, soft_wrap=True)
     if doc.inbox is not None:
         inbox(doc.inbox, screen)
     for named in doc.named:
         if named.said:
             screen.out.print(named.line)
+
+
+def _isatty(console: Console) -> bool:
+    try:
+        return console.file.isatty()
+    except ValueError:  # closed
+        return False
