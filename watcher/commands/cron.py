@@ -357,6 +357,12 @@ def _named_line(cid: str, record: Any) -> str:
         return f"{cid}: no verdict, all attempts spent — `watcher show {cid}`"
     last = record.attempts[-1].error if record.attempts else None
     why = f" (last: {last.kind})" if last is not None else ""
+    if (
+        record.edits
+        and record.edits[-1].judged
+        and record.edits[-1].attempts == len(record.attempts)
+    ):
+        why += ", edited on dev.to since"  # its attempts were the old text's; a grant tries the new
     who = _who(record)
     if records.grant_refusal(record, 1) is None:
         return (

@@ -146,8 +146,11 @@ def state_of(record: InboxRecord) -> State:
         if record.baseline:
             return "baseline"
         # An edit keeps the comment's lifetime budget (SPEC §15.2): with none left, its old verdict
-        # stays on show (in `edits`) until `watcher grant` gives the new text a try.
-        return "edited" if edited and spent(record) >= cap_of(record) else "pending"
+        # stays on show (in `edits`) until `watcher grant` gives the new text a try. With no old
+        # verdict either, it is what it was: all attempts spent without a verdict (§15.3 names it).
+        if not edited or spent(record) < cap_of(record):
+            return "pending"
+        return "edited" if record.edits[-1].verdict is not None else "exhausted"
     if record.attempts[-1].outcome is None:
         return "reserved"
     if spent(record) >= cap_of(record):
