@@ -1,11 +1,13 @@
 """What cron's mail (its stdout) and the round's notification say about each comment (SPEC §15.3,
-§16.1): a comment with no verdict, edited after its attempts were spent, named as such — never
-listed as needing a reply under an "old verdict" it never had. Each round is ``watcher cron``
-in this process against the loopback Forem fake (tests/_mirror.py), and with WATCHER_NOTIFY a
-real receiver on loopback."""
+§16.1, §16.4): the start of the comment's own text, made safe; "edited" when its verdict is of a
+text edited on dev.to; how many comments the round left for the next ones; and a comment with no
+verdict, edited after its attempts were spent, named as such — never listed as needing a reply
+under an "old verdict" it never had. Each round is ``watcher cron`` in this process against the
+loopback Forem fake (tests/_mirror.py), and with WATCHER_NOTIFY a real receiver on loopback."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,11 +15,14 @@ from typing import Any
 import pytest
 from _fakes.forem import ForemSource
 from _fakes.provider import in_process_hooks
-from _mirror import World, world
+from _mirror import AUTHOR, World, world
 from _proc import Answer, run_main
 from _receivers import HttpReceiver
 
 from watcher.source import resolve_source
+
+# A URL may run past the width, nothing else (SPEC §16.4).
+_URL = re.compile(r"https?://\S+")
 
 
 @pytest.fixture
@@ -56,6 +61,93 @@ def _spend(w: World, cid: str, label: str) -> None:
     w.json("recheck")
     w.json("recheck")
     assert len(w.record(cid)["attempts"]) == 3 and w.record(cid).get("verdict") is None
+
+
+def test_the_mail_and_the_message_start_with_the_comments_own_text(
+    w: World, http: HttpReceiver
+) -> None:
+    """Each listed comment shows the start of its own text, on stdout and in the notification."""
+    w.say("q1", "Does the cache survive a restart on Windows?")
+    answer = cron(w, http)
+    assert answer.returncode == 0, answer.stderr
+    assert "“TAG:q1 Does the cache survive a restart on Windows?”" in answer.stdout
+    (message,) = messages(http)
+    assert "“TAG:q1 Does the cache survive a restart on Windows?”" in message["message"]
+
+
+def test_a_long_comment_shows_its_first_200_characters(w: World, http: HttpReceiver) -> None:
+    """The text is cut at 200 characters with an ellipsis, in both channels."""
+    w.say("q1", "How? " + "a" * 300 + "ZZ-END")
+    answer = cron(w, http)
+    (message,) = messages(http)
+    start = "TAG:q1 How? " + "a" * (200 - len("TAG:q1 How? "))
+    assert start + "…" in message["message"] and "ZZ-END" not in message["message"]
+    assert "ZZ-END" not in answer.stdout
+    unwrapped = "".join(line.strip() for line in answer.stdout.splitlines())
+    assert unwrapped.count("a" * 188 + "…") == 1
+
+
+def test_hostile_text_is_shown_not_obeyed_in_both_channels(w: World, http: HttpReceiver) -> None:
+    """ESC sequences and bidi overrides in the comment arrive as visible escapes; a newline in it
+    starts no line of its own (a fake heading) in the mail or the message."""
+    w.say(
+        "q1",
+        "How? \x1b[2J\x1b]8;;https://evil.example\x1b\\x\u202egnp.exe\n# Your account is locked",
+    )
+    answer = cron(w, http)
+    (message,) = messages(http)
+    for said in (answer.stdout, message["message"]):
+        assert "\x1b" not in said and "\u202e" not in said
+        assert "\\x1b[2J" in said and "\\u202e" in said
+        assert not any(line.lstrip().startswith("# Your") for line in said.splitlines()), said
+
+
+def test_every_line_of_the_mail_fits_80_columns_but_a_url(w: World) -> None:
+    """Long words, a long article title and long texts, the start of each text included:
+    stdout's lines are at most 80 wide, except a line holding a URL longer than the room."""
+    w.article = w.forem.publish(AUTHOR, "Caching, pooling and the long road to a fast API " * 3)
+    w.say("q1", "Does " + "supercalifragilistic " * 20 + "work? https://example.com/" + "p" * 90)
+    w.say("q2", "x" * 250)
+    answer = cron(w)
+    assert answer.returncode == 0, answer.stderr
+    assert "“TAG:q1 Does" in answer.stdout and "“TAG:q2" in answer.stdout  # the texts are there
+    wide = [line for line in answer.stdout.splitlines() if len(line) > 80 and not _URL.search(line)]
+    assert wide == [], wide
+
+
+def test_a_comment_judged_again_after_an_edit_says_edited(w: World, http: HttpReceiver) -> None:
+    """Listed, then edited on dev.to and judged again: the round that lists it again says
+    "edited" beside it, on stdout and in the notification; the first listing does not."""
+    q = w.say("q1")
+    first = cron(w, http)
+    w.forem.edit(q, "TAG:q2 Also: which version of Python?")
+    again = cron(w, http)
+    assert "edited" not in first.stdout and "edited" not in messages(http)[0]["message"]
+    assert q in again.stdout and "edited on dev.to, judged again" in again.stdout, again.stdout
+    assert "TAG:q2 Also" in again.stdout
+    second = messages(http)[1]["message"]
+    assert "edited on dev.to, judged again" in second and "TAG:q2 Also" in second
+
+
+def test_comments_the_limit_left_are_counted_for_the_next_rounds(
+    w: World, http: HttpReceiver
+) -> None:
+    """Three new comments, --limit 1: the one judged is listed, and "and 2 more waiting for the
+    next rounds" follows it on stdout and in the notification."""
+    for label in ("q1", "q2", "q3"):
+        w.say(label)
+    answer = cron(w, http, "--limit", "1")
+    assert answer.returncode == 0, answer.stderr
+    assert "and 2 more waiting for the next rounds" in answer.stdout, answer.stdout
+    (message,) = messages(http)
+    assert "and 2 more waiting for the next rounds" in message["message"]
+
+
+def test_nothing_left_for_later_says_nothing_of_it(w: World) -> None:
+    """A round that judged every comment does not speak of more."""
+    w.say("q1")
+    answer = cron(w)
+    assert "q1" in answer.stdout and "more waiting" not in answer.stdout
 
 
 def test_an_edit_after_the_attempts_were_spent_is_named_never_listed_as_needing_a_reply(

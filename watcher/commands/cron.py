@@ -186,7 +186,6 @@ def _notify(ctx: Context, result: CronResult, targets: tuple[Target, ...]) -> Wa
     return deliver_round(
         result,
         paths=store.paths,
-        store=store,
         targets=targets,
         claim=store.claim_listed,
         now=(ctx.hooks.clock or utcnow)(),

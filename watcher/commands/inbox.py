@@ -31,6 +31,7 @@ from watcher.commands.spec import (
 )
 from watcher.errors import UsageError, WatcherError
 from watcher.models import CAP, InboxRecord, SeenComment, State
+from watcher.notify.message import excerpt
 from watcher.pipeline import check_id, next_due
 from watcher.state import records
 from watcher.store import Store
@@ -95,6 +96,8 @@ def inbox_view(
                 hint=_hint(cid, entry.status, record),
                 answers_you=record.comment.answers_author,
                 next_due=next_due(record) if entry.status == "failed" else None,
+                edited=len(record.edits) if _judged_again(record) else None,
+                excerpt=excerpt(record.comment.text) if new else None,
             )
         )
     if new and rows and claim:
@@ -138,6 +141,11 @@ def needs_reply(record: InboxRecord, entry: SeenComment) -> bool:
     if entry.triage_by == "person":
         return True
     return record.verdict is not None and record.verdict.needs_reply
+
+
+def _judged_again(record: InboxRecord) -> bool:
+    """Its verdict is of a text edited on dev.to after an earlier attempt (SPEC §15.2)."""
+    return record.verdict is not None and bool(record.edits) and record.edits[-1].judged
 
 
 def _hint(comment_id: str, state: str, record: InboxRecord) -> str | None:

@@ -81,6 +81,7 @@ def enqueue(paths: Paths, targets: tuple[Target, ...], news: News, *, now: datet
             news=fresh.keys,
             comments=fresh.comments,
             lines=fresh.lines,
+            waiting=fresh.waiting,
             targets=[TargetFate(target=t.id, shown=t.shown) for t in targets],
         )
         outbox.save(message)  # from here the news cannot be lost
@@ -130,7 +131,7 @@ def _send_open(
     seams: Seams,
     result: Delivery,
 ) -> None:
-    news = News(comments=message.comments, lines=message.lines)
+    news = News(comments=message.comments, lines=message.lines, waiting=message.waiting)
     title = msg.title(news)
     click = msg.click(news)
     for index, fate in enumerate(message.targets):

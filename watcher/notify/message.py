@@ -1,9 +1,11 @@
 """One message per round (SPEC §16.1): what ``watcher cron`` found, put so a person can act from
 their phone, and safe in whatever format the target renders.
 
-    news_of(result, store, now) -> News          the round's news: the comments ``inbox --new``
+    news_of(result, day) -> News                 the round's news: the comments ``inbox --new``
                                                  lists, the named no-verdict comments and the
                                                  trouble lines cron says (§15.3), each with its key
+    waiting(result) -> int                       the comments the round left for the next ones
+    excerpt(text) -> str                         the start of a comment's own text
     title(news) -> str                           ``devto-watcher: 2 comments need a reply``
     body(news, fmt, message_id) -> str           text, markdown or html
     click(news) -> str | None                    the first comment's link (ntfy's click action)
@@ -30,12 +32,12 @@ from watcher.util.visible import visible
 
 if TYPE_CHECKING:
     from watcher.commands.results import CronResult
-    from watcher.models import InboxRecord
-    from watcher.store import Store
 
 # SPEC §16.1: the first 200 characters of the comment's own text; ten comments, then "and N more".
 EXCERPT_CHARS = 200
 SHOWN_COMMENTS = 10
+# A comment whose verdict is of its new text (SPEC §15.2); cron's stdout says it the same way.
+EDITED = "edited on dev.to, judged again"
 # CommonMark's escapable characters: every ASCII punctuation character.
 _MARKDOWN_SPECIAL = re.compile(r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]""")
 _FORMATS = ("text", "markdown", "html")
@@ -48,35 +50,58 @@ class News:
     comments: list[NewsComment] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)  # named no-verdict comments, then trouble
     line_keys: list[str] = field(default_factory=list)  # one per line
+    # Comments not judged yet (the --limit reached, or a stop): said after the comments, never
+    # news by itself — the next rounds judge them and list what needs a reply.
+    waiting: int = 0
 
     def __bool__(self) -> bool:
         return bool(self.comments or self.lines)
 
     @property
     def keys(self) -> list[str]:
-        return [f"comment:{c.id}" for c in self.comments] + self.line_keys
+        return [_key(c) for c in self.comments] + self.line_keys
 
     def without(self, known: set[str]) -> News:
         """This news less what ``known`` already holds (news already in an outbox message)."""
         lines = [(k, line) for k, line in zip(self.line_keys, self.lines, strict=True)]
         kept = [(k, line) for k, line in lines if k not in known]
+        comments = [c for c in self.comments if _key(c) not in known]
         return News(
-            comments=[c for c in self.comments if f"comment:{c.id}" not in known],
+            comments=comments,
             lines=[line for _k, line in kept],
             line_keys=[k for k, _line in kept],
+            waiting=self.waiting if comments else 0,
         )
 
 
-def news_of(result: CronResult, store: Store | None, day: str) -> News:
+def _key(comment: NewsComment) -> str:
+    """A comment judged again after an edit is news again (``inbox --new`` lists it again)."""
+    return f"comment:{comment.id}" + (f":edit:{comment.edited}" if comment.edited else "")
+
+
+def excerpt(text: str) -> str:
+    """The start of a comment's own text (SPEC §16.1), raw: each view makes it safe to show."""
+    return text[:EXCERPT_CHARS] + ("…" if len(text) > EXCERPT_CHARS else "")
+
+
+def waiting(result: CronResult) -> int:
+    """The comments a round's scan and recheck left for the next rounds: past the ``--limit``
+    (``remaining``), or not started because the batch stopped (``not_started``)."""
+    left = 0
+    for batch in (result.scan, result.recheck):
+        if batch is not None:
+            left += batch.remaining + sum(1 for i in batch.items if i.outcome == "not_started")
+    return left
+
+
+def news_of(result: CronResult, day: str) -> News:
     """The news in a cron round's result: what cron prints, each piece keyed.
 
     ``day`` (``YYYY-MM-DD``) is part of a trouble line's key: cron says a lasting problem again
     a day later (§15.3), and that repeat is news again."""
-    news = News()
+    news = News(waiting=waiting(result))
     for entry in result.inbox.comments if result.inbox is not None else []:
         verdict = entry.verdict
-        record = _record(store, entry.id)
-        text = record.comment.text if record is not None else ""
         news.comments.append(
             NewsComment(
                 id=entry.id,
@@ -84,9 +109,11 @@ def news_of(result: CronResult, store: Store | None, day: str) -> News:
                 category=verdict.category if verdict else "other",
                 author=entry.author,
                 article=entry.article,
-                summary=verdict.summary if verdict else (entry.hint or ""),
-                excerpt=text[:EXCERPT_CHARS] + ("…" if len(text) > EXCERPT_CHARS else ""),
+                summary=verdict.summary if verdict else "",
+                excerpt=entry.excerpt or "",
                 url=entry.url if entry.url.startswith(("https://", "http://")) else "",
+                edited=entry.edited or 0,
+                hint=entry.hint or "",
             )
         )
     for named in result.named:
@@ -98,17 +125,6 @@ def news_of(result: CronResult, store: Store | None, day: str) -> News:
             news.lines.append(problem.line)
             news.line_keys.append(f"trouble:{problem.key}:{problem.since}:{day}")
     return news
-
-
-def _record(store: Store | None, comment_id: str) -> InboxRecord | None:
-    from watcher.errors import StateError
-
-    if store is None:
-        return None
-    try:
-        return store.load_record(comment_id)
-    except StateError:
-        return None  # the message goes out without the excerpt rather than not at all
 
 
 def safe(text: str, fmt: str) -> str:
@@ -144,6 +160,8 @@ def body(news: News, fmt: str, message_id: str) -> str:
     more = len(news.comments) - SHOWN_COMMENTS
     if more > 0:
         blocks.append([f"and {more} more — `watcher inbox` lists them"])
+    if news.waiting and news.comments:
+        blocks.append([waiting_line(news.waiting)])
     if news.lines:
         blocks.append([safe(line, fmt) for line in news.lines])
     blocks.append([f"message {message_id} · devto-watcher"])
@@ -154,14 +172,23 @@ def body(news: News, fmt: str, message_id: str) -> str:
     return "\n\n".join("\n".join(block) for block in blocks)
 
 
+def waiting_line(count: int) -> str:
+    """What the comments listed are not all of (cron's stdout says it too)."""
+    return f"and {count} more waiting for the next rounds (not judged yet)"
+
+
 def _comment_lines(comment: NewsComment, fmt: str) -> list[str]:
     head = (
         f"[{safe(comment.priority, fmt)}] {safe(comment.category, fmt)} — "
         f"{safe('@' + comment.author, fmt)} on “{safe(comment.article, fmt)}”"
     )
+    if comment.edited:
+        head += f" · {EDITED}"
     lines = [head]
     if comment.summary:
         lines.append(safe(comment.summary, fmt))
+    if comment.hint:
+        lines.append(safe(comment.hint, fmt))
     if comment.excerpt:
         lines.append(f"“{safe(comment.excerpt, fmt)}”")
     if comment.url:

@@ -24,6 +24,8 @@ class NewsComment(_Strict):
     summary: str
     excerpt: str
     url: str
+    edited: int = 0  # judged again after this many edits on dev.to: the verdict is the newest's
+    hint: str = ""  # what the person should know first (an old verdict shown, a grant to give)
 
 
 class TargetFate(_Strict):
@@ -55,6 +57,7 @@ class OutboxMessage(_StateFile):
     news: list[str] = Field(description="The keys of the news it carries (message.News.keys).")
     comments: list[NewsComment] = Field(default_factory=list)
     lines: list[str] = Field(default_factory=list)
+    waiting: int = Field(0, description="Comments the round left unjudged for the next rounds.")
     test: bool = False
     targets: list[TargetFate]
 

@@ -23,7 +23,6 @@ from watcher.notify.deliver import Seams, enqueue, send_pending
 from watcher.notify.message import news_of
 from watcher.notify.targets import Target
 from watcher.paths import Paths
-from watcher.store import Store
 from watcher.util.timeutil import iso
 
 
@@ -31,7 +30,6 @@ def deliver_round(
     result: CronResult,
     *,
     paths: Paths,
-    store: Store | None,
     targets: tuple[Target, ...],
     claim: Callable[[Iterable[str]], list[str]],
     now: datetime,
@@ -40,7 +38,7 @@ def deliver_round(
     """Put the round's news in the outbox, mark its comments listed, send what is pending; the
     error that stopped it (the outbox's), else ``None``. ``result`` is updated in place: its
     listing keeps only the comments this round marked listed, its problems gain delivery's lines."""
-    news = news_of(result, store, iso(now)[:10])
+    news = news_of(result, iso(now)[:10])
     try:
         enqueue(paths, targets, news, now=now)
     except WatcherError as exc:

@@ -20,6 +20,7 @@ from watcher.commands.results import (
 )
 from watcher.commands.screen import Screen, as_written, one_line
 from watcher.models import Verdict
+from watcher.notify.message import EDITED, waiting, waiting_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -124,8 +125,6 @@ def offline_said(verdicts: Iterable[ItemVerdict | Verdict | None], screen: Scree
 
 
 def inbox(doc: InboxResult, screen: Screen) -> None:
-    from rich.text import Text
-
     waiting = {k: v for k, v in doc.unresolved.items() if v}
     if doc.new and not doc.comments:
         return  # cron mails only what is new: nothing new, no output, no mail
@@ -145,28 +144,8 @@ def inbox(doc: InboxResult, screen: Screen) -> None:
     for row in doc.comments:
         if doc.oneline:
             screen.out.print(_oneline(row, screen.out.width), soft_wrap=True)
-            continue
-        v = row.verdict
-        rest = f"  {v.category if v else '-':<10}  @{one_line(row.author)}"
-        if row.answers_you:
-            rest += "  answers your comment"
-        if doc.all:
-            rest += f"  [{row.state}, {row.triage}]"
-            if row.verdict_by:
-                rest += f"  verdict by {row.verdict_by}"
-        priority = v.priority if v else "-"
-        screen.out.print(
-            Text.assemble(
-                f"{row.id}  ", (f"{priority:<6}", HIGH if priority == "high" else ""), rest
-            )
-        )
-        summary = offline_label(v.summary)[1] if v else "(no verdict yet)"
-        screen.out.print(f"    {one_line(summary)}")
-        if v and v.reply_hint:
-            screen.out.print(f"    hint: {one_line(v.reply_hint)}")
-        screen.out.print(f"    {one_line(row.url)}  (on “{one_line(row.article)}”)")
-        if row.hint:
-            screen.out.print(f"    {row.hint}")
+        else:
+            _entry(row, screen, every=doc.all)
     screen.out.print(
         f"{doc.count} comment(s)"
         + (
@@ -176,6 +155,36 @@ def inbox(doc: InboxResult, screen: Screen) -> None:
             "whole text · `watcher mark ID replied` (or ignored) when done"
         )
     )
+
+
+def _entry(row: InboxEntry, screen: Screen, *, every: bool) -> None:
+    """One comment of the listing: its line, the verdict, the start of its text (the --new
+    listing cron mails, SPEC §16.1), the hint, the link."""
+    from rich.text import Text
+
+    v = row.verdict
+    rest = f"  {v.category if v else '-':<10}  @{one_line(row.author)}"
+    if row.answers_you:
+        rest += "  answers your comment"
+    if row.edited:
+        rest += f"  {EDITED}"
+    if every:
+        rest += f"  [{row.state}, {row.triage}]"
+        if row.verdict_by:
+            rest += f"  verdict by {row.verdict_by}"
+    priority = v.priority if v else "-"
+    screen.out.print(
+        Text.assemble(f"{row.id}  ", (f"{priority:<6}", HIGH if priority == "high" else ""), rest)
+    )
+    summary = offline_label(v.summary)[1] if v else "(no verdict yet)"
+    screen.out.print(f"    {one_line(summary)}")
+    if row.excerpt:
+        screen.out.print(f"    “{one_line(row.excerpt)}”")
+    if v and v.reply_hint:
+        screen.out.print(f"    hint: {one_line(v.reply_hint)}")
+    screen.out.print(f"    {one_line(row.url)}  (on “{one_line(row.article)}”)")
+    if row.hint:
+        screen.out.print(f"    {row.hint}")
 
 
 def _oneline(row: InboxEntry, width: int) -> Text:
@@ -322,6 +331,9 @@ def cron(doc: CronResult, screen: Screen) -> None:
                 screen.err.print(problem.line, soft_wrap=True)
     if doc.inbox is not None:
         inbox(doc.inbox, screen)
+        left = waiting(doc)
+        if left and doc.inbox.comments:
+            screen.out.print(waiting_line(left))
     for named in doc.named:
         if named.said:
             screen.out.print(named.line)

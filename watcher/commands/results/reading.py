@@ -166,6 +166,13 @@ class InboxEntry(_Result):
     next_due: str | None = _absent_if_none(
         "Failed on the provider's side: no batch calls it again before this time (SPEC §16.3)."
     )
+    edited: int | None = _absent_if_none(
+        "Judged again after its text was edited on dev.to: how many edits it had (the verdict "
+        "is the newest text's)."
+    )
+    excerpt: str | None = _absent_if_none(
+        "--new only (the listing cron mails): the first 200 characters of its text (SPEC §16.1)."
+    )
 
 
 class InboxResult(_Result):
