@@ -133,7 +133,8 @@ def test_comments_the_limit_left_are_counted_for_the_next_rounds(
     w: World, http: HttpReceiver
 ) -> None:
     """Three new comments, --limit 1: the one judged is listed, and "and 2 more waiting for the
-    next rounds" follows it on stdout and in the notification."""
+    next rounds" follows it on stdout and in the notification; the round that judges the other
+    two lists them and speaks of no more."""
     for label in ("q1", "q2", "q3"):
         w.say(label)
     answer = cron(w, http, "--limit", "1")
@@ -141,13 +142,9 @@ def test_comments_the_limit_left_are_counted_for_the_next_rounds(
     assert "and 2 more waiting for the next rounds" in answer.stdout, answer.stdout
     (message,) = messages(http)
     assert "and 2 more waiting for the next rounds" in message["message"]
-
-
-def test_nothing_left_for_later_says_nothing_of_it(w: World) -> None:
-    """A round that judged every comment does not speak of more."""
-    w.say("q1")
-    answer = cron(w)
-    assert "q1" in answer.stdout and "more waiting" not in answer.stdout
+    rest = cron(w, http, "--limit", "5")  # judges both: nothing more to speak of
+    assert rest.stdout.count("need a reply") == 1 and "more waiting" not in rest.stdout
+    assert "more waiting" not in messages(http)[1]["message"]
 
 
 def test_an_edit_after_the_attempts_were_spent_is_named_never_listed_as_needing_a_reply(
