@@ -15,29 +15,16 @@ promise of SPEC §1 (:func:`_rel_invariants.check_all`)."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from _fakes.clock import FakeClock
-from _fakes.forem import FakeForem, ForemSource, serving_forem
-from _fakes.provider import FakeProvider, in_process, running_fake
-from _proc import Answer, run, run_main
-from _receivers import HttpReceiver
-from _rel_harness import LONG, NOTIFY_POINTS, TALLY, RunPidStore
+from _proc import run, run_main
+from _rel_harness import LONG, NOTIFY_POINTS, TALLY
 from _rel_invariants import Expect, check_all, needing_reply, news_delivered
-
-from watcher.notify.targets import parse_targets
-from watcher.pipeline import Hooks
-from watcher.source import resolve_source
-from watcher.util.timeutil import utcnow
+from _rel_notify import Account, account, in_process_run
 
 pytestmark = pytest.mark.slow
 
-AUTHOR = "maya"
 # Rounds after the two of the script, until one sends nothing: each round retries what is open.
 MAX_ROUNDS = 6
 
@@ -70,87 +57,6 @@ CASES = [
 ]
 
 
-@dataclass
-class Account:
-    """A dev.to with one article, the model, and the two targets."""
-
-    forem: FakeForem
-    base_url: str
-    fake: FakeProvider
-    failing: HttpReceiver  # answers 500 until :meth:`recover`
-    good: HttpReceiver
-    article: int = 0
-    refused: int = 0  # the requests ``failing`` answered 500 (the first ones)
-    ids: dict[str, str] = field(default_factory=dict)  # TAG label -> comment id
-
-    @property
-    def urls(self) -> str:
-        return (
-            f"json://127.0.0.1:{self.failing.port}/first json://127.0.0.1:{self.good.port}/second"
-        )
-
-    def env(self) -> dict[str, str]:
-        return {
-            **self.fake.env(),
-            "DEVTO_USERNAME": AUTHOR,
-            "DEVTO_BASE_URL": self.base_url,
-            "WATCHER_NOTIFY": self.urls,
-        }
-
-    def say(self, label: str, text: str) -> str:
-        self.ids[label] = self.forem.comment(self.article, f"reader{label}", f"TAG:{label} {text}")
-        return self.ids[label]
-
-    def calls(self) -> list[str]:
-        """The model's call log by comment id (the fake logs each call by its TAG label)."""
-        return [self.ids.get(label, label) for label in self.fake.calls]
-
-    def recover(self) -> None:
-        with self.failing.lock:
-            self.failing.status = 200
-            self.refused = len(self.failing.got)
-
-    def received(self) -> dict[str, list[str]]:
-        """Per target (its ``Target.id``, as the outbox names it), the bodies it accepted."""
-        first, second = parse_targets(self.urls)
-        return {first.id: _bodies(self.failing, self.refused), second.id: _bodies(self.good, 0)}
-
-    def requests(self) -> int:
-        return len(self.failing.got) + len(self.good.got)
-
-
-def _bodies(receiver: HttpReceiver, start: int) -> list[str]:
-    with receiver.lock:
-        return [r.json()["message"] for r in receiver.got[start:]]
-
-
-@contextmanager
-def account() -> Iterator[Account]:
-    forem = FakeForem(now=utcnow() - timedelta(hours=3))
-    failing, good = HttpReceiver(status=500).start(), HttpReceiver().start()
-    try:
-        with running_fake() as fake, serving_forem(forem) as base_url:
-            forem.site = base_url.removesuffix("/api")
-            yield Account(
-                forem, base_url, fake, failing, good, forem.publish(AUTHOR, "Configuring things")
-            )
-    finally:
-        failing.stop()
-        good.stop()
-
-
-def _in_process(acc: Account, data: Path, *args: str) -> Answer:
-    """A command in this process: the same code, the fakes reached without a socket to the model
-    and without the source's pacing."""
-    source = ForemSource(FakeClock())
-    hooks = Hooks(
-        make_store=RunPidStore,
-        make_provider=in_process(acc.fake),
-        make_source=lambda name: source if name == "devto" else resolve_source(name),
-    )
-    return run_main("cli", *args, "--json", data_dir=data, env=acc.env(), hooks=hooks)
-
-
 def _round_killed(acc: Account, data: Path, point: str) -> list[str]:
     """A cron round as a process of its own, SIGKILLed at ``point``."""
     proc = run("cli", "cron", "--json", data_dir=data, env=acc.env(), fault=f"kill_at={point}")
@@ -179,12 +85,12 @@ def notify_crash_case(work: Path, point: str, killed: int) -> list[str]:
             if n == killed:
                 # Its comments judged by a scan before it, in this process: the killed round's own
                 # scan then has nothing new to fetch, and its source nothing to wait for.
-                scanned = _in_process(acc, data, "scan")
+                scanned = in_process_run(acc, data, "scan")
                 if scanned.returncode != 0:
                     problems.append(f"the scan before round {n} exited {scanned.returncode}")
                 problems += _round_killed(acc, data, point)
                 continue
-            done = _in_process(acc, data, "cron")
+            done = in_process_run(acc, data, "cron")
             if done.returncode != 0:
                 problems.append(f"round {n} exited {done.returncode}: {done.stderr[-300:]}")
             if n > 2 and acc.requests() == before:
