@@ -137,3 +137,13 @@ def test_status_says_targets_and_last_delivery_to_a_person(world: World, http: H
     (line,) = [x for x in answer.stdout.splitlines() if x.startswith("notify:")]
     assert "json://[redacted]" in line and "last delivery none yet" not in line
     assert PASSWORD not in answer.stdout
+
+
+def test_a_round_whose_step_stopped_still_sends_its_news(world: World, http: HttpReceiver) -> None:
+    """The provider down (scan and recheck stop, exit non-zero): the round still sends what it
+    has to say, here the outage's own line."""
+    world.provider_down = True
+    down = world.round(env=_env(http))
+    assert down.returncode != 0 and "stopped" in down.stderr
+    (message,) = _messages(http)
+    assert "stopped" in message["message"]

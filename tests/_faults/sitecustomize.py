@@ -68,6 +68,11 @@ KILL_POINTS = (
     "counter_before_state",  # the counter read new lines, signals/state.json not written
     "counter_after_state",  # counts + watermark written, the cursor not advanced
     "counter_after_cursor",  # the cursor advanced
+    # Delivery (SPEC §16.1), around a notification's sends: see _install_notify_points.
+    "after_outbox_write",  # a new outbox message is on disk, nothing of it sent yet
+    "before_send",  # a send to one target about to start, every earlier outcome on disk
+    "after_send_accepted",  # a target accepted a message, its acceptance not recorded
+    "after_accept_write",  # that acceptance is on disk
 )
 # Points a test can wait for but that are no crash case: killing there is the same as after_plan.
 NOTIFY_ONLY_POINTS = (
@@ -242,6 +247,42 @@ def _install_points(points: _Points) -> None:
             at(after)
 
     FileStore._write = write  # type: ignore[method-assign]
+    _install_notify_points(points)
+
+
+def _install_notify_points(points: _Points) -> None:
+    """The delivery points (SPEC §16.1), on the outbox's store (:class:`OutboxFiles`, every
+    write of an outbox message) and on the one function that sends (:func:`watcher.notify.send.send`,
+    which delivery looks up when it sends). A message saved with every target untried is a new
+    one; the save that follows an accepted send is that acceptance's record."""
+    from watcher.notify import send as sending
+    from watcher.store.outbox import OutboxFiles
+
+    accepted: list[bool] = []  # an accepted send whose record is not written yet
+    real_save = OutboxFiles.save
+
+    def save(self: Any, message: Any) -> None:
+        new = all(t.open and t.attempts == 0 for t in message.targets)
+        real_save(self, message)
+        if accepted:
+            accepted.clear()
+            points.at("after_accept_write")
+        elif new:
+            points.at("after_outbox_write")
+
+    OutboxFiles.save = save  # type: ignore[method-assign]
+
+    real_send = sending.send
+
+    def send(*args: Any, **kwargs: Any) -> Any:
+        points.at("before_send")
+        sent = real_send(*args, **kwargs)
+        if sent.accepted:
+            accepted.append(True)
+            points.at("after_send_accepted")
+        return sent
+
+    sending.send = send  # type: ignore[assignment]
 
 
 def _write_points(path: Any) -> tuple[str | None, str | None]:

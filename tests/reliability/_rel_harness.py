@@ -47,6 +47,9 @@ AGENT_ENV = {"WATCHER_PROVIDER": "agent"}
 # A cooldown the rig's provider sets has ended this much later: its Retry-After is at most 1 s, and a
 # 429 without one backs off for a minute at first (provider_state.FIRST_BACKOFF).
 COOLDOWN_PASSED = timedelta(minutes=2)
+# The fault rig's points around a notification's sends (SPEC §16.1), in the order a round reaches
+# them: only a cron round with WATCHER_NOTIFY reaches them (tests/reliability/test_rel_notify_crash.py).
+NOTIFY_POINTS = ("after_outbox_write", "before_send", "after_send_accepted", "after_accept_write")
 # What makes each entry point print its envelope: the bridge always does, the CLI with --json.
 ENVELOPE: dict[str, tuple[str, ...]] = {"cli": ("--json",), "bridge": ()}
 

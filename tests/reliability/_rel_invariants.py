@@ -8,6 +8,7 @@ way a suspicious user would.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -405,6 +406,65 @@ def quarantine_empty(data_dir: Path) -> list[str]:
     q = data_dir / "quarantine"
     moved = sorted(p.name for p in q.iterdir()) if q.is_dir() else []
     return [f"quarantined although nothing was corrupted: {moved}"] if moved else []
+
+
+# ---- notifications (SPEC §16.1) -----------------------------------------------------------------
+
+# What a receiver's side reads in a message (watcher/notify/message.py): each comment's own link,
+# and the message's id, which a repeat after a crash carries again.
+COMMENT_LINK = re.compile(r"/comment/([a-z0-9]+)")
+MESSAGE_ID = re.compile(r"\bmessage ([0-9a-f]{8,32})\b")
+
+
+def needing_reply(data_dir: Path) -> set[str]:
+    """The comments that need a reply as the data dir says: open, on dev.to, and their verdict
+    (of their current text) says reply."""
+    entries = seen_file(data_dir).comments
+    return {cid for cid, r in records(data_dir).items()
+            if r.verdict is not None and r.verdict.needs_reply and r.gone is None
+            and cid in entries and entries[cid].triage == "open"}
+
+
+def news_delivered(data_dir: Path, received: Mapping[str, Sequence[str]], *, kills: int) -> list[str]:
+    """SPEC §16.1 after recovery: no news lost, at most one duplicate per kill, and nothing marked
+    delivered that its target did not receive. ``received``: per target (its ``Target.id``, as the
+    outbox names it), the bodies of the messages it accepted, in order; ``kills``: the crashes.
+
+    - every comment that needs a reply (:func:`needing_reply`) reached every target;
+    - a comment reached a target in one message only (news already in a message is not put in
+      another), and a message reached a target twice only as a repeat of itself (its id);
+    - the repeats, over all targets, are at most one per kill;
+    - each acceptance the outbox files record is of a message that target received, and after
+      recovery no (message, target) is left open.
+    """
+    out = []
+    copies: Counter[tuple[str, str]] = Counter()  # (target, message id) -> times received
+    for target, bodies in received.items():
+        carried: dict[str, set[str]] = {}  # comment -> the messages that carried it to this target
+        for body in bodies:
+            found = MESSAGE_ID.search(body)
+            message = found.group(1) if found else f"<no id: {body[:60]!r}>"
+            copies[target, message] += 1
+            for cid in COMMENT_LINK.findall(body):
+                carried.setdefault(cid, set()).add(message)
+        for cid in sorted(needing_reply(data_dir) - set(carried)):
+            out.append(f"{cid} needs a reply and never reached target {target} (news lost)")
+        out += [f"{cid} reached target {target} in {len(ms)} different messages {sorted(ms)}"
+                for cid, ms in sorted(carried.items()) if len(ms) > 1]
+    repeats = sum(n - 1 for n in copies.values())
+    if repeats > kills:
+        twice = {f"{m} to {t}": n for (t, m), n in sorted(copies.items()) if n > 1}
+        out.append(f"{repeats} repeated message(s) after {kills} kill(s) (at most one per kill): {twice}")
+    outbox = data_dir / "outbox"
+    for path in sorted(outbox.glob("*.json")) if outbox.is_dir() else []:
+        message = json.loads(path.read_bytes())
+        for fate in message["targets"]:
+            if fate.get("accepted_at") and not copies[fate["target"], message["id"]]:
+                out.append(f"outbox {message['id']}: target {fate['target']} recorded as accepted, "
+                           "but it never received that message")
+            if fate.get("accepted_at") is None and fate.get("gave_up_at") is None:
+                out.append(f"outbox {message['id']}: target {fate['target']} still open after recovery")
+    return out
 
 
 # ---- all of them --------------------------------------------------------------------------------

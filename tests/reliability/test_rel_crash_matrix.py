@@ -23,7 +23,7 @@ import pytest
 from _fakes.provider import VERDICT, FakeProvider, running_fake
 from _faults.sitecustomize import KILL_POINTS
 from _proc import envelope, run, run_main, start
-from _rel_harness import AGENT_ENV, ENVELOPE, LONG, TALLY, Baseline, error_of, recover_until_quiet, rig_hooks
+from _rel_harness import AGENT_ENV, ENVELOPE, LONG, NOTIFY_POINTS, TALLY, Baseline, error_of, recover_until_quiet, rig_hooks
 from _rel_invariants import Expect, Snapshot, check_all, records, snapshot
 
 from watcher.state.records import state_of
@@ -39,12 +39,13 @@ UNREACHABLE = {("after_inbox_create", "recheck")}
 REPEATS = {"after_inbox_create": 3, "after_reserve_write": 2, "after_outcome_write": 2, "after_signal_append": 3}
 
 
-# An agent's claim and submit (SPEC §14) have cells of their own, below.
+# An agent's claim and submit (SPEC §14) have cells of their own, below; a cron round's sends
+# (SPEC §16.1) a matrix of their own (test_rel_notify_crash.py): scan and recheck send nothing.
 AGENT_POINTS = ("after_claim_write", "after_submit_validated")
 
 
 def _points() -> list[str]:
-    points = [p for p in KILL_POINTS if p not in AGENT_POINTS] + ["during_call"]
+    points = [p for p in KILL_POINTS if p not in AGENT_POINTS + NOTIFY_POINTS] + ["during_call"]
     for point, last in REPEATS.items():
         points += [f"{point}:{n}" for n in range(2, (last if LONG else 2) + 1)]
     return points

@@ -153,7 +153,9 @@ def cron(ctx: Context, *, limit: int = DEFAULT_LIMIT) -> Partial[CronResult]:
         notices=notices,
     )
     if targets:
-        first = first or _notify(quiet, done, targets)
+        # Also after a stopped step: the news found and the trouble itself still go out (§16.1).
+        stopped = _notify(quiet, done, targets)
+        first = first or stopped
     return Partial(done, first)
 
 
