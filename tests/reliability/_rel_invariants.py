@@ -407,6 +407,23 @@ def quarantine_empty(data_dir: Path) -> list[str]:
     return [f"quarantined although nothing was corrupted: {moved}"] if moved else []
 
 
+def tokens_within_budget(recs: Mapping[str, InboxRecord], budget: int, runs: int) -> list[str]:
+    """SPEC §16.4: each UTC month's recorded tokens (the usage the provider reported, by the month
+    each attempt was reserved in) never exceed WATCHER_MONTHLY_TOKENS by more than one call's output
+    cap per run in flight (``runs``: the most runs that called at once). A run's check counts each
+    call in flight at its worst case, which the estimate of its prompt can undercount; no more."""
+    from watcher.state.tokens import OUTPUT_CAP
+
+    used: Counter[str] = Counter()
+    for record in recs.values():
+        for a in record.attempts:
+            if a.provider != AGENT and a.usage is not None:
+                used[a.reserved_at[:7]] += (a.usage.input_tokens or 0) + (a.usage.output_tokens or 0)
+    most = budget + OUTPUT_CAP * runs
+    return [f"{month}: {tokens} tokens recorded, over the budget {budget} + {runs} run(s) x {OUTPUT_CAP}"
+            for month, tokens in sorted(used.items()) if tokens > most]
+
+
 # ---- all of them --------------------------------------------------------------------------------
 
 
