@@ -200,6 +200,17 @@ def test_calls_in_flight_at_once_each_count_their_worst_case(tmp_path: Path, dat
     assert _records(data_dir)["c1"].attempts == []
 
 
+def test_an_agents_claims_are_outside_the_budget(tmp_path: Path, data_dir: Path) -> None:
+    """Provider agent: the agent's own model gives the verdicts and watcher spends no provider
+    token, so a budget too small for any call still lets it claim (each claim is an attempt)."""
+    _recorded(tmp_path, data_dir, ["a1"])
+    answer = run_main("cli", "claim", "--limit", "1", "--json", data_dir=data_dir,
+                      env={**AGENT, "WATCHER_MONTHLY_TOKENS": "1"})
+    assert answer.returncode == 0, answer.stderr
+    assert [c["id"] for c in envelope(answer)["result"]["claimed"]] == ["a1"]
+    assert not (data_dir / "tokens.json").exists()
+
+
 def test_unset_means_no_limit(tmp_path: Path, data_dir: Path) -> None:
     """Without WATCHER_MONTHLY_TOKENS every call is made; the month's tokens are still counted
     (status shows no budget)."""
@@ -250,3 +261,12 @@ def test_the_config_file_sets_it_too(tmp_path: Path, data_dir: Path) -> None:
     (data_dir / "config.toml").write_text('monthly_tokens = "1_000_000"\n')
     assert _scan(data_dir, export, fake, None).returncode == 0
     assert fake.calls == ["a1"]
+
+
+def test_the_worst_case_rounds_the_prompt_up_and_adds_the_output_cap() -> None:
+    """4 characters a token, rounded up, plus 2048; December's next month is January."""
+    from _fakes.records import prompt
+
+    made = prompt().model_copy(update={"system": "x" * 5, "user": "y" * 4})
+    assert worst_case(made) == 3 + 2048
+    assert (next_month("2026-12"), next_month("2027-01")) == ("2027-01", "2027-02")

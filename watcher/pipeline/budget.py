@@ -231,6 +231,8 @@ def _over(store: Store, key: str, worst: int, record: InboxRecord | None = None)
     if len(record.attempts) < n:
         return 0  # entered, then never reserved: its run died in between, or the write failed
     attempt = record.attempts[n - 1]
+    if not spends(attempt.provider):
+        return 0  # entered by a run that died before its reservation; an agent's claim took n
     if attempt.outcome is None and not attempt.not_sent:
         return None if store.call_in_flight(cid) else worst
     return used_by(attempt, worst)
