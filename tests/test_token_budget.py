@@ -200,6 +200,27 @@ def test_calls_in_flight_at_once_each_count_their_worst_case(tmp_path: Path, dat
     assert _records(data_dir)["c1"].attempts == []
 
 
+def test_a_lost_or_corrupt_tally_is_built_again_from_the_attempts(tmp_path: Path, data_dir: Path) -> None:
+    """tokens.json removed: the next run counts the month from the inbox files. Corrupt: it is
+    moved to quarantine and the run says so (exit 5), counting the month all the same."""
+    fake = FakeProvider()
+    export, worst = _recorded(tmp_path, data_dir, ["a1", "a2"])
+    assert _scan(data_dir, export, fake, None, "--limit", "1").returncode == 0
+    budget = 120 + worst["a2"] - 1
+    tally = data_dir / "tokens.json"
+    tally.unlink()
+    before = _month()
+    answer = _scan(data_dir, export, fake, budget)
+    assert answer.returncode == 3, answer.stderr
+    assert envelope(answer)["error"]["message"] in _reached(120, budget, {before, _month()})
+    tally.write_text("{not json")
+    answer = _scan(data_dir, export, fake, budget)
+    assert answer.returncode == 5, answer.stderr
+    assert envelope(answer)["result"]["stopped"] == "token_budget"
+    assert [p.name.startswith("tokens.json") for p in (data_dir / "quarantine").iterdir()] == [True]
+    assert fake.calls == ["a1"]
+
+
 def test_an_agents_claims_are_outside_the_budget(tmp_path: Path, data_dir: Path) -> None:
     """Provider agent: the agent's own model gives the verdicts and watcher spends no provider
     token, so a budget too small for any call still lets it claim (each claim is an attempt)."""

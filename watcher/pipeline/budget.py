@@ -72,18 +72,29 @@ def spends(provider: str) -> bool:
 def prepare(batch: Batch) -> None:
     """Before the batch's first hold: where there is no tally, build it from this month's attempts
     (a read of the month's inbox files, which must not happen under the lock) and write it, unless
-    another run wrote one meanwhile. Never raises: :func:`admit` meets any trouble again under the
-    lock, and stops the batch with it."""
+    another run wrote one meanwhile. A tally that could not be read (quarantined: built again) or
+    written fails the run (exit 5) without stopping the batch; :func:`admit` meets what is left of
+    the trouble under the lock, and stops the batch with it."""
     if batch.run.dry_run or not applies(batch.settings):
         return
     store = batch.store
-    with contextlib.suppress(StateError, LockBusy):
-        if _load(store) is not None:
+    try:
+        if store.load_token_tally() is not None:
             return
+    except CorruptState as exc:
+        batch.fail(exc)
+    except StateError as exc:
+        batch.fail(exc)
+        return
+    try:
         counted = count_month(store, utcnow().strftime("%Y-%m"))
         with store.pipeline_lock():
             if _load(store) is None:
                 store.save_token_tally(counted)
+    except StateError as exc:
+        batch.fail(exc)
+    except LockBusy:
+        pass  # the first hold meets it again, and says so
 
 
 def admit(batch: Batch, reserved: InboxRecord, call_lock: CallLock) -> InboxRecord | None:
