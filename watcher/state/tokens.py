@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from watcher.errors import ConfigError
 from watcher.models import Attempt, Prompt
 
-# The output tokens every request asks for at most (max_tokens / max_completion_tokens):
-# watcher/providers/_http.py sends this one number.
+# The output tokens every request asks for at most (max_tokens / max_completion_tokens): enough
+# for the verdict with room for a reasoning model's thinking. watcher/providers/_http.py sends it.
 OUTPUT_CAP = 2048
 CHARS_PER_TOKEN = 4
 
