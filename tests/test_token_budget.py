@@ -291,3 +291,21 @@ def test_the_worst_case_rounds_the_prompt_up_and_adds_the_output_cap() -> None:
     made = prompt().model_copy(update={"system": "x" * 5, "user": "y" * 4})
     assert worst_case(made) == 3 + 2048
     assert (next_month("2026-12"), next_month("2027-01")) == ("2027-01", "2027-02")
+
+
+def test_cron_says_a_reached_budget_once_with_what_it_means(data_dir: Path, tmp_path: Path) -> None:
+    """A cron round that meets the budget says it on one stderr line with its fix; the next round,
+    still over it, says nothing (the same trouble is said once, SPEC §15.3)."""
+    from test_cron import Account, World
+
+    account = Account(tmp_path / "account.json", ["q1"])
+    account.write()
+    world = World(data_dir, account, FakeProvider())
+    env = {"WATCHER_MONTHLY_TOKENS": "100"}
+    first = world.round(env=env)
+    assert first.returncode == 3, first.stderr
+    lines = first.stderr.splitlines()
+    assert len(lines) == 1 and "monthly token budget reached (0 of 100)" in lines[0], lines
+    assert lines[0].endswith("— until then new comments wait unjudged")
+    assert world.round(env=env).stderr == ""
+    assert world.fake.calls == []
