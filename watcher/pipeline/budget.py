@@ -28,11 +28,11 @@ the agent in the loop gives the verdicts with its own model, on its own plan —
 provider call, sees no usage, and the tokens are not watcher's to limit, so ``claim`` and ``submit``
 are outside the budget (each claim is still one of the comment's 3 attempts).
 
-Other calls that spend the provider's tokens (a reply draft, SPEC §16.5) count too: under the lock
-and their call lock, :func:`admit_tokens` with a key of their own kind (:func:`key_of`) before the
-reservation, :func:`take_back` if it was not written, :func:`settle` with the reported usage once
-the outcome is durable (left unsettled, such an entry counts its worst case once its call lock is
-free).
+Other calls that spend the provider's tokens (a reply draft, SPEC §16.5) count too:
+:func:`prepare_tally` before the lock; then under the lock and their call lock,
+:func:`admit_tokens` with a key of their own kind (:func:`key_of`) before the reservation;
+:func:`settle` with 0 if it was not written, with the reported usage once the outcome is durable
+(left unsettled, such an entry counts its worst case once its call lock is free).
 """
 
 from __future__ import annotations
@@ -70,31 +70,38 @@ def spends(provider: str) -> bool:
 
 
 def prepare(batch: Batch) -> None:
-    """Before the batch's first hold: where there is no tally, build it from this month's attempts
-    (a read of the month's inbox files, which must not happen under the lock) and write it, unless
-    another run wrote one meanwhile. A tally that could not be read (quarantined: built again) or
-    written fails the run (exit 5) without stopping the batch; :func:`admit` meets what is left of
-    the trouble under the lock, and stops the batch with it."""
-    if batch.run.dry_run or not applies(batch.settings):
-        return
-    store = batch.store
+    """Before the batch's first hold: :func:`prepare_tally`. A tally that could not be read
+    (quarantined, then built again) or written fails the run (exit 5) without stopping the batch;
+    :func:`admit` meets what is left of the trouble under the lock, and stops the batch with it."""
+    if not batch.run.dry_run and applies(batch.settings):
+        failed = prepare_tally(batch.store)
+        if failed is not None:
+            batch.fail(failed)
+
+
+def prepare_tally(store: Store) -> StateError | None:
+    """Before taking the lock to reserve: where there is no tally, build it from this month's
+    attempts (a read of the month's inbox files, which must not happen under the lock) and write
+    it, unless another run wrote one meanwhile. Returns what went wrong, if anything (a busy lock is
+    left for the caller's own hold to meet)."""
+    failed: StateError | None = None
     try:
         if store.load_token_tally() is not None:
-            return
+            return None
     except CorruptState as exc:
-        batch.fail(exc)
+        failed = exc  # quarantined, and built again below
     except StateError as exc:
-        batch.fail(exc)
-        return
+        return exc
     try:
         counted = count_month(store, utcnow().strftime("%Y-%m"))
         with store.pipeline_lock():
             if _load(store) is None:
                 store.save_token_tally(counted)
     except StateError as exc:
-        batch.fail(exc)
+        return exc
     except LockBusy:
-        pass  # the first hold meets it again, and says so
+        pass
+    return failed
 
 
 def admit(batch: Batch, reserved: InboxRecord, call_lock: CallLock) -> InboxRecord | None:
