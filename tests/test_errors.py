@@ -36,6 +36,7 @@ DOCUMENTED = {
     "CooldownActive": 3,
     "ProviderUnavailable": 3,
     "SourceUnavailable": 3,
+    "BudgetReached": 3,
     "LockBusy": 4,
     "StateError": 5,
     "CorruptState": 5,

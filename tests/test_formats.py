@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from watcher.config import Paths
 from watcher.errors import NewerSchema
 from watcher.models import CronState, InboxRecord, ProviderState, SeenFile, SignalCursor, SignalState
+from watcher.state.tokens import TokenTally
 from watcher.store.files import FileStore
 
 GOLDEN = Path(__file__).parent / "golden" / "formats.json"
@@ -39,6 +40,7 @@ FILES: dict[str, type[BaseModel]] = {
     "signals/state.json": SignalState,
     "signals/cursor.json": SignalCursor,
     "cron.json": CronState,
+    "tokens.json": TokenTally,
 }
 
 
@@ -162,7 +164,8 @@ def _load(paths: Paths, name: str) -> object:
     store = FileStore(paths)
     loaders = {"inbox/<id>.json": lambda: store.load_record("abc1"), "seen.json": store.load_index,
                "provider.json": store.load_provider_state, "signals/state.json": store.read_signal_state,
-               "signals/cursor.json": lambda: _count(store), "cron.json": store.load_cron_state}
+               "signals/cursor.json": lambda: _count(store), "cron.json": store.load_cron_state,
+               "tokens.json": store.load_token_tally}
     return loaders[name]()
 
 

@@ -22,13 +22,10 @@ from watcher.errors import ConfigError
 from watcher.notify.targets import Target, parse_targets
 from watcher.paths import Paths as Paths  # noqa: PLC0414 - watcher.config.Paths stays public
 from watcher.providers.registry import PROVIDERS, ProviderSpec, provider_spec
+from watcher.state.tokens import parse_monthly_tokens
 from watcher.util.urls import check_http_url, marked, shown_url, split_credentials
 
-__all__ = [
-    "Paths",
-    "Settings",
-    "load_settings",
-]  # Paths: watcher.config.Paths stays the import path
+__all__ = ["Paths", "Settings", "load_settings"]  # Paths: watcher.config.Paths stays public
 
 # env name -> config.toml key. The toml key is the env name in lower case without WATCHER_.
 _ENV_KEYS = {
@@ -41,6 +38,7 @@ _ENV_KEYS = {
     "WATCHER_INCLUDE_OWN_COMMENTS": "include_own_comments",
     "WATCHER_BACKLOG_DAYS": "backlog_days",
     "WATCHER_PRICES": "prices",
+    "WATCHER_MONTHLY_TOKENS": "monthly_tokens",
     "DEVTO_USERNAME": "devto_username",
     "DEVTO_API_KEY": "devto_api_key",
     "DEVTO_BASE_URL": "devto_base_url",
@@ -67,6 +65,8 @@ SETTINGS_HELP = {
     "and never sent to the model (default 14; `scan --since DATE` queues them)",
     "WATCHER_PRICES": "dollars per million tokens, for the usage command: model=in/out, "
     "comma-separated (e.g. gpt-6-luna=0.15/0.60)",
+    "WATCHER_MONTHLY_TOKENS": "provider tokens a UTC month may spend: a call goes out only if its "
+    "worst case (prompt at 4 characters a token + 2048 out) fits in what is left; unset: no limit",
     "DEVTO_USERNAME": "the dev.to account whose articles to watch",
     "DEVTO_API_KEY": "optional: watch /articles/me/published with this key",
     "DEVTO_BASE_URL": "Forem API base (default https://dev.to/api)",
@@ -97,6 +97,7 @@ class Settings:
     include_own_comments: bool = False
     backlog_days: int = 14
     prices: str | None = None  # WATCHER_PRICES as given; watcher.commands.usage reads it
+    monthly_tokens: int | None = None  # WATCHER_MONTHLY_TOKENS (watcher.pipeline.budget)
     # True when nothing chose a provider and the offline classifier stands in.
     provider_defaulted: bool = False
     # Where the key came from (a variable's name, the config file, the command line), never the
@@ -359,6 +360,7 @@ def _build(
         include_own_comments=_bool(values.get("include_own_comments", False)),
         backlog_days=_days(values.get("backlog_days", 14)),
         prices=str(values["prices"]) if values.get("prices") else None,
+        monthly_tokens=parse_monthly_tokens(values.get("monthly_tokens")),
         provider_defaulted="provider" not in values,
         api_key_from=api_key_from if api_key and spec.is_remote else None,
         data_dir_chosen=chosen,

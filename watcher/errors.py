@@ -11,6 +11,7 @@
     │   ├── CooldownActive                    provider.json says wait until <time>
     │   └── ProviderUnavailable               unreachable or failing twice in a row; breaker open
     ├── SourceUnavailable            exit 3   dev.to unreachable, 5xx, its edge's 403, its own 429
+    ├── BudgetReached                exit 3   WATCHER_MONTHLY_TOKENS: the month's tokens are spent
     ├── LockBusy                     exit 4   another run holds a lock past the wait
     ├── Interrupted                  exit 130 / 143   Ctrl-C (SIGINT) or SIGTERM during a batch
     │   └── Cancelled                         the MCP client cancelled the tool call (SPEC §15.4)
@@ -157,6 +158,22 @@ class SourceUnavailable(WatcherError):
 
     exit_code = EXIT_WAIT
     kind = "source_unavailable"
+
+
+class BudgetReached(WatcherError):
+    """The next call's worst case does not fit in what is left of the month's
+    ``WATCHER_MONTHLY_TOKENS`` (SPEC §16.4): the batch stops, nothing reserved; the next month, or
+    a larger budget, fixes it. Neither the provider's stop nor dev.to's: a branch of its own."""
+
+    exit_code = EXIT_WAIT
+    kind = "token_budget"
+
+    def __init__(self, used: int, budget: int, month: str, next_month: str) -> None:
+        super().__init__(
+            f"monthly token budget reached ({used} of {budget}) — raise WATCHER_MONTHLY_TOKENS "
+            f"or wait for {next_month}"
+        )
+        self.used, self.budget, self.month = used, budget, month
 
 
 class LockBusy(WatcherError):

@@ -110,9 +110,7 @@ class _StateFile(_Strict):
         return cls.SCHEMA_VERSION
 
 
-class Verdict(_Strict):
-    """The model's structured answer about one comment."""
-
+class Verdict(_Strict):  # the model's structured answer about one comment
     needs_reply: bool
     category: Category
     priority: Priority
@@ -189,6 +187,7 @@ class Attempt(_Strict):
     # The request never left the machine (no connection was made): not counted toward the
     # comment's attempts (SPEC §16.3), though reserved before the call like any.
     not_sent: bool = Field(default=False, exclude_if=_unset)
+    worst_tokens: int | None = Field(default=None, exclude_if=_unset)  # as admitted (SPEC §16.4)
 
     _times = field_validator("lease_until")(_iso_time)
 
@@ -237,7 +236,7 @@ class InboxRecord(_StateFile):
     # 2: grants, baseline, replied_at, an attempt's lease_until and command "claim", error kinds
     # unreachable and model_not_found; edits, gone, author_replies, verdict_text_sha256, an
     # attempt's text_sha256, a comment's parent_author/parent_excerpt/answers_author (SPEC §15.2)
-    # — all unknown to the first release's models. 3: an attempt's not_sent (SPEC §16.3).
+    # — all unknown to the first release's models. 3: an attempt's not_sent, worst_tokens (§16.3-4).
     SCHEMA_VERSION: ClassVar[int] = 3
     schema_version: Literal[1, 2, 3] = 3
     comment: Comment

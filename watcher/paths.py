@@ -65,6 +65,11 @@ class Paths:
         return self.root / "cron.json"
 
     @cached_property
+    def tokens(self) -> Path:
+        """The month's token tally (SPEC §16.4, watcher/state/tokens.py)."""
+        return self.root / "tokens.json"
+
+    @cached_property
     def signals_dir(self) -> Path:
         return self.root / "signals"
 

@@ -15,6 +15,7 @@ from typing import Any
 from watcher.commands.results import CheckResult, CheckRow
 from watcher.config import NO_PROVIDER, Paths, Settings, load_settings
 from watcher.errors import (
+    BudgetReached,
     ConfigError,
     ProviderSetup,
     SaveFailed,
@@ -99,6 +100,8 @@ def _each_check(
         checks.append(_devto_key(settings))
     checks.append(_devto(settings))
     checks.append(_data_dir(settings.data_dir))
+    if settings.monthly_tokens is not None:
+        checks.append(_monthly_tokens(settings))
     checks.extend(_notify(settings))
     return checks
 
@@ -218,6 +221,26 @@ def _devto(settings: Settings) -> Check:
         True,
         f"{settings.devto_username} exists on {shown_url(settings.devto_base_url)}",
     )
+
+
+def _monthly_tokens(settings: Settings) -> Check:
+    """WATCHER_MONTHLY_TOKENS against this month's tokens (SPEC §16.4): failed when not even a
+    call with an empty prompt would fit (exit 3, as the run would)."""
+    from watcher.pipeline.budget import month_used
+    from watcher.state.tokens import OUTPUT_CAP, next_month
+    from watcher.store.files import FileStore
+    from watcher.util.timeutil import utcnow
+
+    budget, month = settings.monthly_tokens or 0, utcnow().strftime("%Y-%m")
+    used = month_used(FileStore(settings.paths), month) or 0
+    detail = (
+        f"{used} of {budget} tokens used in {month}; a call counts up to its prompt at 4 "
+        f"characters a token plus {OUTPUT_CAP} out until its usage is recorded"
+    )
+    if used + OUTPUT_CAP <= budget:
+        return Check("monthly_tokens", True, detail)
+    error = BudgetReached(used, budget, month, next_month(month))
+    return Check("monthly_tokens", False, str(error), "", error)
 
 
 def _data_dir(root: Path) -> Check:

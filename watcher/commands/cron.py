@@ -68,6 +68,7 @@ FIXES: dict[str, str] = {
         "once it answers; `watcher check` tests it now"
     ),
     "quota_exhausted": "raise the plan's spend limit, or wait until the quota renews",
+    "token_budget": "until then new comments wait unjudged",
     "source_unavailable": "nothing to do: the next round fetches what this one missed",
     "lock_busy": (
         "another watcher run was working; if this repeats, look for a stuck watcher process"

@@ -23,6 +23,7 @@ from watcher.commands.results import (
     StatusPaths,
     StatusResult,
     StatusSignals,
+    TokenBudget,
 )
 from watcher.commands.spec import (
     LOCAL,
@@ -91,6 +92,7 @@ def status(ctx: Context) -> StatusResult:
             else None
         ),
         this_month=_this_month(ctx, index),
+        monthly_tokens=_token_budget(ctx),
     )
 
 
@@ -129,6 +131,18 @@ def _this_month(ctx: Context, index: SeenFile) -> list[ModelUsage] | None:
         return usage(ctx, most_files=500, index=index).models or None
     except (ConfigError, TooMany):
         return None
+
+
+def _token_budget(ctx: Context) -> TokenBudget | None:
+    """WATCHER_MONTHLY_TOKENS and the month's tokens as the next call's check counts them."""
+    budget = ctx.settings.monthly_tokens
+    if budget is None:
+        return None
+    from watcher.pipeline.budget import month_used
+    from watcher.util.timeutil import utcnow
+
+    month = utcnow().strftime("%Y-%m")  # the months of the attempts' reserved_at (SPEC §16.4)
+    return TokenBudget(budget=budget, used=month_used(ctx.store, month), month=month)
 
 
 def _offline_quality() -> str:

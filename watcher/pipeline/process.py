@@ -37,7 +37,7 @@ from watcher.errors import (
     StateError,
 )
 from watcher.models import AttemptError, InboxRecord
-from watcher.pipeline import provider_state
+from watcher.pipeline import budget, provider_state
 from watcher.pipeline.batch import Batch, SignalDuringCall
 from watcher.pipeline.calls import Calls, Flight
 from watcher.pipeline.due import due_later
@@ -82,6 +82,7 @@ def process(batch: Batch, plan: Sequence[Planned], gate: Gate, counted: Mapping[
         # Built before any lock: the first build imports httpx and makes a client (~0.1 s of CPU,
         # seconds on a starved machine), and a reservation names the provider.
         batch.provider()
+        budget.prepare(batch)  # the month's token tally, if there is none yet (SPEC §16.4)
     begun = 0  # the items met so far; a signal leaves the rest not_started
     unreached = 0  # items a stop left not_started, which count toward the limit like calls
     try:
@@ -213,9 +214,6 @@ def _decide_and_reserve(
     ):  # another run is calling for it right now (it took the lock after our read)
         no_call(batch, record, "deferred", live=True)
         return None
-    if gate.mode == "half_open":
-        # The one real attempt of this interval, recorded before the call (SPEC §16.6).
-        provider_state.mark_half_open(store, cid, now=gate.at or batch.now())
     provider = batch.provider()
     reserved = records.reserve(
         record,
@@ -224,11 +222,19 @@ def _decide_and_reserve(
         provider=provider.name,
         model=provider.model,
     )
+    # The month's tokens, checked in this hold and before anything is written (SPEC §16.4).
+    admitted = budget.admit(batch, reserved, call_lock)
+    if admitted is None:
+        return None
+    if gate.mode == "half_open":
+        # The one real attempt of this interval, recorded before the call (SPEC §16.6).
+        provider_state.mark_half_open(store, cid, now=gate.at or batch.now())
     try:
-        reservation = store.write_reservation(reserved)
+        reservation = store.write_reservation(admitted)
     except SaveFailed as exc:
         # Not reserved on disk means not paid for: no call.
         call_lock.release()
+        budget.take_back(batch, admitted)
         state_stop(batch, cid, "reserve_failed", exc)
         return None
     result.calls += 1

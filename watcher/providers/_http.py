@@ -50,11 +50,12 @@ from watcher.providers.classify import (
 from watcher.providers.parse import parse_verdict_text
 from watcher.providers.redact import Redaction, as_key, credential_secrets
 from watcher.providers.registry import provider_spec
+from watcher.state.tokens import OUTPUT_CAP
 from watcher.util.urls import marked, split_credentials
 
 # Enough for the verdict (≤ ~800 characters of JSON) with room for a reasoning model's
-# thinking; a hard ceiling on what one call can cost.
-MAX_OUTPUT_TOKENS = 2048
+# thinking; a hard ceiling on what one call can cost, which the monthly token budget counts.
+MAX_OUTPUT_TOKENS = OUTPUT_CAP
 USER_AGENT = "devto-watcher/0.1 (+https://github.com/devto-watcher)"
 _SERVER_MESSAGE_LIMIT = 300
 

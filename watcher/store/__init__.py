@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from watcher.config import Paths
+    from watcher.state.tokens import TokenTally
     from watcher.store.signals import CountResult
 
 __all__ = ["CallLock", "Reservation", "Store"]
@@ -180,6 +181,14 @@ class Store(Protocol):
 
     def save_provider_state(self, state: ProviderState) -> None:
         """Durably replace the provider state (callers hold the pipeline lock, or take it)."""
+
+    # ---- the month's token tally (SPEC §16.4) ----------------------------------------------------
+
+    def load_token_tally(self) -> TokenTally | None:
+        """tokens.json; ``None`` where there is none (the pipeline builds it from the attempts)."""
+
+    def save_token_tally(self, tally: TokenTally) -> None:
+        """Durably replace it (callers hold the pipeline lock)."""
 
     # ---- what cron has said (SPEC §15.3) ---------------------------------------------------------
 

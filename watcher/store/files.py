@@ -30,6 +30,7 @@ from watcher.models import (
     Triage,
 )
 from watcher.state import records, seen
+from watcher.state.tokens import TokenTally
 from watcher.store import CallLock, Reservation, _index, durable, locks, signals
 from watcher.store.dirs import real_directories
 from watcher.store.durable import M
@@ -55,6 +56,7 @@ LOCKED_MODELS: tuple[type[BaseModel], ...] = (
     models.ProviderState,
     models.Breaker,
     models.TransientFailure,
+    TokenTally,
 )
 
 
@@ -103,6 +105,7 @@ class FileStore:
             paths.seen,
             paths.provider_state,
             paths.cron_state,
+            paths.tokens,
             paths.observations,
             paths.signals_dir,
             paths.quarantine,
@@ -391,6 +394,14 @@ class FileStore:
         as_is = self._write(path, state)
         token = _index.stamp(path) if as_is else None
         self._provider_known = (token, state) if token is not None else None
+
+    # ---- the month's token tally -----------------------------------------------------------------
+
+    def load_token_tally(self) -> TokenTally | None:
+        return self._read(self._paths.tokens, TokenTally)
+
+    def save_token_tally(self, tally: TokenTally) -> None:
+        self._write(self._paths.tokens, tally)
 
     # ---- what cron has said ----------------------------------------------------------------------
 

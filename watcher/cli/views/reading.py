@@ -78,6 +78,13 @@ def status(doc: StatusResult, screen: Screen) -> None:
             f"month:     {m.provider} {one_line(m.model)}: {m.calls} call(s), "
             f"{m.input_tokens:,} in, {m.output_tokens:,} out{cost} (`watcher usage`)"
         )
+    if doc.monthly_tokens is not None:
+        tokens = doc.monthly_tokens
+        used = f"{tokens.used:,}" if tokens.used is not None else "none counted yet"
+        screen.out.print(
+            f"budget:    {used} of {tokens.budget:,} tokens used in {tokens.month} "
+            "(WATCHER_MONTHLY_TOKENS)"
+        )
     counts = doc.signals.counts
     screen.out.print(
         "signals:   "

@@ -64,6 +64,7 @@ from watcher.commands.results.reading import (
     StatusPaths,
     StatusResult,
     StatusSignals,
+    TokenBudget,
 )
 
 __all__ = [
@@ -111,5 +112,6 @@ __all__ = [
     "StatusResult",
     "StatusSignals",
     "SubmitResult",
+    "TokenBudget",
     "_advertised",
 ]

@@ -112,6 +112,17 @@ class ModelUsage(_Result):
     )
 
 
+class TokenBudget(_Result):
+    """WATCHER_MONTHLY_TOKENS against this UTC month's tokens (SPEC §16.4)."""
+
+    budget: int = Field(description="Provider tokens (in and out) the month may spend.")
+    used: int | None = Field(
+        description="Used so far: the usage recorded, each call in flight or without usage at its "
+        "worst case; null before the first call this release counted."
+    )
+    month: str = Field(description="The UTC month, YYYY-MM.")
+
+
 class StatusResult(_Result):
     comments: int
     articles: int
@@ -138,6 +149,9 @@ class StatusResult(_Result):
     this_month: list[ModelUsage] | None = _absent_if_none(
         "This UTC month's calls and tokens per provider and model (the usage command); absent "
         "before the month's first call."
+    )
+    monthly_tokens: TokenBudget | None = _absent_if_none(
+        "WATCHER_MONTHLY_TOKENS and what this month has used of it; absent when it is not set."
     )
 
 
