@@ -9,9 +9,11 @@ from _fakes import records as rec
 from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
 from _proc import run_main, write_export
 
-from watcher.commands.forget import sample_ids
+from watcher.commands.forget import sample_articles, sample_ids
 from watcher.config import Paths
 from watcher.store.files import FileStore
+
+SAMPLE_ARTICLE = min(sample_articles())  # an article of the bundled sample
 
 
 def _seen(data_dir: Path) -> dict[str, dict[str, object]]:
@@ -53,7 +55,7 @@ def test_forget_demo_forgets_only_the_bundled_samples_comments(data_dir: Path) -
     store = FileStore(Paths(data_dir))
     sample = sample_ids()[:2]
     for cid in (*sample, "real1"):
-        store.save_record(rec.record(cid))
+        store.save_record(rec.record(cid, article_id=SAMPLE_ARTICLE if cid in sample else 1201))
     done = run_main("cli", "forget", "--demo", "--json", data_dir=data_dir)
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(done.envelope["result"]["forgotten"]) == sorted(sample)  # type: ignore[index]

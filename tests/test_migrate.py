@@ -13,9 +13,11 @@ from _fakes import records as rec
 from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
 from _proc import run, run_main, write_export
 
-from watcher.commands.forget import sample_ids
+from watcher.commands.forget import sample_articles, sample_ids
 from watcher.config import Paths
 from watcher.store.files import FileStore
+
+SAMPLE_ARTICLE = min(sample_articles())  # an article of the bundled sample
 
 
 def _seen(root: Path) -> dict[str, dict[str, Any]]:
@@ -66,7 +68,7 @@ def src(tmp_path: Path) -> Path:
         failing=("m1", "m4"),
         marks=(("m2", "replied"), ("m3", "ignored")),
     )
-    FileStore(Paths(root)).save_record(rec.record(sample_ids()[0]))
+    FileStore(Paths(root)).save_record(rec.record(sample_ids()[0], article_id=SAMPLE_ARTICLE))
     return root
 
 

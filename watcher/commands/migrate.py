@@ -25,6 +25,7 @@ from watcher.config import Paths, load_settings
 from watcher.errors import UsageError
 from watcher.models import InboxRecord, SeenComment, SeenFile
 from watcher.pipeline.batch import open_store
+from watcher.store import Store
 
 
 class MigrateResult(Result):
@@ -36,7 +37,7 @@ class MigrateResult(Result):
 
 
 def migrate(ctx: Context, source: str) -> MigrateResult:
-    from watcher.commands.forget import sample_ids
+    from watcher.commands import migrate_state
     from watcher.store.places import begin_migration, finish_migration, overlapping
     from watcher.util.datadir import named_data_dir
 
@@ -51,51 +52,80 @@ def migrate(ctx: Context, source: str) -> MigrateResult:
     if not src.holds_state():
         raise UsageError(f"{src_root} holds no watcher state (no seen.json, no inbox/)")
     dst = open_store(settings.paths, ctx.hooks)
-    sample = set(sample_ids())
     with dst.pipeline_lock(), src.pipeline_lock():
-        theirs = src.load_index()
-        src_index, _ = src.reconcile_index(theirs)  # in memory: SRC is only read
-        ids = sorted(set(src_index.comments) | set(src.record_ids()))
-        left_out = [cid for cid in ids if cid in sample]
-        moving = [cid for cid in ids if cid not in sample]
+        src_index, _ = src.reconcile_index(src.load_index())  # in memory: SRC is only read
+        moving, left_out = _split(src, src_index)
         begin_migration(
             dst_root, source=src_root, comments=len(moving), within=settings.paths.user_part
         )
         base = dst.load_index()
-        copied = merged = 0
-        for cid in moving:
-            record, was_there = _merged_record(src.load_record(cid), dst.load_record(cid))
-            if record is not None:
-                dst.save_record(record)
-            merged += was_there
-            copied += not was_there
+        merged = sum(_bring(src, dst, cid) for cid in moving)
         mine, _ = dst.reconcile_index(base, [c for c in moving if dst.has_record(c)])
-        comments = dict(mine.comments)
-        for cid in moving:
-            entry = _merged_entry(src_index.comments.get(cid), comments.get(cid))
-            if entry is not None:
-                comments[cid] = entry
-        articles = {**src_index.articles, **mine.articles}
-        dst.save_index(base, SeenFile(comments=comments, articles=articles))
+        dst.save_index(base, _merged_index(src_index, mine, moving))
+        sample = set(left_out)
+        migrate_state.bring_provider(src, dst, sample)
+        migrate_state.bring_cron(src, dst, sample)
+        migrate_state.bring_signals(src, dst, sample)
         finish_migration(dst_root)
     return MigrateResult(
         source=str(src_root),
         data_dir=str(dst_root),
-        copied=copied,
+        copied=len(moving) - merged,
         merged=merged,
         sample_left_out=len(left_out),
     )
 
 
+def _split(src: Store, index: SeenFile) -> tuple[list[str], list[str]]:
+    """The source's comments to bring, and those of the bundled sample (left out)."""
+    from watcher.commands.forget import is_sample
+
+    moving: list[str] = []
+    left_out: list[str] = []
+    for cid in sorted(set(index.comments) | set(src.record_ids())):
+        entry = index.comments.get(cid)
+        record = src.load_record(cid) if entry is None else None
+        article = entry.article_id if entry else record.comment.article_id if record else 0
+        (left_out if is_sample(cid, article) else moving).append(cid)
+    return moving, left_out
+
+
+def _bring(src: Store, dst: Store, cid: str) -> bool:
+    """One comment's inbox file into the data dir (see :func:`_merged_record`); whether the data
+    dir had one already."""
+    record, was_there = _merged_record(src.load_record(cid), dst.load_record(cid))
+    if record is not None:
+        dst.save_record(record)
+    return was_there
+
+
+def _merged_index(src: SeenFile, mine: SeenFile, moving: list[str]) -> SeenFile:
+    """The data dir's index with the source's entries merged in (:func:`_merged_entry`), and the
+    source's articles it lacks (not the sample's: its comments stay out)."""
+    from watcher.commands.forget import sample_articles
+
+    comments = dict(mine.comments)
+    for cid in moving:
+        entry = _merged_entry(src.comments.get(cid), comments.get(cid))
+        if entry is not None:
+            comments[cid] = entry
+    wanted = {str(entry.article_id) for entry in comments.values()}
+    sample = {str(a) for a in sample_articles()} - wanted
+    articles = {k: v for k, v in src.articles.items() if k not in sample}
+    return SeenFile(comments=comments, articles={**articles, **mine.articles})
+
+
 def _merged_record(
     src: InboxRecord | None, dst: InboxRecord | None
 ) -> tuple[InboxRecord | None, bool]:
-    """The inbox record to keep, and whether the data dir had one: the one with more attempts
-    (the data dir's on a tie, or when it has a verdict the source lacks); ``None``: keep what the
-    data dir has (nothing to write)."""
+    """The inbox record to keep, and whether the data dir had one: the one with more attempts,
+    the data dir's on a tie or when it has a verdict the source lacks (the index keeps the larger
+    attempt count either way); ``None``: keep what the data dir has (nothing to write)."""
     if dst is None:
         return src, False
     if src is None or len(dst.attempts) >= len(src.attempts):
+        return None, True
+    if dst.verdict is not None and src.verdict is None:
         return None, True
     return src, True
 
@@ -113,6 +143,10 @@ def _merged_entry(src: SeenComment | None, dst: SeenComment | None) -> SeenComme
     if "forgotten" in (src.status, dst.status):
         update["status"] = "forgotten"
     update["first_seen_at"] = min(src.first_seen_at, dst.first_seen_at)
+    if dst.listed_at is None and src.listed_at is not None and dst.attempts <= src.attempts:
+        # Listed by the source's `inbox --new` (mailed by its cron), and not judged again since
+        # in the data dir (a new verdict clears listed_at to be listed again): listed once.
+        update["listed_at"] = src.listed_at
     return dst.model_copy(update=update)
 
 
