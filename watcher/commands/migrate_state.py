@@ -108,7 +108,7 @@ def bring_signals(src: Store, dst: Store, sample: Collection[str]) -> int:
     if data is None or first < 0:
         return 0
     head = hashlib.sha256(data[: min(first + 1, HEAD_CAP)]).hexdigest()
-    start = _migrated_through(dst, head)
+    start, torn = _migrated_through(dst, head)
     events: list[dict[str, Any]] = []
     offset = start
     while (newline := data.find(b"\n", offset)) >= 0:  # a line without its newline: not yet
@@ -124,7 +124,10 @@ def bring_signals(src: Store, dst: Store, sample: Collection[str]) -> int:
         ):
             events.append({**event, FROM: head, AT: offset})
     if events:
-        dst.append_signals(events)
+        dst.append_signals(events)  # after a torn last line, a fresh line first (signal_log)
+    elif torn:
+        _end_line(dst)
+    if events or torn:
         _sync_log(dst)
     return len(events)
 
@@ -142,17 +145,30 @@ def _read_log(store: Store) -> bytes | None:
         os.close(fd)
 
 
-def _migrated_through(dst: Store, head: str) -> int:
+def _migrated_through(dst: Store, head: str) -> tuple[int, bool]:
     """Where in the source log (the one whose first line hashes to ``head``) the lines the data
-    dir's log already has end: 0 when it has none of them."""
+    dir's log already has end (0: it has none of them), and whether the last of them lacks its
+    newline — a power cut kept all of the write but its last byte: complete, but not counted
+    until the line is ended, and not to be appended again."""
     data = _read_log(dst) or b""
-    through = 0
+    through, torn = 0, False
     tag = FROM.encode()
-    for line in data.splitlines():
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
         event = _parsed(line) if tag in line else None
         if event is not None and event.get(FROM) == head and isinstance(event.get(AT), int):
             through = max(through, event[AT])
-    return through
+            torn = i == len(lines) - 1
+    return through, torn
+
+
+def _end_line(dst: Store) -> None:
+    """Give the log's last line its newline (the one append of nothing makes), under the lock."""
+    from watcher.store.locks import signals_lock
+    from watcher.store.signal_log import append_bytes
+
+    with signals_lock(dst.paths):
+        append_bytes(dst.paths.observations, b"")
 
 
 def _parsed(line: bytes) -> dict[str, Any] | None:
