@@ -73,3 +73,15 @@ def test_one_unknown_id_forgets_nothing(data_dir: Path) -> None:
         not (data_dir / "seen.json").exists()
         or _seen(data_dir).get("k1", {}).get("status") != "forgotten"
     )
+
+
+def test_forget_demo_leaves_a_real_comment_that_has_a_sample_id(data_dir: Path) -> None:
+    """An id is a short code a real comment may share with the sample: --demo forgets a comment
+    only when its article is the sample's too; 0.1.0's sample ids are the sample's."""
+    store = FileStore(Paths(data_dir))
+    store.save_record(rec.record("4cdz", article_id=SAMPLE_ARTICLE))  # the first release's sample
+    store.save_record(rec.record("3bkf", article_id=1201))  # a real comment, the sample's id
+    done = run_main("cli", "forget", "--demo", "--json", data_dir=data_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.envelope["result"]["forgotten"] == ["4cdz"]  # type: ignore[index]
+    assert _seen(data_dir)["3bkf"]["status"] != "forgotten"
