@@ -51,13 +51,14 @@ from watcher.util.timeutil import iso, utcnow
 
 pytestmark = pytest.mark.slow
 
-# The store's own points a migration meets (its index save, provider.json, the signal append),
-# and a later comment of the copy: a kill with earlier comments brought and later ones not.
+# The store's own points a migration meets (its two index saves, provider.json, the signal
+# append), and a later comment of the copy: a kill with earlier comments brought and later ones not.
 POINTS = [
     *MIGRATE_POINTS,
     "migrate_after_comment:4",
     "before_seen_save",
-    "after_seen_save",
+    "before_seen_save:2",  # the comments indexed, the source's marks not yet (the second save)
+    "after_seen_save:2",
     "after_cooldown_write",
     "after_signal_append",
 ]

@@ -61,7 +61,12 @@ def migrate(ctx: Context, source: str) -> MigrateResult:
         base = dst.load_index()
         merged = sum(_bring(src, dst, cid) for cid in moving)
         mine, _ = dst.reconcile_index(base, [c for c in moving if dst.has_record(c)])
-        dst.save_index(base, _merged_index(src_index, mine, moving))
+        # Two saves: the comments indexed as their inbox files say, then the source's marks as a
+        # change to those entries. A read command that indexed the same files meanwhile makes
+        # its entries "discovered by both", where its triage would stand (SPEC §4.2): as changes
+        # to entries both saw, the marks apply over it (tests/test_migrate_races.py).
+        indexed = dst.save_index(base, mine)
+        dst.save_index(indexed, _merged_index(src_index, indexed, moving))
         sample = set(left_out)
         migrate_state.bring_provider(src, dst, sample)
         migrate_state.bring_cron(src, dst, sample)
