@@ -204,3 +204,38 @@ def test_a_comment_the_sources_inbox_new_listed_is_not_listed_again(
     assert run_main("cli", "migrate", str(old), data_dir=data_dir).returncode == 0
     again = run_main("cli", "inbox", "--new", "--json", data_dir=data_dir)
     assert again.envelope["result"]["comments"] == []  # type: ignore[index]
+
+
+def test_the_sources_config_is_copied_into_a_data_dir_without_one_and_never_over_its_own(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """A store configured in its config.toml keeps its settings on the way in; a data dir's own
+    config.toml is left as it is, and the summary says the two differ."""
+    old = tmp_path / "old"
+    old.mkdir()
+    FileStore(Paths(old)).save_record(rec.record("c1"))
+    (old / "config.toml").write_text('provider = "offline"\ndevto_username = "maya"\n')
+    done = run_main("cli", "migrate", str(old), "--json", data_dir=data_dir)
+    assert done.envelope["result"]["config"] == "copied"  # type: ignore[index]
+    assert (data_dir / "config.toml").read_text() == (old / "config.toml").read_text()
+    (data_dir / "config.toml").write_text('provider = "offline"\ndevto_username = "other"\n')
+    again = run_main("cli", "migrate", str(old), data_dir=data_dir)
+    assert "config.toml differs" in " ".join(again.stdout.split())
+    assert "other" in (data_dir / "config.toml").read_text()
+
+
+def test_the_summary_names_what_of_a_clones_data_dir_is_state_and_what_is_not(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """A clone's ./data also holds the bundled sample and the labelled set: the summary names the
+    state that may be removed and says the rest is not state (``rm -rf data`` would delete them)."""
+    old = tmp_path / "clone" / "data"
+    old.mkdir(parents=True)
+    FileStore(Paths(old)).save_record(rec.record("c1"))
+    (old / "sample").mkdir()
+    (old / "eval").mkdir()
+    done = run_main("cli", "migrate", str(old), "--json", data_dir=data_dir)
+    result = done.envelope["result"]  # type: ignore[index]
+    assert "inbox/" in result["removable"] and result["not_state"] == ["eval/", "sample/"]
+    said = " ".join(run_main("cli", "migrate", str(old), data_dir=data_dir).stdout.split())
+    assert "not the rest of it (eval/ sample/)" in said, said

@@ -15,6 +15,9 @@ Rerun, every step gives the same result (the merge is idempotent).
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from pydantic import Field
 
 from watcher.commands.core import Context
@@ -34,6 +37,19 @@ class MigrateResult(Result):
     copied: int = Field(description="Comments only the source had, copied.")
     merged: int = Field(description="Comments both had, merged (attempts the larger, latest mark).")
     sample_left_out: int = Field(description="Comments of the bundled sample, not migrated.")
+    config: str = Field(
+        default="none",
+        description="The source's config.toml: copied (the data dir had none), same, kept (the "
+        "data dir has its own, different one, left as it is), or none.",
+    )
+    removable: list[str] = Field(
+        default_factory=list,
+        description="The source's watcher state, which may be removed once checked.",
+    )
+    not_state: list[str] = Field(
+        default_factory=list,
+        description="What else the source holds (a clone's data/sample/, data/eval/): keep it.",
+    )
 
 
 def migrate(ctx: Context, source: str) -> MigrateResult:
@@ -71,14 +87,36 @@ def migrate(ctx: Context, source: str) -> MigrateResult:
         migrate_state.bring_provider(src, dst, sample)
         migrate_state.bring_cron(src, dst, sample)
         migrate_state.bring_signals(src, dst, sample)
+        config = migrate_state.bring_config(src, dst)
         finish_migration(dst_root)
+    removable, not_state = _left_behind(src, config)
     return MigrateResult(
         source=str(src_root),
         data_dir=str(dst_root),
         copied=len(moving) - merged,
         merged=merged,
         sample_left_out=len(left_out),
+        config=config,
+        removable=removable,
+        not_state=not_state,
     )
+
+
+def _left_behind(src: Store, config: str) -> tuple[list[str], list[str]]:
+    """What of the source is watcher state (may go once checked) and what is not (``./data`` of a
+    clone also holds the bundled sample and the labelled set: ``rm -rf data`` would delete them
+    from the checkout). A config.toml that was not brought stays out of the first list."""
+    root = src.paths.root
+    keep = {src.paths.config_file} if config == "kept" else set()
+    state = [p for p in src.state_entries() if p not in keep] + [src.paths.locks]
+    names = {p.name for p in state}
+    removable = sorted(_shown(p) for p in state if os.path.lexists(p))
+    others = sorted(_shown(root / n) for n in os.listdir(root) if n not in names)
+    return removable, others
+
+
+def _shown(path: Path) -> str:
+    return f"{path.name}/" if path.is_dir() and not path.is_symlink() else path.name
 
 
 def _split(src: Store, index: SeenFile) -> tuple[list[str], list[str]]:
@@ -182,9 +220,24 @@ def view(result: MigrateResult, screen: Screen) -> None:
         f"{result.merged} merged (attempts the larger, the latest mark); "
         f"{result.sample_left_out} of the bundled sample left out"
     )
+    if result.config == "copied":
+        screen.out.print(f"its config.toml was copied (the data dir {result.data_dir} had none)")
+    elif result.config == "kept":
+        screen.out.print(
+            f"the data dir's own config.toml was kept; {result.source}/config.toml differs: "
+            "compare them"
+        )
+    removable = " ".join(result.removable)
+    if not result.not_state:
+        screen.out.print(
+            f"{result.source} was left in place: once you have checked `watcher inbox --all`, it "
+            f"may be removed ({removable})"
+        )
+        return
     screen.out.print(
-        f"{result.source} was left in place: once you have checked `watcher inbox --all`, it "
-        "may be removed"
+        f"{result.source} was left in place: once you have checked `watcher inbox --all`, its "
+        f"watcher state may be removed: {removable} — not the rest of it "
+        f"({' '.join(result.not_state)}), which is not watcher state"
     )
 
 

@@ -15,6 +15,9 @@ has said, and the observation signals — each merged so that a rerun changes no
   starts after the last tagged line the data dir's log holds — also when a power cut kept only a
   part of the write — so nothing is counted twice. Lines about the bundled sample's comments are
   left out, as the comments are.
+- ``config.toml`` (SPEC §3): the settings of the source's data dir, copied into a data dir that has
+  none — a store configured there would otherwise lose its provider and account on the way in;
+  a data dir's own settings are never replaced.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 from watcher.models import CronProblem, CronState, ProviderState
-from watcher.store import Store
+from watcher.store import Store, durable
 from watcher.store.signal_log import HEAD_CAP, open_log
 
 # Each line brought over says from which log (the hash of its first line) and where it ended there.
@@ -188,5 +193,40 @@ def _sync_log(dst: Store) -> None:
         return
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---- config.toml ----------------------------------------------------------------------------
+
+
+def bring_config(src: Store, dst: Store) -> str:
+    """The source's ``config.toml`` (its settings: provider, account, maybe a key) into a data dir
+    that has none: ``"copied"``; ``"same"`` when the data dir's is identical, ``"kept"`` when it
+    has its own (never replaced), ``"none"`` when the source has no readable one."""
+    data = _read_regular(src.paths.config_file)
+    if data is None:
+        return "none"
+    target = dst.paths.config_file
+    if os.path.lexists(target):
+        return "same" if _read_regular(target) == data else "kept"
+    # A temp file made by mkstemp is 0600, as a file that may hold a key should be.
+    durable.write_bytes(target, data, within=dst.paths.user_part)
+    return "copied"
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """A regular file's bytes, never through a symlink; ``None`` when there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
     finally:
         os.close(fd)
