@@ -4,8 +4,8 @@ loses no mark and no attempt, brings in no sample comment, and counts no signal 
 The source is a store shaped as the first release (0.1.0) left it in ``./data``: files at
 ``schema_version`` 1 with only that release's fields, a comment with a verdict marked replied,
 one marked ignored, a failed one with 2 attempts spent, an orphaned reservation, a cooldown in
-``provider.json``, a counted observation log, and comments of the bundled sample (one under the
-id it had in 0.1.0). Each case copies it and a destination — an empty data dir, or one that
+``provider.json``, settings in ``config.toml``, a counted observation log, and comments of the
+bundled sample (one under the id it had in 0.1.0). Each case copies it and a destination — an empty data dir, or one that
 already holds comments of its own — and:
 
 - SIGKILLs a real ``watcher migrate`` at one point (:data:`_faults.sitecustomize.MIGRATE_POINTS`
@@ -21,7 +21,8 @@ The promises: every comment's counted attempts (``max(len(attempts), seen.json's
 are at least the source's; every mark of either store is there, the later one where both marked
 (the source's marks have no time: the data dir's timed one wins); the data dir's own comments stay;
 no comment of the sample is in the data dir; the cooldown holds; and the counter, run after, counts
-each of the source's (non-sample) signal lines once beside the data dir's own.
+each of the source's (non-sample) signal lines once beside the data dir's own; the data dir has the
+source's config.toml unless it had its own.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ def _as_first_release(root: Path) -> None:
     until = iso(utcnow().replace(microsecond=0).replace(year=utcnow().year + 1))
     (root / "provider.json").write_text(json.dumps({"schema_version": 1, "cooldown_until": until,
                                                    "reason": "rate limited (429)"}))
+    (root / "config.toml").write_text("timeout = 30\n")  # the first release read its settings here
 
 
 def _scan(root: Path, export: Path, fake: FakeProvider) -> None:
@@ -193,6 +195,7 @@ class Expected:
     marks: dict[str, str]
     cooldown: str
     signals: Counter[str]
+    config: bytes  # the data dir's config.toml: its own, else the source's
 
 
 def _expected(src: Path, dest: Path) -> Expected:
@@ -201,7 +204,8 @@ def _expected(src: Path, dest: Path) -> Expected:
         attempts[cid] = max(attempts.get(cid, 0), n)
     marks = dict(SOURCE_MARKS) | {c: e["triage"] for c, e in _seen(dest).items() if e["triage"] != "open"}
     cooldown = json.loads((src / "provider.json").read_text())["cooldown_until"]
-    return Expected(attempts, marks, cooldown, _log_counts(src, SAMPLE) + _log_counts(dest))
+    config = (dest if (dest / "config.toml").exists() else src) / "config.toml"
+    return Expected(attempts, marks, cooldown, _log_counts(src, SAMPLE) + _log_counts(dest), config.read_bytes())
 
 
 def _broken(data: Path, want: Expected, *, count: bool = True) -> list[str]:
@@ -220,6 +224,9 @@ def _broken(data: Path, want: Expected, *, count: bool = True) -> list[str]:
     provider = json.loads((data / "provider.json").read_text()) if (data / "provider.json").exists() else {}
     if (provider.get("cooldown_until") or "") < want.cooldown:
         problems.append(f"cooldown {provider.get('cooldown_until')}, the source's was until {want.cooldown}")
+    config = data / "config.toml"
+    if (config.read_bytes() if config.exists() else None) != want.config:
+        problems.append("config.toml is not the source's (nor the data dir's own)")
     if count:
         done = run_main("cli", "signals", "--json", data_dir=data, env=IN_PROCESS_ENV)
         counts = ((done.envelope or {}).get("result") or {}).get("counts")
