@@ -4,10 +4,12 @@ before 0.2.0 — brought into the data dir, losing no mark and no attempt (SPEC 
 Comment by comment, under both stores' pipeline locks: a comment only SRC has is copied; one both
 have keeps the inbox file with more attempts, the larger attempt count of the two indexes (§4.2,
 §13.5: attempts never go down), and the later of the two triages (marks latest-wins, §15.2). The
-bundled sample's comments are left out and counted. SRC is only read: it stays in place.
+bundled sample's comments are left out and counted. Then the provider state, what cron said, the
+signal log and the settings (:mod:`watcher.commands.migrate_state`). SRC is only read: it stays in
+place, and the summary says which of its files are watcher state.
 
 Safe to rerun after a crash at any point: a marker (:mod:`watcher.store.places`) is written in the
-data dir before the first comment and removed after the index is saved; while it is there every
+data dir before the first comment and removed once everything is brought; while it is there every
 command that opens the data dir refuses to run (exit 2) and names the command that finishes the
 migration, so no scan ever sees half a store and buys a call for a comment still to be moved.
 Rerun, every step gives the same result (the merge is idempotent).
