@@ -251,8 +251,9 @@ MIGRATE = Command(
     name="migrate",
     summary="Bring another data dir's comments, marks and attempts into the data dir.",
     help="Bring a store from another data dir (./data, the default before 0.2.0) into the data "
-    "dir,\ncomment by comment: attempts the larger, marks latest-wins. The bundled sample's "
-    "comments\nare left out. SRC is left in place. Safe to rerun, also after a crash.",
+    "dir,\ncomment by comment: attempts the larger, marks latest-wins; then its provider state, "
+    "what\ncron said, its signals and, if the data dir has none, its config.toml. The bundled "
+    "sample's\ncomments are left out. SRC is left in place. Safe to rerun, also after a crash.",
     examples=("watcher migrate ./data", "watcher migrate ~/old-watcher-data --json"),
     codes=READ_CODES,
     result=MigrateResult,

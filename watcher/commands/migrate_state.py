@@ -22,17 +22,21 @@ has said, and the observation signals — each merged so that a rerun changes no
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import stat
 from collections.abc import Collection
-from pathlib import Path
 from typing import Any
 
 from watcher.models import CronProblem, CronState, ProviderState
-from watcher.store import Store, durable
-from watcher.store.signal_log import HEAD_CAP, open_log
+from watcher.store import Store
+from watcher.store.migrating import (
+    end_log_line,
+    log_head,
+    read_log,
+    read_regular,
+    sync_log,
+    write_settings,
+)
 
 # Each line brought over says from which log (the hash of its first line) and where it ended there.
 FROM, AT = "migrated_from", "migrated_at"
@@ -108,11 +112,10 @@ def merged_cron(src: CronState, dst: CronState, sample: Collection[str] = ()) ->
 
 def bring_signals(src: Store, dst: Store, sample: Collection[str]) -> int:
     """Append the source log's lines the data dir's log has not had yet; how many were appended."""
-    data = _read_log(src)
-    first = -1 if data is None else data.find(b"\n")
-    if data is None or first < 0:
+    data = read_log(src.paths)
+    head = None if data is None else log_head(data)
+    if data is None or head is None:
         return 0
-    head = hashlib.sha256(data[: min(first + 1, HEAD_CAP)]).hexdigest()
     start, torn = _migrated_through(dst, head)
     events: list[dict[str, Any]] = []
     offset = start
@@ -131,23 +134,10 @@ def bring_signals(src: Store, dst: Store, sample: Collection[str]) -> int:
     if events:
         dst.append_signals(events)  # after a torn last line, a fresh line first (signal_log)
     elif torn:
-        _end_line(dst)
+        end_log_line(dst.paths)
     if events or torn:
-        _sync_log(dst)
+        sync_log(dst.paths)
     return len(events)
-
-
-def _read_log(store: Store) -> bytes | None:
-    fd = open_log(store.paths)
-    if fd is None:
-        return None
-    try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _migrated_through(dst: Store, head: str) -> tuple[int, bool]:
@@ -155,7 +145,7 @@ def _migrated_through(dst: Store, head: str) -> tuple[int, bool]:
     dir's log already has end (0: it has none of them), and whether the last of them lacks its
     newline — a power cut kept all of the write but its last byte: complete, but not counted
     until the line is ended, and not to be appended again."""
-    data = _read_log(dst) or b""
+    data = read_log(dst.paths) or b""
     through, torn = 0, False
     tag = FROM.encode()
     lines = data.split(b"\n")
@@ -167,34 +157,12 @@ def _migrated_through(dst: Store, head: str) -> tuple[int, bool]:
     return through, torn
 
 
-def _end_line(dst: Store) -> None:
-    """Give the log's last line its newline (the one append of nothing makes), under the lock."""
-    from watcher.store.locks import signals_lock
-    from watcher.store.signal_log import append_bytes
-
-    with signals_lock(dst.paths):
-        append_bytes(dst.paths.observations, b"")
-
-
 def _parsed(line: bytes) -> dict[str, Any] | None:
     try:
         event = json.loads(line)
     except ValueError:
         return None
     return event if isinstance(event, dict) else None
-
-
-def _sync_log(dst: Store) -> None:
-    """Make the appended lines durable before the migration is finished: appends are not synced
-    (the counter syncs before it counts), and a power cut that kept only some of them, with the
-    migration done, would have them appended and counted again by a rerun."""
-    fd = open_log(dst.paths)
-    if fd is None:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # ---- config.toml ----------------------------------------------------------------------------
@@ -204,29 +172,11 @@ def bring_config(src: Store, dst: Store) -> str:
     """The source's ``config.toml`` (its settings: provider, account, maybe a key) into a data dir
     that has none: ``"copied"``; ``"same"`` when the data dir's is identical, ``"kept"`` when it
     has its own (never replaced), ``"none"`` when the source has no readable one."""
-    data = _read_regular(src.paths.config_file)
+    data = read_regular(src.paths.config_file)
     if data is None:
         return "none"
     target = dst.paths.config_file
     if os.path.lexists(target):
-        return "same" if _read_regular(target) == data else "kept"
-    # A temp file made by mkstemp is 0600, as a file that may hold a key should be.
-    durable.write_bytes(target, data, within=dst.paths.user_part)
+        return "same" if read_regular(target) == data else "kept"
+    write_settings(dst.paths, data)
     return "copied"
-
-
-def _read_regular(path: Path) -> bytes | None:
-    """A regular file's bytes, never through a symlink; ``None`` when there is none."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
