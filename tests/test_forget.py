@@ -9,9 +9,11 @@ from _fakes import records as rec
 from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
 from _proc import run_main, write_export
 
-from watcher.commands.forget import sample_ids
+from watcher.commands.forget import sample_articles, sample_ids
 from watcher.config import Paths
 from watcher.store.files import FileStore
+
+SAMPLE_ARTICLE = min(sample_articles())  # an article of the bundled sample
 
 
 def _seen(data_dir: Path) -> dict[str, dict[str, object]]:
@@ -53,7 +55,7 @@ def test_forget_demo_forgets_only_the_bundled_samples_comments(data_dir: Path) -
     store = FileStore(Paths(data_dir))
     sample = sample_ids()[:2]
     for cid in (*sample, "real1"):
-        store.save_record(rec.record(cid))
+        store.save_record(rec.record(cid, article_id=SAMPLE_ARTICLE if cid in sample else 1201))
     done = run_main("cli", "forget", "--demo", "--json", data_dir=data_dir)
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(done.envelope["result"]["forgotten"]) == sorted(sample)  # type: ignore[index]
@@ -71,3 +73,15 @@ def test_one_unknown_id_forgets_nothing(data_dir: Path) -> None:
         not (data_dir / "seen.json").exists()
         or _seen(data_dir).get("k1", {}).get("status") != "forgotten"
     )
+
+
+def test_forget_demo_leaves_a_real_comment_that_has_a_sample_id(data_dir: Path) -> None:
+    """An id is a short code a real comment may share with the sample: --demo forgets a comment
+    only when its article is the sample's too; 0.1.0's sample ids are the sample's."""
+    store = FileStore(Paths(data_dir))
+    store.save_record(rec.record("4cdz", article_id=SAMPLE_ARTICLE))  # the first release's sample
+    store.save_record(rec.record("3bkf", article_id=1201))  # a real comment, the sample's id
+    done = run_main("cli", "forget", "--demo", "--json", data_dir=data_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.envelope["result"]["forgotten"] == ["4cdz"]  # type: ignore[index]
+    assert _seen(data_dir)["3bkf"]["status"] != "forgotten"

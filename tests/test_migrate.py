@@ -13,9 +13,11 @@ from _fakes import records as rec
 from _fakes.provider import IN_PROCESS_ENV, FakeProvider, in_process_hooks
 from _proc import run, run_main, write_export
 
-from watcher.commands.forget import sample_ids
+from watcher.commands.forget import sample_articles, sample_ids
 from watcher.config import Paths
 from watcher.store.files import FileStore
+
+SAMPLE_ARTICLE = min(sample_articles())  # an article of the bundled sample
 
 
 def _seen(root: Path) -> dict[str, dict[str, Any]]:
@@ -66,7 +68,7 @@ def src(tmp_path: Path) -> Path:
         failing=("m1", "m4"),
         marks=(("m2", "replied"), ("m3", "ignored")),
     )
-    FileStore(Paths(root)).save_record(rec.record(sample_ids()[0]))
+    FileStore(Paths(root)).save_record(rec.record(sample_ids()[0], article_id=SAMPLE_ARTICLE))
     return root
 
 
@@ -139,3 +141,101 @@ def test_a_source_that_is_the_data_dir_or_holds_nothing_is_refused(
         done = run_main("cli", "migrate", str(source), data_dir=data_dir)
         assert done.returncode == 2, done.stderr
     assert list(data_dir.iterdir()) == []
+
+
+def _attempted(cid: str, outcomes: list[str]) -> Any:
+    """A record with one finished attempt per outcome: "ok" (a verdict) or "error"."""
+    from watcher.state import records
+
+    record = rec.record(cid)
+    for outcome in outcomes:
+        record = records.reserve(
+            record, command="scan", entrypoint="cli", provider="openai", model="m"
+        )
+        if outcome == "ok":
+            record = records.finish(record, verdict=rec.verdict(), error=None)
+        else:
+            record = records.finish(record, verdict=None, error=rec.error())
+    return record
+
+
+def test_a_verdict_in_the_data_dir_is_kept_against_a_source_with_more_attempts(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The data dir judged the comment at its first attempt, the source spent two failing: the
+    verdict stays, and the comment counts the source's two attempts."""
+    (tmp_path / "old").mkdir()
+    FileStore(Paths(tmp_path / "old")).save_record(_attempted("v1", ["error", "error"]))
+    FileStore(Paths(data_dir)).save_record(_attempted("v1", ["ok"]))
+    assert run_main("cli", "migrate", str(tmp_path / "old"), data_dir=data_dir).returncode == 0
+    kept = FileStore(Paths(data_dir)).load_record("v1")
+    assert kept is not None and kept.verdict is not None
+    assert _seen(data_dir)["v1"]["attempts"] == 2
+
+
+def test_the_first_releases_sample_ids_are_left_out_and_a_real_comment_with_one_is_not(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """0.1.0's sample called a comment 4cdz (today's sample names it otherwise): left out; a
+    comment of a real article that happens to have a sample's id is brought in."""
+    old = tmp_path / "old"
+    old.mkdir()
+    store = FileStore(Paths(old))
+    store.save_record(rec.record("4cdz", article_id=SAMPLE_ARTICLE))
+    store.save_record(rec.record("3bkf", article_id=1201))
+    done = run_main("cli", "migrate", str(old), "--json", data_dir=data_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.envelope["result"]["sample_left_out"] == 1  # type: ignore[index]
+    assert sorted(_seen(data_dir)) == ["3bkf"]
+
+
+def test_a_comment_the_sources_inbox_new_listed_is_not_listed_again(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """listed_at comes over with the comment, also onto a data dir that knew it unlisted: cron's
+    listing (SPEC §15.3) does not mail it a second time."""
+    old = tmp_path / "old"
+    old.mkdir()
+    for root in (old, data_dir):
+        FileStore(Paths(root)).save_record(_attempted("n1", ["ok"]))
+        assert run_main("cli", "status", data_dir=root).returncode == 0  # the index is made
+    listed = run_main("cli", "inbox", "--new", "--json", data_dir=old)
+    assert [c["id"] for c in listed.envelope["result"]["comments"]] == ["n1"]  # type: ignore[index]
+    assert run_main("cli", "migrate", str(old), data_dir=data_dir).returncode == 0
+    again = run_main("cli", "inbox", "--new", "--json", data_dir=data_dir)
+    assert again.envelope["result"]["comments"] == []  # type: ignore[index]
+
+
+def test_the_sources_config_is_copied_into_a_data_dir_without_one_and_never_over_its_own(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """A store configured in its config.toml keeps its settings on the way in; a data dir's own
+    config.toml is left as it is, and the summary says the two differ."""
+    old = tmp_path / "old"
+    old.mkdir()
+    FileStore(Paths(old)).save_record(rec.record("c1"))
+    (old / "config.toml").write_text('provider = "offline"\ndevto_username = "maya"\n')
+    done = run_main("cli", "migrate", str(old), "--json", data_dir=data_dir)
+    assert done.envelope["result"]["config"] == "copied"  # type: ignore[index]
+    assert (data_dir / "config.toml").read_text() == (old / "config.toml").read_text()
+    (data_dir / "config.toml").write_text('provider = "offline"\ndevto_username = "other"\n')
+    again = run_main("cli", "migrate", str(old), data_dir=data_dir)
+    assert "config.toml differs" in " ".join(again.stdout.split())
+    assert "other" in (data_dir / "config.toml").read_text()
+
+
+def test_the_summary_names_what_of_a_clones_data_dir_is_state_and_what_is_not(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """A clone's ./data also holds the bundled sample and the labelled set: the summary names the
+    state that may be removed and says the rest is not state (``rm -rf data`` would delete them)."""
+    old = tmp_path / "clone" / "data"
+    old.mkdir(parents=True)
+    FileStore(Paths(old)).save_record(rec.record("c1"))
+    (old / "sample").mkdir()
+    (old / "eval").mkdir()
+    done = run_main("cli", "migrate", str(old), "--json", data_dir=data_dir)
+    result = done.envelope["result"]  # type: ignore[index]
+    assert "inbox/" in result["removable"] and result["not_state"] == ["eval/", "sample/"]
+    said = " ".join(run_main("cli", "migrate", str(old), data_dir=data_dir).stdout.split())
+    assert "not the rest of it (eval/ sample/)" in said, said

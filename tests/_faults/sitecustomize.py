@@ -73,7 +73,16 @@ KILL_POINTS = (
     "before_send",  # a send to one target about to start, every earlier outcome on disk
     "after_send_accepted",  # a target accepted a message, its acceptance not recorded
     "after_accept_write",  # that acceptance is on disk
+    # `watcher migrate` (SPEC §16.3), reached by no other command (MIGRATE_POINTS); a migration
+    # also meets before/after_seen_save, after_cooldown_write (provider.json) and after_signal_append.
+    "migrate_after_begin",  # the data dir's migrating.json written, no comment brought yet
+    "migrate_after_comment",  # one comment's inbox file merged into the data dir, the next not yet
+    "migrate_after_provider",  # provider.json merged, cron.json and the signals not yet
+    "migrate_after_cron",  # cron.json merged, the signals not yet
+    "migrate_before_finish",  # everything merged, migrating.json still there
+    "migrate_after_finish",  # migrating.json removed, the summary not printed
 )
+MIGRATE_POINTS = tuple(p for p in KILL_POINTS if p.startswith("migrate_"))
 # Points a test can wait for but that are no crash case: killing there is the same as after_plan.
 NOTIFY_ONLY_POINTS = (
     "lock_queued",  # asked for the pipeline lock and found it held: now waiting in line for it
@@ -248,6 +257,8 @@ def _install_points(points: _Points) -> None:
 
     FileStore._write = write  # type: ignore[method-assign]
     _install_notify_points(points)
+    if any(p in MIGRATE_POINTS for p, _, _ in points.watches):
+        _install_migrate_points(points)
 
 
 def _install_notify_points(points: _Points) -> None:
@@ -283,6 +294,36 @@ def _install_notify_points(points: _Points) -> None:
         return sent
 
     sending.send = send  # type: ignore[assignment]
+
+
+def _install_migrate_points(points: _Points) -> None:
+    """The points of ``watcher migrate``: after its steps (watcher/commands/migrate.py calls each
+    through its module, so a wrapper set here is the one it calls)."""
+    from watcher.commands import migrate, migrate_state
+    from watcher.store import places
+
+    def after(module: Any, name: str, point: str) -> None:
+        real = getattr(module, name)
+
+        def step(*args: Any, **kwargs: Any) -> Any:
+            done = real(*args, **kwargs)
+            points.at(point)
+            return done
+
+        setattr(module, name, step)
+
+    after(places, "begin_migration", "migrate_after_begin")
+    after(migrate, "_bring", "migrate_after_comment")
+    after(migrate_state, "bring_provider", "migrate_after_provider")
+    after(migrate_state, "bring_cron", "migrate_after_cron")
+    real_finish = places.finish_migration
+
+    def finish_migration(*args: Any, **kwargs: Any) -> None:
+        points.at("migrate_before_finish")
+        real_finish(*args, **kwargs)
+        points.at("migrate_after_finish")
+
+    places.finish_migration = finish_migration
 
 
 def _write_points(path: Any) -> tuple[str | None, str | None]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from _fakes.provider import VERDICT, FakeProvider, running_fake
-from _faults.sitecustomize import KILL_POINTS
+from _faults.sitecustomize import KILL_POINTS, MIGRATE_POINTS
 from _proc import envelope, run, run_main, start
 from _rel_harness import AGENT_ENV, ENVELOPE, LONG, NOTIFY_POINTS, TALLY, Baseline, error_of, recover_until_quiet, rig_hooks
 from _rel_invariants import Expect, Snapshot, check_all, records, snapshot
@@ -45,7 +45,10 @@ AGENT_POINTS = ("after_claim_write", "after_submit_validated")
 
 
 def _points() -> list[str]:
-    points = [p for p in KILL_POINTS if p not in AGENT_POINTS + NOTIFY_POINTS] + ["during_call"]
+    # migrate's points have a rig of their own (test_rel_migrate.py).
+    points = [p for p in KILL_POINTS if p not in AGENT_POINTS + NOTIFY_POINTS + MIGRATE_POINTS] + [
+        "during_call"
+    ]
     for point, last in REPEATS.items():
         points += [f"{point}:{n}" for n in range(2, (last if LONG else 2) + 1)]
     return points

@@ -34,6 +34,7 @@ from watcher.commands.core import Context, signal_failure
 from watcher.commands.inbox import inbox_view
 from watcher.commands.results import CronNamed, CronProblemResult, CronResult, InboxResult
 from watcher.commands.spec import BATCH_CODES, LIMIT, Command
+from watcher.commands.unmigrated import EMPTY_BESIDE_DEFAULT
 from watcher.config import data_paths
 from watcher.errors import ProviderSetup, StateError, WatcherError
 from watcher.models import CronProblem, CronState
@@ -117,10 +118,11 @@ def problem_line(step: str, error: WatcherError) -> str:
 
 
 def _is_problem(notice: str) -> bool:
-    """The notices that are trouble (a warning; state left in the old default data dir, which
-    would make cron watch an empty one), not news of a recovery or a note for a person."""
+    """The notices that are trouble (a warning; a named data dir with no comments while the
+    default one holds some, which would make cron watch an empty store on a budget of its own:
+    watcher/commands/unmigrated.py), not news of a recovery or a note for a person."""
     return notice.startswith("warning:") or (
-        "holds watcher state" in notice and notice.startswith("note:")
+        notice.startswith("note:") and EMPTY_BESIDE_DEFAULT in notice
     )
 
 

@@ -9,6 +9,7 @@ may hold. The person's command: the bridge and the MCP server do not offer it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from pydantic import Field
@@ -27,13 +28,40 @@ class ForgetResult(Result):
     attempts: dict[str, int] = Field(description="The attempts each comment keeps, by id.")
 
 
-def sample_ids() -> list[str]:
-    """The ids of the bundled sample's comments (``data/sample/``), replies included."""
+# The ids the bundled sample's comments had in the first release (data/sample/export.json at
+# e0b6a47), before some were renamed: a store that release made in ./data holds these.
+FIRST_RELEASE_SAMPLE_IDS = frozenset(
+    {"2ab8m", "2ac3t", "2ad9q", "2aeh2", "2af0x", "2ag7w", "3bkm", "3bnx"}
+    | {"3bq7", "3brc", "3bt9", "3bvw", "3bx2", "4cd8", "4cdz", "4ckq"}
+)
+
+
+@functools.cache
+def _sample() -> tuple[frozenset[str], frozenset[int]]:
     from watcher.config import demo_settings
     from watcher.source import bundled_sample, read_export
 
     fetched = read_export(bundled_sample(), demo_settings())
-    return sorted({comment.id for comment in fetched.comments})
+    ids = {comment.id for comment in fetched.comments} | FIRST_RELEASE_SAMPLE_IDS
+    return frozenset(ids), frozenset(comment.article_id for comment in fetched.comments)
+
+
+def sample_ids() -> list[str]:
+    """The ids of the bundled sample's comments (``data/sample/``), replies included, and the ids
+    they had in the first release."""
+    return sorted(_sample()[0])
+
+
+def is_sample(comment_id: str, article_id: int) -> bool:
+    """Whether a comment is one of the bundled sample's: its id and its article both are (an id
+    alone is a short code a real dev.to comment may also have)."""
+    ids, articles = _sample()
+    return comment_id in ids and article_id in articles
+
+
+def sample_articles() -> frozenset[int]:
+    """The bundled sample's articles' ids."""
+    return _sample()[1]
 
 
 def forget(ctx: Context, comment_ids: Sequence[str], *, demo: bool = False) -> ForgetResult:
@@ -56,7 +84,11 @@ def forget(ctx: Context, comment_ids: Sequence[str], *, demo: bool = False) -> F
             f"no comment {', '.join(missing)} — nothing was forgotten; "
             "`watcher inbox --all` lists the known ones"
         )
-    known = [cid for cid in wanted if cid in mine.comments]
+    known = [
+        cid
+        for cid in wanted
+        if cid in mine.comments and (not demo or is_sample(cid, mine.comments[cid].article_id))
+    ]
     already = [cid for cid in known if mine.comments[cid].status == "forgotten"]
     fresh = [cid for cid in known if cid not in already]
     comments = dict(mine.comments)

@@ -16,6 +16,10 @@ from watcher.pipeline.batch import open_store
 from watcher.store import Store
 from watcher.store.places import unfinished_migration
 
+# The note of a named data dir with no comments while the default one holds some: trouble that
+# `watcher cron` says on stderr (watcher/commands/cron.py ``_is_problem``).
+EMPTY_BESIDE_DEFAULT = "holds no comments, but the default data dir"
+
 
 def refuse_unmigrated(
     settings: Settings,
@@ -67,7 +71,6 @@ def _warn_if_named_is_empty(
     if default == settings.data_dir or not FileStore(Paths(default)).holds_state():
         return
     notice(
-        f"note: the data dir {settings.data_dir} holds no comments, but the default data dir "
-        f"{default} does — if you meant that one, unset WATCHER_DATA_DIR (or --data-dir), or set "
-        "it to that path"
+        f"note: the data dir {settings.data_dir} {EMPTY_BESIDE_DEFAULT} {default} does — if "
+        "you meant that one, unset WATCHER_DATA_DIR (or --data-dir), or set it to that path"
     )

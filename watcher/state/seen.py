@@ -79,6 +79,16 @@ def merge(
 
 # The fields :func:`entry_from` derives from one read of the inbox file, and that read's stamp.
 _FROM_ONE_READ = frozenset({"article_id", "status", "inbox_stamp", "updated_at"})
+# The fields no inbox file says: the person's triage and when, the author's replies, the listing.
+_NOT_FROM_THE_INBOX = (
+    "triage",
+    "first_seen_at",
+    "triage_by",
+    "triage_at",
+    "listed_at",
+    "replied_at",
+    "last_reply_at",
+)
 
 
 def _merge_entry(
@@ -87,16 +97,16 @@ def _merge_entry(
     if theirs is None:
         return mine
     attempts = max(theirs.attempts, mine.attempts)
+    # Forgotten is the person's and nothing undoes it (SPEC §16.3): no save of a run that read
+    # the index before `watcher forget` brings the comment back (tests/test_migrate_races.py).
+    forgotten = {"status": "forgotten"} if theirs.status == "forgotten" else {}
     if base is None:
-        # Both sides discovered it: the derived fields are mine (I read the inbox just now),
-        # but triage is only ever set by a patch, so theirs stands.
-        return mine.model_copy(
-            update={
-                "triage": theirs.triage,
-                "first_seen_at": theirs.first_seen_at,
-                "attempts": attempts,
-            }
-        )
+        # Both sides discovered it: the derived fields are mine (I read the inbox just now), but
+        # what the person decided or was told is never derived from it (entry_from keeps it from
+        # the old entry): theirs stands where it has it.
+        kept = {name: getattr(theirs, name) for name in _NOT_FROM_THE_INBOX}
+        kept = {name: value for name, value in kept.items() if value is not None}
+        return mine.model_copy(update={**kept, "attempts": attempts, **forgotten})
     # A model's fields are its __dict__: one pass over it instead of two getattr per field
     # (a batch merges every comment it touched).
     was = base.__dict__
@@ -107,7 +117,7 @@ def _merge_entry(
         # reconcile looks again at a file whose stamp matches (tests/test_seen_merge.py).
         update.update({name: getattr(mine, name) for name in _FROM_ONE_READ})
     update["attempts"] = attempts
-    return theirs.model_copy(update=update)
+    return theirs.model_copy(update={**update, **forgotten})
 
 
 def untouched(base: SeenFile, mine: SeenFile) -> bool:

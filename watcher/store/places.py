@@ -12,7 +12,7 @@ from watcher.store import durable
 from watcher.store.dirs import fsync_dir, overlapping
 
 # In the data dir while `watcher migrate` is bringing a store in: written before the first
-# comment, removed after the index is saved (watcher/commands/migrate.py).
+# comment, removed once everything is brought (watcher/commands/migrate.py).
 MARKER = "migrating.json"
 
 
@@ -22,7 +22,7 @@ def begin_migration(root: Path, *, source: Path, comments: int, within: Path) ->
 
 
 def finish_migration(root: Path) -> None:
-    """The migration's index is saved: ``root`` is whole again."""
+    """Everything of the migration is in: ``root`` is whole again."""
     (root / MARKER).unlink(missing_ok=True)
     fsync_dir(root)
 
