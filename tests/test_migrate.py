@@ -239,3 +239,21 @@ def test_the_summary_names_what_of_a_clones_data_dir_is_state_and_what_is_not(
     assert "inbox/" in result["removable"] and result["not_state"] == ["eval/", "sample/"]
     said = " ".join(run_main("cli", "migrate", str(old), data_dir=data_dir).stdout.split())
     assert "not the rest of it (eval/ sample/)" in said, said
+
+
+def test_the_months_token_tally_counts_the_attempts_a_migration_brought(
+    src: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """The data dir's tokens.json is counted again from every attempt once the source's are in:
+    a budget would otherwise let the month spend the migrated calls' tokens twice (SPEC §16.4)."""
+    from watcher.pipeline.budget import count_month
+
+    _store(data_dir, tmp_path, ["d1"])
+    store = FileStore(Paths(data_dir))
+    month = store.load_token_tally().month  # type: ignore[union-attr]
+    own = count_month(store, month).used
+    done = run_main("cli", "migrate", str(src), data_dir=data_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = store.load_token_tally()
+    assert after is not None and after.open == {}
+    assert after.used == count_month(store, month).used > own

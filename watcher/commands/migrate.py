@@ -90,6 +90,7 @@ def migrate(ctx: Context, source: str) -> MigrateResult:
         migrate_state.bring_cron(src, dst, sample)
         migrate_state.bring_signals(src, dst, sample)
         config = migrate_state.bring_config(src, dst)
+        migrate_state.recount_tokens(dst)
         finish_migration(dst_root)
     removable, not_state = _left_behind(src, config)
     return MigrateResult(

@@ -18,6 +18,9 @@ has said, and the observation signals — each merged so that a rerun changes no
 - ``config.toml`` (SPEC §3): the settings of the source's data dir, copied into a data dir that has
   none — a store configured there would otherwise lose its provider and account on the way in;
   a data dir's own settings are never replaced.
+- ``tokens.json`` (SPEC §16.4): the data dir's tally of the month is counted again from every
+  attempt once the source's are in, so the calls the source made this month count against a
+  budget; a data dir with no tally yet gets one from its first call's run, counted the same way.
 """
 
 from __future__ import annotations
@@ -180,3 +183,18 @@ def bring_config(src: Store, dst: Store) -> str:
         return "same" if read_regular(target) == data else "kept"
     write_settings(dst.paths, data)
     return "copied"
+
+
+# ---- tokens.json ---------------------------------------------------------------------------------
+
+
+def recount_tokens(dst: Store) -> bool:
+    """Count the data dir's month again from its attempts, now with the source's (a read of the
+    month's inbox files under the lock: a migration holds it anyway). Whether a tally was there."""
+    from watcher.pipeline.budget import count_month
+
+    tally = dst.load_token_tally()
+    if tally is None:
+        return False
+    dst.save_token_tally(count_month(dst, tally.month))
+    return True
