@@ -58,6 +58,8 @@ class DraftResult(Result):
 def make_draft(ctx: Context, comment_id: str, *, copy: bool = False) -> Partial[DraftResult]:
     """One reply draft for ``comment_id`` (SPEC §16.5), on the clipboard with ``copy``."""
     check_id(comment_id)
+    if copy and ctx.entrypoint != "cli":
+        raise UsageError("--copy is for a terminal: the bridge has no clipboard of the person's")
     if ctx.settings.provider == "agent":
         raise UsageError(
             "provider agent: watcher calls no model, so it writes no draft — the agent drafts "
@@ -69,7 +71,7 @@ def make_draft(ctx: Context, comment_id: str, *, copy: bool = False) -> Partial[
     record, mine = made.record, made.draft
     error: WatcherError | None = made.error
     copied = False
-    if copy and mine.text is not None and ctx.entrypoint == "cli":
+    if copy and mine.text is not None:
         why = to_clipboard(mine.text)
         copied = why is None
         if why is not None and error is None:

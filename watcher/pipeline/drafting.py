@@ -22,6 +22,7 @@ The verdict's attempts, grants and state are never read for the budget nor writt
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,7 +41,7 @@ from watcher.models import InboxRecord, Prompt, Usage
 from watcher.pipeline import gate as gates
 from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch, Run, SignalDuringCall, caught_signals
-from watcher.providers import drafts as drafting
+from watcher.providers import drafts as draft_calls
 from watcher.providers import prompts
 from watcher.providers.base import TextResult
 from watcher.state import drafts
@@ -96,15 +97,29 @@ def _reserve_call_finish(
     name, model = (provider.name, provider.model) if provider else ("offline", batch.settings.model)
     with batch.store.pipeline_lock():
         reserved, closed, call_lock = _reserve(batch, cid, gate, provider=name, model=model)
-    mine = reserved.drafts[-1]
+    with _releasing(call_lock):  # however this ends; a second release does nothing
+        return _call_and_finish(batch, reserved, closed, call_lock, prompt, gate)
+
+
+def _call_and_finish(
+    batch: Batch,
+    reserved: InboxRecord,
+    closed: Draft | None,
+    call_lock: CallLock,
+    prompt: Prompt | None,
+    gate: gates.Gate,
+) -> Drafted:
+    """The one call of the reserved draft, unlocked, then its outcome under the lock."""
+    cid, mine = reserved.comment.id, reserved.drafts[-1]
+    provider = None if prompt is None else batch.provider()
     try:
         with batch.waiting_for_calls():
             if batch.run.hooks.on_call is not None:
                 batch.run.hooks.on_call(cid)
             answer = (
-                TextResult(text=drafting.offline_draft(reserved))
+                TextResult(text=draft_calls.offline_draft(reserved))
                 if provider is None or prompt is None
-                else drafting.call_draft(provider, prompt)
+                else draft_calls.call_draft(provider, prompt)
             )
     except SignalDuringCall as sig:
         # The request may have been sent: the draft stays counted, closed now (SPEC §13.6).
@@ -126,17 +141,24 @@ def _reserve_call_finish(
             at=iso(batch.now()),
         )
 
+    stop, unsaved = None, None
     with _releasing(call_lock), batch.store.pipeline_lock():
-        # On disk before the outcome: what the next run must honour survives a failed save.
-        stop, unsaved, _ = gates.after_answer(
-            batch, answer.error, streak=0, half_open=gate.mode == "half_open", comment=cid
-        )
+        if provider is not None:  # the offline template says nothing of any provider
+            # On disk before the outcome: what the next run must honour survives a failed save.
+            stop, unsaved, _ = gates.after_answer(
+                batch, answer.error, streak=0, half_open=gate.mode == "half_open", comment=cid
+            )
         try:
             finished, failed = _close(batch, cid, mine, finish), None
         except StateError as exc:
             # The draft stays reserved and counted; the next draft closes it as interrupted. Its
             # text is still shown (the person may copy it), the run exits 5.
             finished, failed = finish(reserved), exc
+        if batch.unsaved_state is not None:
+            # Once more, as a batch does before it ends (watcher.pipeline.locked); the run exits
+            # 5 all the same, having said so.
+            with contextlib.suppress(StateError):
+                provider_state.write_unsaved(batch.store, batch.unsaved_state)
     done = Drafted(finished, finished.drafts[-1], closed)
     batch.emit("draft.ok" if error is None else f"draft.error.{error.kind}", comment=cid)
     return dataclasses.replace(done, error=failed or _run_error(done, stop, unsaved))
@@ -230,7 +252,7 @@ def _close(
 
 def _prompt(batch: Batch, record: InboxRecord) -> Prompt:
     """The draft prompt: the comment, its parent, up to 5 of the author's earlier replies."""
-    return drafting.render_draft(
+    return draft_calls.render_draft(
         record.comment,
         parent_text=parent_text(batch.store, record),
         examples=voice_examples(batch.store, record),
@@ -269,7 +291,7 @@ def voice_examples(store: Store, record: InboxRecord) -> list[str]:
     )
     found: list[tuple[str, str]] = []
     for _at, cid in answered:
-        if len(found) >= drafting.MAX_EXAMPLES:
+        if len(found) >= draft_calls.MAX_EXAMPLES:
             break
         try:
             other = store.load_record(cid)
@@ -278,7 +300,7 @@ def voice_examples(store: Store, record: InboxRecord) -> list[str]:
         if other is not None:
             found += [(r.created_at, r.excerpt) for r in other.author_replies if r.excerpt.strip()]
     found.sort(reverse=True)
-    return [text for _at, text in found[: drafting.MAX_EXAMPLES]]
+    return [text for _at, text in found[: draft_calls.MAX_EXAMPLES]]
 
 
 def _error_of(answer: TextResult) -> DraftError | None:
