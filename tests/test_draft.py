@@ -177,7 +177,7 @@ def test_an_orphaned_draft_is_closed_as_interrupted_and_still_counts(data_dir: P
     result = json.loads(proc.stdout)["result"]
     kept = drafts_of(data_dir)
     assert proc.returncode == 0, proc.stderr
-    assert (result["n"], result["drafts_left"]) == (2, 1)
+    assert (result["n"], result["drafts_left"], result["interrupted"]) == (2, 1, 1)
     assert kept[0]["outcome"] == "error" and kept[0]["error"]["kind"] == "interrupted"
 
 

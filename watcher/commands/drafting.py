@@ -53,6 +53,10 @@ class DraftResult(Result):
     drafts_left: int = Field(description=f"Drafts this comment has left of its {DRAFT_CAP}.")
     error: DraftError | None = Field(description="Why this draft has no text, else null.")
     copied: bool = Field(description="On the system clipboard (--copy).")
+    interrupted: int | None = Field(
+        description="A draft a process left reserved when it died, closed by this run as "
+        "interrupted (it counts); else null."
+    )
 
 
 def make_draft(ctx: Context, comment_id: str, *, copy: bool = False) -> Partial[DraftResult]:
@@ -87,6 +91,7 @@ def make_draft(ctx: Context, comment_id: str, *, copy: bool = False) -> Partial[
         drafts_left=max(DRAFT_CAP - drafts_spent(record), 0),
         error=mine.error,
         copied=copied,
+        interrupted=made.closed.n if made.closed is not None else None,
     )
     return Partial(result, error)
 
