@@ -94,6 +94,8 @@ def _reserve_call_finish(
     batch: Batch, cid: str, prompt: Prompt | None, gate: gates.Gate
 ) -> Drafted:
     provider = None if prompt is None else batch.provider()  # built before any lock
+    if provider is not None and not isinstance(provider, draft_calls.Drafter):
+        raise UsageError(f"provider {provider.name} cannot write a free-text draft")
     name, model = (provider.name, provider.model) if provider else ("offline", batch.settings.model)
     with batch.store.pipeline_lock():
         reserved, closed, call_lock = _reserve(batch, cid, gate, provider=name, model=model)
@@ -193,7 +195,7 @@ def _reserve(
     closed = None
     if (last := drafts.open_draft(record)) is not None:
         if store.call_in_flight(cid):
-            raise _in_flight(batch, cid, f"draft {last.n} (pid {last.pid})")
+            raise _in_flight(batch, cid, f"draft {last.n} of pid {last.pid}")
         # Nobody holds its call lock: its process died. Closed, and counted (§7 step 4.3).
         record = drafts.interrupt_draft(record, at=iso(batch.now()))
         store.save_record(record)
@@ -205,7 +207,7 @@ def _reserve(
         raise UsageError(why)
     call_lock = store.call_lock(cid)
     if call_lock is None:
-        raise _in_flight(batch, cid, "another run's call for it")
+        raise _in_flight(batch, cid, "another run (a draft or a verdict)")
     try:
         if gate.mode == "half_open":
             # The one real call of this interval, recorded before it goes (SPEC §16.6).
@@ -228,7 +230,7 @@ def _in_flight(batch: Batch, cid: str, what: str) -> LockBusy:
     return LockBusy(
         batch.store.paths.call_lock_file(cid),
         0.0,
-        what=f"{what}, in flight now — its draft or verdict comes from that run;",
+        what=f"{what}, a call in flight now,",
     )
 
 
