@@ -9,7 +9,6 @@ core with the same budget, without the clipboard (the server's is not the person
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 from pydantic import Field
@@ -97,23 +96,22 @@ def make_draft(ctx: Context, comment_id: str, *, copy: bool = False) -> Partial[
 
 
 def to_clipboard(text: str) -> str | None:
-    """Put ``text`` on the system clipboard with the first clipboard command on PATH; why not
-    (``None``: done)."""
+    """Put ``text`` on the system clipboard with the first clipboard command found on PATH (the
+    operating system's own search); why not (``None``: done)."""
     for argv in CLIPBOARDS:
-        found = shutil.which(argv[0])
-        if found is None:
-            continue
         try:
             # No pipes but stdin: xclip and wl-copy stay behind to serve the selection, and a pipe
             # they inherited would keep this wait open until they exit.
             done = subprocess.run(
-                [found, *argv[1:]],
+                argv,
                 input=text.encode("utf-8"),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 timeout=_CLIPBOARD_WAIT_S,
                 check=False,
             )
+        except FileNotFoundError:
+            continue  # not installed here: the next one
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"{argv[0]} could not take the draft ({exc}); it is printed above"
         if done.returncode != 0:
