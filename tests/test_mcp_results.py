@@ -147,6 +147,7 @@ def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: 
         await checked.call("inbox", {"all": True})
         await checked.call("show", {"id": "one"})
         await checked.call("show", {"id": "one", "prompt": True})
+        await checked.call("draft", {"id": "one"})
         await checked.call("mark", {"id": "one", "triage": "replied"})
         evaluated = await checked.call("eval", {})
         assert evaluated["result"]["judged"] == 1  # "one", marked replied just now
@@ -159,7 +160,8 @@ def test_every_tool_result_fits_its_advertised_schema(data_dir: Path, tmp_path: 
         assert check["result"]["checks"]
         for name, arguments in [("scan", {"limit": 0}), ("show", {"id": "nosuch"}), ("mark", {"id": "A!"}),
                                 ("recheck", {"ids": ["nosuch"]}), ("claim", {}),  # claim/submit: not agent mode
-                                ("submit", {"id": "one", "n": 1, "verdict": {}}), ("eval", {"since": "soon"})]:
+                                ("submit", {"id": "one", "n": 1, "verdict": {}}), ("eval", {"since": "soon"}),
+                                ("draft", {"id": "nosuch"})]:
             bad = await checked.call(name, arguments)
             assert (bad["exit_code"], bad["result"]) == (2, None)
         assert set(checked.seen) == TOOLS

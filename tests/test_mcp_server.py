@@ -39,7 +39,7 @@ pytestmark = pytest.mark.slow
 
 BRIDGE = BIN / "watcher-bridge"
 TOOLS = {"scan", "recheck", "status", "inbox", "show", "mark", "articles", "signals", "check",
-         "claim", "submit", "eval", "usage"}  # never "grant" (SPEC §13.2)
+         "claim", "submit", "eval", "usage", "draft"}  # never "grant" (SPEC §13.2)
 
 
 # ---- helpers (test_mcp_lock.py uses them too) ----------------------------------------------------

@@ -177,7 +177,7 @@ def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Pa
                                                                     account: Hooks) -> None:
     """check, scan (dry and real), status, inbox (all, new), show (a verdict, a baseline, an
     answered comment), mark, eval, recheck, signals, cron, open, notify --test, schedule and
-    refusals, as --json, envelope and tables."""
+    draft and refusals, as --json, envelope and tables."""
     export(tmp_path / "export.json", ["q1", "p1", "s1", "q2"])
     source = ACCOUNT
     t = Transcript("offline", tmp_path, data_dir, {"WATCHER_PROVIDER": "offline"}, hooks=account)
@@ -213,6 +213,8 @@ def test_offline_scan_and_the_read_commands_print_what_they_printed(data_dir: Pa
     nobrowser = {"BROWSER": str(tmp_path / "no-browser")}  # webbrowser's own choice: none here
     t.run("cli", "open", "q1", "--json", env=nobrowser)
     t.run("cli", "open", "q1", env=nobrowser)
+    t.run("cli", "draft", "q1", "--json")  # SPEC §16.5: the offline template, labelled
+    t.run("cli", "draft", "q1")
     # A target Apprise has no plugin for: refused without a send, in watcher's own words.
     notify = {"WATCHER_NOTIFY": "nosuchservice://golden-topic"}
     t.run("cli", "notify", "--test", "--json", env=notify)

@@ -1,9 +1,7 @@
-"""The file formats, as pydantic models: the only place that knows them (SPEC §4).
-
-Every model forbids unknown fields; every state file carries its ``schema_version``
-(:class:`_StateFile`), and a newer one than ``SCHEMA_VERSION`` is refused untouched by
-:mod:`watcher.store.durable` (SPEC §15.5; ``tests/golden/formats.json`` pins shapes and versions).
-"""
+"""The file formats, as pydantic models: the only place that knows them (SPEC §4). Every model
+forbids unknown fields; every state file carries its ``schema_version`` (:class:`_StateFile`), and
+a newer one than ``SCHEMA_VERSION`` is refused untouched by :mod:`watcher.store.durable` (SPEC
+§15.5; ``tests/golden/formats.json`` pins shapes and versions). Drafts: state/drafts_model.py"""
 
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from watcher.state.drafts_model import Draft
 from watcher.util.timeutil import parse_iso
 
 # \A…\Z, not ^…$: "$" also matches before a trailing newline, so "ok1\n" from an export passed
@@ -236,7 +235,7 @@ class InboxRecord(_StateFile):
     # 2: grants, baseline, replied_at, an attempt's lease_until and command "claim", error kinds
     # unreachable and model_not_found; edits, gone, author_replies, verdict_text_sha256, an
     # attempt's text_sha256, a comment's parent_author/parent_excerpt/answers_author (SPEC §15.2)
-    # — all unknown to the first release's models. 3: an attempt's not_sent, worst_tokens (§16.3-4).
+    # — all unknown to the first release's models. 3: not_sent, worst_tokens, drafts (§16.3-5).
     SCHEMA_VERSION: ClassVar[int] = 3
     schema_version: Literal[1, 2, 3] = 3
     comment: Comment
@@ -259,6 +258,7 @@ class InboxRecord(_StateFile):
     gone: Gone | None = Field(default=None, exclude_if=_unset)
     # The author's own direct replies (context for `show`); the reply times also live in seen.json.
     author_replies: list[Reply] = Field(default_factory=list, exclude_if=_unset)
+    drafts: list[Draft] = Field(default_factory=list, exclude_if=_unset)  # newest last
 
 
 class SeenComment(_Strict):

@@ -4,7 +4,8 @@ Each comment used in process tests carries a tag ``TAG:<label>`` in its text; th
 contains it, so the server knows which comment a request is for. Per label, a script of
 behaviours is consumed one per call (the last one repeats):
 
-- ``"verdict"``   a valid verdict
+- ``"verdict"``   a valid verdict; to a reply draft's request (prompts/draft.md, no
+  ``response_format``), :data:`DRAFT` as the answer text
 - ``"malformed"`` a 200 whose content is not JSON
 - ``"429"`` / ``"429:<seconds>"``  rate limited, with ``Retry-After`` (``"429:"`` sends it empty, and
   any text after the colon is sent as it is: ``"429:NaN"``, an HTTP date); ``"429-none"`` sends none
@@ -66,6 +67,7 @@ VERDICT = {"needs_reply": True, "category": "question", "priority": "normal",
 NO_REPLY = {"needs_reply": False, "category": "praise", "priority": "low", "summary": "Says thanks.",
             "reply_hint": ""}
 HUGE_BYTES = 3 * 1024 * 1024
+DRAFT = "Thanks for asking! It works on Windows since […]."
 
 
 class Trickle(bytes):
@@ -98,6 +100,8 @@ class FakeProvider:
         # A reply's prompt quotes its parent first: with this set, a call is labelled by the last
         # TAG in the request (the comment's own) instead of the first.
         self.label_last = False
+        # Every model request's JSON body, in order (a draft's prompt is checked in it, SPEC §16.5).
+        self.bodies: list[dict[str, Any]] = []
 
     # ---- test-facing ----
     def script(self, label: str, *behaviours: str) -> None:
@@ -146,6 +150,7 @@ class FakeProvider:
         with self._changed:
             self._active += 1
             self.max_active = max(self.max_active, self._active)
+            self.bodies.append(body)
         began = time.monotonic()
         try:
             return self._answer(body, headers)
@@ -201,6 +206,8 @@ class FakeProvider:
             return 200, {}, b" " * HUGE_BYTES
         content = {"malformed": "this is not json {", "invalid": json.dumps({"needs_reply": "maybe"}),
                    "no-reply": json.dumps(NO_REPLY)}.get(behaviour, json.dumps(VERDICT))
+        if behaviour == "verdict" and _asks_for_a_draft(body):
+            content = DRAFT  # prompts/draft.md's free-text request (SPEC §16.5)
         doc = {"id": "chatcmpl-1", "object": "chat.completion", "model": "fake-model",
                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
@@ -243,6 +250,13 @@ def _echo_key(behaviour: str, key: str) -> tuple[int, dict[str, str], bytes]:
     if behaviour == "echo-key-escaped":
         text = text.replace("/", "\\/")  # valid JSON: "/" only occurs inside strings
     return 200, {}, text.replace(marker, spell(key)).encode()
+
+
+def _asks_for_a_draft(body: dict[str, Any]) -> bool:
+    """A reply draft's request: no verdict schema, and the draft prompt's system text."""
+    messages = body.get("messages") or [{}]
+    system = messages[0].get("content") if isinstance(messages[0], dict) else None
+    return "response_format" not in body and isinstance(system, str) and system.startswith("You draft replies")
 
 
 def u_escaped(text: str) -> str:

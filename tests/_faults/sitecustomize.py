@@ -81,6 +81,12 @@ KILL_POINTS = (
     "migrate_after_cron",  # cron.json merged, the signals not yet
     "migrate_before_finish",  # everything merged, migrating.json still there
     "migrate_after_finish",  # migrating.json removed, the summary not printed
+    # A reply draft (SPEC §16.5; tests/reliability/test_rel_drafts.py), `watcher draft` only:
+    "draft_before_reserve",  # holding the pipeline lock, about to write draft n+1 reserved
+    "draft_after_reserve",  # draft n+1 reserved on disk, the request not sent
+    "draft_after_answer",  # the provider answered the draft call, its outcome not written
+    "draft_after_outcome",  # the draft's outcome (text or error) is on disk
+    "draft_after_interrupted",  # an orphaned draft reservation was just closed as interrupted
 )
 MIGRATE_POINTS = tuple(p for p in KILL_POINTS if p.startswith("migrate_"))
 # Points a test can wait for but that are no crash case: killing there is the same as after_plan.
@@ -445,8 +451,45 @@ def _install() -> None:
             raise SystemExit(f"sitecustomize: unknown fault {fault!r}")
     if points.watches:
         _install_points(points)
+        _install_draft_points(points)
     if LOCKED_BUILDS:
         _install_locked_builds(LOCKED_BUILDS)
+
+
+def _install_draft_points(points: _Points) -> None:
+    """The draft points (SPEC §16.5): a save that changes the record's ``drafts`` (the file on disk
+    read first to tell), and the HTTP provider's free-text call."""
+    from watcher.providers import _http
+    from watcher.store.files import FileStore
+
+    at = points.at
+    real_save = FileStore.save_record
+
+    def save_record(self: Any, record: Any) -> None:
+        before = self.load_record(record.comment.id)
+        last = record.drafts[-1] if record.drafts and (before is None or before.drafts != record.drafts) else None
+        if last is not None and last.outcome is None:
+            at("draft_before_reserve")
+        real_save(self, record)
+        if last is None:
+            return
+        if last.outcome is None:
+            at("draft_after_reserve")
+        elif last.error is not None and last.error.kind == "interrupted":
+            at("draft_after_interrupted")
+        else:
+            at("draft_after_outcome")
+
+    FileStore.save_record = save_record  # type: ignore[method-assign]
+
+    real_text = _http.HttpProvider.complete_text
+
+    def complete_text(self: Any, prompt: Any, **kwargs: Any) -> Any:
+        answer = real_text(self, prompt, **kwargs)
+        at("draft_after_answer")
+        return answer
+
+    _http.HttpProvider.complete_text = complete_text  # type: ignore[method-assign]
 
 
 if FAULTS or LOCK_WAIT or CLOCK_SHIFT or LOCKED_BUILDS:

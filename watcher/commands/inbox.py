@@ -34,6 +34,7 @@ from watcher.models import CAP, InboxRecord, SeenComment, State
 from watcher.notify.message import excerpt
 from watcher.pipeline import check_id, next_due
 from watcher.state import records
+from watcher.state.drafts import newest_text
 from watcher.store import Store
 
 VIEWS = "watcher.cli.views"
@@ -233,6 +234,7 @@ def show(ctx: Context, comment_id: str, *, prompt: bool = True) -> CommentRecord
         edits=record.edits,
         gone=record.gone,
         next_due=next_due(record) if state == "failed" else None,
+        draft=newest_text(record),
     )
 
 

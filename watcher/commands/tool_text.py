@@ -41,7 +41,7 @@ def codes(*returned: int) -> str:
 
 
 # What the model reads of every tool on every session is kept short (tests/test_mcp_startup.py
-# holds descriptions and input schemas to 6 KB): the instructions hold each code's advice, so a
+# holds descriptions and input schemas to 6.4 KB): the instructions hold each code's advice, so a
 # description names its codes and repeats only what a spending tool must not get wrong.
 SPENDING = f"""exit_code 2: fix the setup; never retry as is. exit_code 3: wait until when it
 says. exit_code 4: try again later, do not loop. {codes(5)}"""
@@ -63,6 +63,10 @@ paths. Call this first.
 INBOX = f"""Free: the comments that need a reply, highest priority first, with url, summary and
 reply_hint. all=true: every known comment with its state.
 {codes(5)}"""
+
+DRAFT = f"""Draft a reply to comment `id` in the author's voice for the user to post. Spends 1
+of its 3 drafts, no attempt.
+{codes(2, 3, 4, 5)}"""
 
 SHOW = f"""Free: one comment in full (text, verdict, triage, attempts).
 {codes(2, 5)}"""

@@ -22,13 +22,14 @@ from __future__ import annotations
 import functools
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 from urllib.parse import unquote
 
 import httpx
 
-from watcher.models import AttemptError, ErrorKind, Prompt, Usage, Verdict
+from watcher.models import AttemptError, ErrorKind, Prompt, Usage
 from watcher.providers._probe import probe_models
 from watcher.providers._wire import (
     DeadlinePassed,
@@ -38,7 +39,7 @@ from watcher.providers._wire import (
     exchange,
     limits,
 )
-from watcher.providers.base import CallResult, ProbeResult, ProviderSettings
+from watcher.providers.base import CallResult, ProbeResult, ProviderSettings, TextResult
 from watcher.providers.classify import (
     Stop,
     Transport,
@@ -58,6 +59,7 @@ from watcher.util.urls import marked, split_credentials
 MAX_OUTPUT_TOKENS = OUTPUT_CAP
 USER_AGENT = "devto-watcher/0.1 (+https://github.com/devto-watcher)"
 _SERVER_MESSAGE_LIMIT = 300
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,14 @@ class Answer:
     text: str | None
     stop: Stop | None = None
     note: str = "the response has no answer text"
+
+
+class NoResponse(NamedTuple):
+    """A call that got no whole response: its error, the head of a body too large, how long."""
+
+    error: AttemptError
+    raw: str | None
+    duration_ms: int
 
 
 class ErrorFields(NamedTuple):
@@ -131,6 +141,9 @@ class HttpProvider:
     def request_body(self, prompt: Prompt) -> dict[str, Any]:
         raise NotImplementedError
 
+    def text_request_body(self, prompt: Prompt, max_tokens: int) -> dict[str, Any]:
+        raise NotImplementedError
+
     def extract(self, data: dict[str, Any]) -> Answer:
         raise NotImplementedError
 
@@ -169,7 +182,28 @@ class HttpProvider:
         return self._redaction.call(self._call(prompt))
 
     def _call(self, prompt: Prompt) -> CallResult:
-        body = self.request_body(prompt)
+        sent = self._post(self.request_body(prompt))
+        if isinstance(sent, NoResponse):
+            return CallResult(error=sent.error, raw=sent.raw, duration_ms=sent.duration_ms)
+        return self.interpret(sent[0], duration_ms=sent[1])
+
+    def complete_text(self, prompt: Prompt, *, max_tokens: int) -> TextResult:
+        """One POST for free text (a reply draft, SPEC §16.5): no response format, at most
+        ``max_tokens`` out; bounded, classified and redacted exactly as :meth:`complete`."""
+        sent = self._post(self.text_request_body(prompt, max_tokens))
+        if isinstance(sent, NoResponse):
+            result = TextResult(error=sent.error, raw=sent.raw, duration_ms=sent.duration_ms)
+        else:
+            response, duration_ms = sent
+            text, error, usage = self._judge(response, _answer_text)
+            raw = response.text if error is not None else None
+            result = TextResult(
+                text=text, error=error, raw=raw, usage=usage, duration_ms=duration_ms
+            )
+        return self._redaction.text_call(result)
+
+    def _post(self, body: dict[str, Any]) -> tuple[Received, int] | NoResponse:
+        """The one POST of a call: the response and its duration in ms, or why there is none."""
         started = time.monotonic()
         try:
             response = self.send("POST", self.path, body)
@@ -177,11 +211,11 @@ class HttpProvider:
             message = f"{self.name} HTTP {exc.status_code}: {exc} from {self._url}"
             error = AttemptError(kind="network", message=message, http_status=exc.status_code)
             raw = exc.head.decode("utf-8", "replace") if exc.head else None
-            return CallResult(error=error, raw=raw, duration_ms=_elapsed_ms(started))
+            return NoResponse(error, raw, _elapsed_ms(started))
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             kind, message = self.transport_failure(exc, self._url)
-            return self._no_response(kind, message, started)
-        return self.interpret(response, duration_ms=_elapsed_ms(started))
+            return NoResponse(AttemptError(kind=kind, message=message), None, _elapsed_ms(started))
+        return response, _elapsed_ms(started)
 
     def close(self) -> None:
         self._client.close()
@@ -189,15 +223,26 @@ class HttpProvider:
     def interpret(self, response: Received, *, duration_ms: int) -> CallResult:
         """Classify a response that arrived. Raw body, usage and duration are always kept (the
         whole body: :meth:`complete` redacts it, then cuts it to 16 KiB)."""
-        text = response.text
+        verdict, error, usage = self._judge(response, parse_verdict_text)
+        if error is None and verdict is not None:
+            return CallResult(
+                verdict=verdict, raw=response.text, usage=usage, duration_ms=duration_ms
+            )
+        assert error is not None
+        return CallResult(error=error, raw=response.text, usage=usage, duration_ms=duration_ms)
+
+    def _judge(
+        self, response: Received, parse: Callable[[str], T | AttemptError]
+    ) -> tuple[T | None, AttemptError | None, Usage]:
+        """What a response says: the answer ``parse`` made of its text, or the classified error;
+        and the usage. The verdict's and the draft's one classification (SPEC §6 table)."""
         data = response.json_object()
-        raw = text
         usage = self.usage_of(data) if data is not None else Usage()
         status = response.status_code
         err_type, err_code, err_message = self.error_fields(data)
         answer, parsed = None, None
         if 200 <= status < 300 and not (err_type or err_code):
-            answer, parsed = self._read_answer(data)
+            answer, parsed = self._read_answer(data, parse)
         kind = classify(
             status=status,
             error_type=err_type,
@@ -206,8 +251,8 @@ class HttpProvider:
             stop=answer.stop if answer else None,
             parse_failure=parsed.kind if isinstance(parsed, AttemptError) else None,
         )
-        if kind is None and isinstance(parsed, Verdict):
-            return CallResult(verdict=parsed, raw=raw, usage=usage, duration_ms=duration_ms)
+        if kind is None and parsed is not None and not isinstance(parsed, AttemptError):
+            return parsed, None, usage
         retry = retry_after_seconds(
             response.headers.get("retry-after"), value_ms=response.headers.get("retry-after-ms")
         )
@@ -226,7 +271,7 @@ class HttpProvider:
             http_status=status,
             retry_after_s=retry,
         )
-        return CallResult(error=error, raw=raw, usage=usage, duration_ms=duration_ms)
+        return None, error, usage
 
     # ---- the probe -----------------------------------------------------------------------------
 
@@ -260,7 +305,9 @@ class HttpProvider:
             )
         return "network", f"{self.name}: could not reach {url}: {type(exc).__name__}: {exc}"
 
-    def _read_answer(self, data: dict[str, Any] | None) -> tuple[Answer, Verdict | AttemptError]:
+    def _read_answer(
+        self, data: dict[str, Any] | None, parse: Callable[[str], T | AttemptError]
+    ) -> tuple[Answer, T | AttemptError]:
         answer = (
             self.extract(data)
             if data is not None
@@ -268,7 +315,7 @@ class HttpProvider:
         )
         if answer.text is None:
             return answer, AttemptError(kind="malformed_json", message=answer.note)
-        return answer, parse_verdict_text(answer.text)
+        return answer, parse(answer.text)
 
     # ---- helpers -------------------------------------------------------------------------------
 
@@ -331,9 +378,12 @@ class HttpProvider:
         # own way.
         return f"check WATCHER_MODEL; {provider_spec(self.name).models_hint(self.base_url)}"
 
-    def _no_response(self, kind: Transport, message: str, started: float) -> CallResult:
-        error = AttemptError(kind=kind, message=message)
-        return CallResult(error=error, duration_ms=_elapsed_ms(started))
+
+def _answer_text(text: str) -> str | AttemptError:
+    """A draft's answer as it is; an empty one is no answer."""
+    if not text.strip():
+        return AttemptError(kind="malformed_json", message="the answer text is empty")
+    return text.strip()
 
 
 def _basic_auth(userinfo: str | None) -> httpx.BasicAuth | None:

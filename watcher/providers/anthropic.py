@@ -60,6 +60,15 @@ class AnthropicProvider(HttpProvider):
             "tool_choice": _TOOL_CHOICE,
         }
 
+    def text_request_body(self, prompt: Prompt, max_tokens: int) -> dict[str, Any]:
+        """Free text (a reply draft, SPEC §16.5): no tool, its own output cap."""
+        return {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "system": prompt.system,
+            "messages": [{"role": "user", "content": prompt.user}],
+        }
+
     def extract(self, data: dict[str, Any]) -> Answer:
         content = data.get("content")
         blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []

@@ -27,6 +27,21 @@ class CallResult:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TextResult:
+    """A free-text answer (a reply draft, SPEC §16.5): exactly one of ``text`` / ``error``."""
+
+    text: str | None = None
+    error: AttemptError | None = None
+    raw: str | None = None
+    usage: Usage | None = None
+    duration_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.error is None):
+            raise ValueError("TextResult needs exactly one of text or error")
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProbeResult:
     """Whether the provider answers and knows the model, found without spending anything.
 

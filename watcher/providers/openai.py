@@ -42,6 +42,17 @@ class OpenAIProvider(HttpProvider):
             "max_completion_tokens": MAX_OUTPUT_TOKENS,
         }
 
+    def text_request_body(self, prompt: Prompt, max_tokens: int) -> dict[str, Any]:
+        """Free text (a reply draft, SPEC §16.5): no response format, its own output cap."""
+        return {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": prompt.system},
+                {"role": "user", "content": prompt.user},
+            ],
+            "max_completion_tokens": max_tokens,
+        }
+
     def extract(self, data: dict[str, Any]) -> Answer:
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):

@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -35,12 +36,14 @@ _BLOCK_RE = re.compile(
 
 @dataclass(frozen=True)
 class Template:
-    """The parsed template file: its parts and the sha256 of its exact bytes."""
+    """The parsed template file: its parts and the sha256 of its exact bytes (``parts``: every
+    part by name, those a template has beyond the verdict's three too)."""
 
     sha256: str
     system: str
     user: str
     parent: str
+    parts: Mapping[str, str] = field(default_factory=dict)
 
 
 def render(comment: Comment, *, parent_text: str | None = None) -> Prompt:
@@ -112,40 +115,45 @@ def fenced_blocks(user: str) -> dict[str, str]:
 
 
 @functools.cache
-def load_template() -> Template:
-    """The parsed template, read once per process (never at import time)."""
-    data = _template_bytes()
-    return _parse(data, sha256=hashlib.sha256(data).hexdigest())
+def load_template(name: str = TEMPLATE_NAME, *more_parts: str) -> Template:
+    """The parsed template ``prompts/<name>.md``, read once per process (never at import time);
+    ``more_parts``: the parts it must have besides system, user and parent."""
+    data = _template_bytes(name)
+    return _parse(data, sha256=hashlib.sha256(data).hexdigest(), name=name, more=more_parts)
 
 
-def _template_bytes() -> bytes:
+def _template_bytes(name: str = TEMPLATE_NAME) -> bytes:
     # The wheel ships prompts/ as watcher/_bundled/prompts (pyproject force-include); a source
     # checkout or an editable install has it at the repository root instead.
-    bundled = resources.files("watcher").joinpath("_bundled", "prompts", f"{TEMPLATE_NAME}.md")
+    bundled = resources.files("watcher").joinpath("_bundled", "prompts", f"{name}.md")
     if bundled.is_file():
         return bundled.read_bytes()
-    repo = Path(__file__).resolve().parents[2] / "prompts" / f"{TEMPLATE_NAME}.md"
+    repo = Path(__file__).resolve().parents[2] / "prompts" / f"{name}.md"
     try:
         return repo.read_bytes()
     except FileNotFoundError:
         raise FileNotFoundError(
-            f"prompt template {TEMPLATE_NAME}.md not found in the installed package or at {repo}; "
+            f"prompt template {name}.md not found in the installed package or at {repo}; "
             "reinstall devto-watcher"
         ) from None
 
 
-def _parse(data: bytes, *, sha256: str) -> Template:
+def _parse(
+    data: bytes, *, sha256: str, name: str = TEMPLATE_NAME, more: tuple[str, ...] = ()
+) -> Template:
     text = data.decode("utf-8").replace("\r\n", "\n")
     pieces = _PART_RE.split(text)
     # split() gives [preamble, name1, body1, name2, body2, ...]; the preamble is a note.
-    parts = {name: body.strip("\n") for name, body in zip(pieces[1::2], pieces[2::2], strict=True)}
-    missing = {"system", "user", "parent"} - set(parts)
+    parts = {part: body.strip("\n") for part, body in zip(pieces[1::2], pieces[2::2], strict=True)}
+    missing = {"system", "user", "parent", *more} - set(parts)
     if missing:
-        raise ValueError(
-            f"prompt template {TEMPLATE_NAME}.md lacks part(s): {', '.join(sorted(missing))}"
-        )
+        raise ValueError(f"prompt template {name}.md lacks part(s): {', '.join(sorted(missing))}")
     return Template(
-        sha256=sha256, system=parts["system"], user=parts["user"], parent=parts["parent"]
+        sha256=sha256,
+        system=parts["system"],
+        user=parts["user"],
+        parent=parts["parent"],
+        parts=parts,
     )
 
 

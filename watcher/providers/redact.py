@@ -37,7 +37,7 @@ from urllib.parse import unquote
 from pydantic import ValidationError
 
 from watcher.models import AttemptError, Verdict
-from watcher.providers.base import CallResult, ProbeResult
+from watcher.providers.base import CallResult, ProbeResult, TextResult
 from watcher.util.urls import REDACTED
 
 # SPEC §6 keeps the first 16 KiB of a body. The cut comes after redaction: cutting first could
@@ -107,6 +107,15 @@ class Redaction:
             checked = self._verdict(verdict)
             verdict, error = (checked, None) if isinstance(checked, Verdict) else (None, checked)
         return dataclasses.replace(result, verdict=verdict, error=error, raw=raw)
+
+    def text_call(self, result: TextResult) -> TextResult:
+        """``result`` of a free-text call (a draft) as it may leave the provider: raw redacted then
+        cut, the text and the message redacted."""
+        raw = (
+            _first_bytes(self.text(result.raw), RAW_LIMIT_BYTES) if result.raw is not None else None
+        )
+        text = self.text(result.text) if result.text is not None else None
+        return dataclasses.replace(result, text=text, error=self._error(result.error), raw=raw)
 
     def probe(self, result: ProbeResult) -> ProbeResult:
         """``result`` with its message redacted."""

@@ -254,6 +254,13 @@ def show(doc: CommentRecord, screen: Screen) -> None:
         )
         if v.reply_hint:
             screen.out.print(f"reply hint: {one_line(v.reply_hint)}")
+    draft = doc.draft
+    if draft is not None and draft.text is not None:
+        offline = draft.provider == "offline"
+        by = "an offline template: no model wrote it" if offline else one_line(draft.model)
+        screen.out.print(f"\nreply draft {draft.n} ({by}):")
+        for line in draft.text.splitlines():
+            screen.out.print(f"  | {one_line(line)}")
     _after(doc, screen)
 
 

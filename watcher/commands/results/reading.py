@@ -26,6 +26,7 @@ from watcher.models import (
     TriageBy,
     Verdict,
 )
+from watcher.state.drafts_model import Draft
 
 # ---- status --------------------------------------------------------------------------------------
 
@@ -239,6 +240,7 @@ class CommentRecord(_Result):
     next_due: str | None = _absent_if_none(
         "Failed on the provider's side: no batch calls it again before this time (SPEC §16.3)."
     )
+    draft: Draft | None = _absent_if_none("The newest reply draft with a text (watcher draft).")
 
 
 class MarkResult(_Result):
