@@ -8,7 +8,7 @@ WATCHER_*, DEVTO_* and provider key variables are cleared first.
     python bench/run.py                    every figure but the slow ones, full sizes
     python bench/run.py --quick            small sizes, a smoke check
     python bench/run.py --only startup mcp some figures only
-    python bench/run.py --only reach idle  the slow ones: real rounds of watch (~6 and ~5 min)
+    python bench/run.py --only reach idle  the slow ones: real rounds of watch (~6.5, ~5 min)
     python bench/run.py --json rows.json   also write the rows as JSON
 """
 
