@@ -143,19 +143,21 @@ def comments_named(got: Received) -> set[str]:
 
 
 @contextmanager
-def watching(base: Path | None, forem: LockedForem, label: str) -> Iterator[Watch]:
+def watching(base: Path | None, forem: LockedForem, label: str, **extra: str) -> Iterator[Watch]:
+    """``watch --every 1m`` on a temp data dir against ``forem`` (the offline provider unless
+    ``extra`` says otherwise), delivering to a fresh receiver; stopped with SIGTERM afterwards."""
     arrivals = Arrivals()
     receiver = HttpReceiver(got=arrivals).start()
     with temp_dir(base, label) as root, serving_forem(forem) as base_url:
         forem.site = base_url.removesuffix("/api")
-        env = clean_env(
-            root / "data",
-            NO_COLOR="1",
-            WATCHER_PROVIDER="offline",
-            DEVTO_USERNAME=AUTHOR,
-            DEVTO_BASE_URL=base_url,
-            WATCHER_NOTIFY=f"json://127.0.0.1:{receiver.port}/hook",
-        )
+        setup = {
+            "NO_COLOR": "1",
+            "WATCHER_PROVIDER": "offline",
+            "DEVTO_USERNAME": AUTHOR,
+            "DEVTO_BASE_URL": base_url,
+            "WATCHER_NOTIFY": f"json://127.0.0.1:{receiver.port}/hook",
+        }
+        env = clean_env(root / "data", **{**setup, **extra})
         out, err = (root / "stdout").open("wb"), (root / "stderr").open("wb")
         argv = [str(BIN / "watcher"), "watch", "--every", f"{INTERVAL_S // 60}m"]
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err)
