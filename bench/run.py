@@ -46,10 +46,15 @@ FIGURES = {
         "run_reach",
         "a new comment reaching the author under watch --every 1m (minutes of wall time)",
     ),
+    "reach-model": (
+        "reach",
+        "run_reach_model",
+        "the same with a model answering in 4 s, 4 calls at once (minutes)",
+    ),
     "idle": ("reach", "run_idle", "dev.to requests per idle round of watch --every 1m (minutes)"),
 }
 # Figures that wait on real rounds of `watch --every 1m`: minutes each, so run only when named.
-SLOW = ("reach", "idle")
+SLOW = ("reach", "reach-model", "idle")
 CLEARED = ("WATCHER_", "DEVTO_", "OPENAI_", "ANTHROPIC_")
 
 
