@@ -5,9 +5,10 @@ OK or MISS; nothing here is a test, and nothing fails the suite. Data lives in f
 only (never ./data or the user's data dir), the only network is 127.0.0.1, and the caller's
 WATCHER_*, DEVTO_* and provider key variables are cleared first.
 
-    python bench/run.py                    every figure, full sizes
+    python bench/run.py                    every figure but the slow ones, full sizes
     python bench/run.py --quick            small sizes, a smoke check
     python bench/run.py --only startup mcp some figures only
+    python bench/run.py --only reach idle  the slow ones: real rounds of watch (~6.5, ~5 min)
     python bench/run.py --json rows.json   also write the rows as JSON
 """
 
@@ -40,7 +41,20 @@ FIGURES = {
     "devto": ("devto_requests", "run", "dev.to requests per steady-state scan"),
     "scale": ("state_scale", "run", "status and an idle scan at 10k and 50k stored comments"),
     "signals": ("signals_counter", "run", "the signal counter after a long history"),
+    "reach": (
+        "reach",
+        "run_reach",
+        "a new comment reaching the author under watch --every 1m (minutes of wall time)",
+    ),
+    "reach-model": (
+        "reach",
+        "run_reach_model",
+        "the same with a model answering in 4 s, 4 calls at once (minutes)",
+    ),
+    "idle": ("reach", "run_idle", "dev.to requests per idle round of watch --every 1m (minutes)"),
 }
+# Figures that wait on real rounds of `watch --every 1m`: minutes each, so run only when named.
+SLOW = ("reach", "reach-model", "idle")
 CLEARED = ("WATCHER_", "DEVTO_", "OPENAI_", "ANTHROPIC_")
 
 
@@ -64,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows = []
     started = time.perf_counter()
-    for key in args.only or list(FIGURES):
+    chosen = args.only or [name for name in FIGURES if name not in SLOW]
+    if not args.only:
+        print(f"# not run (minutes each, name them with --only): {', '.join(SLOW)}", flush=True)
+    for key in chosen:
         module_name, function, title = FIGURES[key]
         t0 = time.perf_counter()
         print(f"\n## {key}: {title}", flush=True)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -31,22 +33,43 @@ def _run_module() -> ModuleType:
     return module
 
 
-def test_every_bench_figure_resolves_against_the_product() -> None:
-    """Each figure's module imports and has its function, so `python bench/run.py` can run it."""
+@contextmanager
+def _bench_on_path() -> Iterator[ModuleType]:
+    """bench/run.py loaded (bench/ on sys.path, as `python bench/run.py` has it), and afterwards
+    the path and modules as they were: the bench's own modules (startup, batch, …) must not
+    shadow anything later."""
     path, modules = list(sys.path), set(sys.modules)
     try:
-        figures = _run_module().FIGURES
-        for name, (module_name, function, _title) in figures.items():
-            module = importlib.import_module(module_name)
-            assert callable(getattr(module, function, None)), (
-                f"{name}: {module_name}.{function} is gone"
-            )
-    finally:  # the bench's own modules (startup, batch, …) must not shadow anything later
+        yield _run_module()
+    finally:
         sys.path[:] = path
         for added in set(sys.modules) - modules:
             where = getattr(sys.modules[added], "__file__", None) or ""
             if Path(where).parent == BENCH:
                 del sys.modules[added]
+
+
+def test_every_bench_figure_resolves_against_the_product() -> None:
+    """Each figure's module imports and has its function, so `python bench/run.py` can run it."""
+    with _bench_on_path() as run:
+        for name, (module_name, function, _title) in run.FIGURES.items():
+            module = importlib.import_module(module_name)
+            assert callable(getattr(module, function, None)), (
+                f"{name}: {module_name}.{function} is gone"
+            )
+
+
+def test_reach_bench_sees_the_first_rounds_message(tmp_path: Path) -> None:
+    """The reach figure's setup as it runs (a `watch --every 1m` process, the fake dev.to, the
+    json:// receiver): the first round's message names the comment posted before it, by link."""
+    with _bench_on_path():
+        reach = importlib.import_module("reach")
+        forem, articles = reach._world()
+        with reach.watching(tmp_path, forem, "test") as w:
+            posted, _at = forem.post(articles[0], "does the cache survive a restart?")
+            w.wait(lambda: len(w.arrivals) > 0, 120, "the first round's message")
+            named = [reach.comments_named(got) for got in w.arrivals]
+    assert named == [{posted}]
 
 
 def test_bench_reaches_watcher_only_through_stable_modules() -> None:

@@ -115,3 +115,23 @@ def test_a_signal_during_a_round_ends_watch() -> None:
     code = watch(round_interrupted, every=timedelta(minutes=1), once=False, round_lock=_free,
                  say=print)
     assert (code, reached) == (130, ["start"])
+
+
+def test_the_interval_runs_from_one_rounds_start_to_the_next() -> None:
+    """A 1-minute interval after a 20 s round waits 40 s; after a 70 s round, nothing."""
+    now = [0.0]
+    took = [20.0, 70.0]
+    waits: list[float] = []
+
+    def round_taking_time() -> int:
+        now[0] += took[len(waits)]
+        return 0
+
+    def pause(seconds: float) -> bool:
+        waits.append(seconds)
+        now[0] += seconds
+        return len(waits) == len(took)  # as a signal would: the wait ends watch
+
+    watch(round_taking_time, every=timedelta(minutes=1), once=False, round_lock=_free, say=print,
+          jitter=lambda: 0.5, clock=lambda: now[0], pause=pause)
+    assert waits == [40.0, 0.0]

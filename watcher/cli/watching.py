@@ -20,7 +20,8 @@ HELP = (
     "Run `watcher cron`'s round now and then every interval, in the foreground, until Ctrl-C or "
     "SIGTERM:\nfor a terminal, a systemd user service, a launchd agent or a container "
     "(`watcher schedule`\nprints the unit). Each round prints what cron prints; stderr lines "
-    "carry the time. Never two\nrounds of one data dir at once; each wait is jittered ±10 %."
+    "carry the time. Never two\nrounds of one data dir at once; each interval, start to "
+    "start, is jittered ±10 %."
 )
 EPILOG = (
     "\b\nExamples:\n  watcher watch\n  watcher watch --every 30m\n  watcher watch --once\n\n"

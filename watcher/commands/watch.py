@@ -2,8 +2,12 @@
 interval, in the foreground, forever — for a terminal, a systemd user service, a launchd agent or a
 container, where there is no cron.
 
-- The interval is at least a minute, and each wait is jittered by ±10 % so that many installs
-  started together do not reach dev.to in step.
+- The interval is at least a minute, jittered by ±10 % so that many installs started together do
+  not reach dev.to in step, and runs from one round's start to the next's: the wait is what the
+  round left of it. A round's own time (the model calls, the sends) does not push every later
+  round back, so a comment waits at most one interval for its round (SPEC §16.1's interval +
+  10 s; ``python bench/run.py --only reach``), and rounds still start at least 0.9 interval
+  apart, since a round that outlasts the interval is followed at once.
 - Never two rounds at once: a round holds ``locks/round.lock``; a round that finds it held (another
   ``watch`` of the same data dir) is skipped with one line, and the next interval tries again.
 - SIGINT/SIGTERM between rounds end it at once (the wait is an event, not a sleep): exit 130/143.
@@ -19,6 +23,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
@@ -128,12 +133,17 @@ def watch(
     round_lock: Callable[[], AbstractContextManager[None]],
     say: Callable[[str], None],
     jitter: Callable[[], float] = random.random,
+    clock: Callable[[], float] = time.monotonic,
+    pause: Callable[[float], bool] | None = None,
 ) -> int:
     """Run rounds until a signal ends one, or the wait between two; the exit code (``--once``:
-    the round's, else 130/143)."""
+    the round's, else 130/143). ``pause(seconds)`` waits, True when a signal ended the wait
+    (default: the signals' event)."""
     signals = _Signals()
+    wait_for = pause or signals.event.wait
     with signals.installed():
         while True:
+            began = clock()
             code = _one_round(run_round, round_lock, say, signals)
             if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
                 # A round stopped by Ctrl-C or SIGTERM (§13.6) ends watch too, with the signal's
@@ -141,8 +151,8 @@ def watch(
                 return signals.code if signals.signum is not None else code
             if once:
                 return code
-            wait = every.total_seconds() * (1 - JITTER + 2 * JITTER * jitter())
-            if signals.event.wait(wait):
+            interval = every.total_seconds() * (1 - JITTER + 2 * JITTER * jitter())
+            if wait_for(max(0.0, interval - (clock() - began))):
                 return signals.code
 
 
