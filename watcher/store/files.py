@@ -13,6 +13,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -30,7 +31,7 @@ from watcher.models import (
     Triage,
 )
 from watcher.state import records, seen
-from watcher.store import CallLock, Reservation, _index, durable, locks, signals
+from watcher.store import CallLock, Reservation, _index, durable, locks, pids, signals
 from watcher.store.dirs import real_directories
 from watcher.store.durable import M
 from watcher.store.oscalls import OS, OsCalls
@@ -199,6 +200,14 @@ class FileStore:
         return locks.held_elsewhere(
             self._paths.call_lock_file(comment_id), within=self._paths.user_part
         )
+
+    def call_lock_state(self, comment_id: str, token: str) -> locks.CallLockState:
+        return locks.call_lock_state(
+            self._paths.call_lock_file(comment_id), token, within=self._paths.user_part
+        )
+
+    def process_gone(self, pid: int, since: datetime) -> bool:
+        return pids.gone(pid, since)
 
     # ---- records ---------------------------------------------------------------------------------
 
