@@ -40,6 +40,7 @@ FIGURES = {
     "devto": ("devto_requests", "run", "dev.to requests per steady-state scan"),
     "scale": ("state_scale", "run", "status and an idle scan at 10k and 50k stored comments"),
     "signals": ("signals_counter", "run", "the signal counter after a long history"),
+    "memory": ("memory", "run", "peak memory of a 20,000-comment first scan"),
 }
 CLEARED = ("WATCHER_", "DEVTO_", "OPENAI_", "ANTHROPIC_")
 
