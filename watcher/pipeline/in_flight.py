@@ -4,7 +4,7 @@ The call lock answers, when it is the lock the reservation was made under: held,
 free, its process died and the attempt is closed as ``interrupted``. Each reservation is stamped
 into its lock file as held (:meth:`watcher.store.CallLock.stamp`), so a lock file removed or
 replaced during the call — a free lock that is another file — is never taken for "the caller
-died": that let a second call for the comment go out beside the first
+died": taken so, a second call for the comment would go out beside the first
 (tests/test_call_lock_identity.py).
 
 When the lock cannot tell, the reservation's own process can: its pid gone, or reused by a

@@ -179,7 +179,7 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
 
     store = batch.store
     # Rendered a hold's worth at a time, never all at once: a first scan discovers every comment
-    # of the account, and 20,000 rendered records at once were a third of its peak memory
+    # of the account, and 20,000 rendered records at once would be a third of its peak memory
     # (bench/memory.py).
     todo = [item for item in plan if item.comment is not None and not store.has_record(item.id)]
     known: dict[str, SeenComment] | None = None
@@ -203,8 +203,8 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
 def _drop_texts(plan: Plan) -> None:
     """The discovered comments are in their records now: the plan keeps what the rest of the run
     reads of them (ids, fingerprints, flags), not their texts and prompts' inputs, so that memory
-    holds the index built next. A first scan of 20,000 comments peaked a third higher while the
-    plan held every comment to the end (bench/memory.py). In place: the caller's plan is this one.
+    holds the index built next. A first scan of 20,000 comments peaks a third higher when the
+    plan holds every comment to the end (bench/memory.py). In place: the caller's plan is this one.
     """
     if not plan.discovered:
         return

@@ -89,8 +89,8 @@ class FileStore:
         # stored as U+FFFD) is not one: what a later step reads must be what the file holds
         # (tests/reliability/test_rel_regressions.py).
         # At most _KNOWN_MAX, the newest kept: a first scan writes every comment of the account,
-        # and holding each written record (its prompt too) raised the peak memory of a
-        # 20,000-comment first scan by a third (bench/memory.py).
+        # and every written record held (its prompt too) would be a third of a 20,000-comment
+        # first scan's peak memory (bench/memory.py).
         self._known: dict[str, tuple[str, InboxRecord]] = {}
         self._waits = locks.Waits(lock_wait)
         # provider.json likewise: (its stamp, None when there is no file; the state it holds).
