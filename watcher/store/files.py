@@ -35,6 +35,7 @@ from watcher.store import CallLock, Reservation, _index, durable, locks, pids, s
 from watcher.store.dirs import real_directories
 from watcher.store.durable import M
 from watcher.store.oscalls import OS, OsCalls
+from watcher.store.remembered import Remembered
 from watcher.util.timeutil import iso
 
 # What a hold of the pipeline lock reads, writes or makes (watcher/state/records.py and
@@ -57,11 +58,6 @@ LOCKED_MODELS: tuple[type[BaseModel], ...] = (
     models.Breaker,
     models.TransientFailure,
 )
-
-
-# Records a store remembers (FileStore._known): far more than one run's calls (--limit is at
-# most 20) and the records it re-reads around them.
-_KNOWN_MAX = 256
 
 
 class FileStore:
@@ -88,10 +84,8 @@ class FileStore:
         # for one command. A record whose text was mended to be written (a lone surrogate is
         # stored as U+FFFD) is not one: what a later step reads must be what the file holds
         # (tests/reliability/test_rel_regressions.py).
-        # At most _KNOWN_MAX, the newest kept: a first scan writes every comment of the account,
-        # and every written record held (its prompt too) would be a third of a 20,000-comment
-        # first scan's peak memory (bench/memory.py).
-        self._known: dict[str, tuple[str, InboxRecord]] = {}
+        # The newest only (watcher/store/remembered.py).
+        self._known = Remembered()
         self._waits = locks.Waits(lock_wait)
         # provider.json likewise: (its stamp, None when there is no file; the state it holds).
         self._provider_known: tuple[str | None, ProviderState] | None = None
@@ -242,16 +236,8 @@ class FileStore:
         read: list[os.stat_result] = []
         record = self._read(path, InboxRecord, check=named_right, on_read=read.append)
         if record is not None and read:
-            self._keep(comment_id, (_index.stamp_of(read[0]), record))
+            self._known.keep(comment_id, (_index.stamp_of(read[0]), record))
         return record
-
-    def _keep(self, comment_id: str, known: tuple[str, InboxRecord]) -> None:
-        """Remember a record its file holds; the oldest goes past :data:`_KNOWN_MAX`."""
-        cache = self._known
-        cache.pop(comment_id, None)
-        cache[comment_id] = known
-        if len(cache) > _KNOWN_MAX:
-            del cache[next(iter(cache))]
 
     def has_record(self, comment_id: str) -> bool:
         return self._paths.inbox_file(comment_id).exists()
@@ -264,7 +250,7 @@ class FileStore:
         as_is = self._write(path, record)
         token = _index.stamp(path) if as_is else None
         if token is not None:
-            self._keep(record.comment.id, (token, record))
+            self._known.keep(record.comment.id, (token, record))
         else:
             self._known.pop(record.comment.id, None)
 
