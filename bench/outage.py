@@ -26,8 +26,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests")]  # the loopback fake provider and the outage kinds
 
-from _fakes.provider import running_fake  # noqa: E402
-from _outage import KINDS, cron, play  # noqa: E402
+from _fakes.provider import running_fake
+from _outage import KINDS, cron, play
 
 HOURS = 8.0
 COMMENTS = 30

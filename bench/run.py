@@ -52,6 +52,7 @@ FIGURES = {
         "the same with a model answering in 4 s, 4 calls at once (minutes)",
     ),
     "idle": ("reach", "run_idle", "dev.to requests per idle round of watch --every 1m (minutes)"),
+    "memory": ("memory", "run", "peak memory of a 20,000-comment first scan"),
 }
 # Figures that wait on real rounds of `watch --every 1m`: minutes each, so run only when named.
 SLOW = ("reach", "reach-model", "idle")

@@ -1,13 +1,16 @@
 """SPEC §15.1: a comment's call lock is its own file. Two comments' lock files hard-linked together
 (one file under two names) would make one comment's call hold the other's lock: the scan stops
-with exit 5 naming the file, before any attempt is spent, instead of an internal error."""
+with exit 5 naming the file, before any attempt is spent, instead of an internal error. A lock
+that another process holds when a run goes to take it leaves the comment for the next run, with
+or without an attempt behind it."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
-from _proc import envelope, run, write_export
+from _proc import envelope, run, run_main, write_export
 
 from watcher.config import Paths
 from watcher.store.files import FileStore
@@ -29,3 +32,23 @@ def test_hard_linked_call_locks_stop_the_scan_with_exit_5_and_spend_nothing(data
     for cid in ("aa1", "bb2", "cc3"):
         record = store.load_record(cid)
         assert record is None or not record.attempts, cid
+
+
+def test_a_busy_call_lock_of_a_comment_never_attempted_defers_it(data_dir: Path, tmp_path: Path) -> None:
+    """Another process holds a new comment's call lock: the scan defers it (exit 0), no attempt."""
+    export = write_export(tmp_path / "export.json", ["aa1"])
+    lock = Paths(data_dir).call_lock_file("aa1")
+    lock.parent.mkdir(parents=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # an open file description of its own, as another process's
+        busy = run_main("cli", "scan", "--source", str(export), "--json", data_dir=data_dir,
+                        env={"WATCHER_PROVIDER": "offline"})
+    finally:
+        os.close(fd)
+    assert busy.returncode == 0, busy.stderr
+    item = envelope(busy)["result"]["items"][0]
+    assert (item["outcome"], item["attempts"]) == ("deferred", 0)
+    assert "aa1.lock" in item["message"] and "held by another process" in item["message"]
+    record = FileStore(Paths(data_dir)).load_record("aa1")
+    assert record is not None and not record.attempts

@@ -9,7 +9,6 @@ of the settings never shows them.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,8 @@ from typing import Any
 from pydantic import SecretStr
 
 from watcher.commands.results import PublicSettings
+from watcher.config_values import named_key
+from watcher.config_values import refuse_unexpanded as _refuse_unexpanded
 from watcher.errors import ConfigError
 from watcher.notify.targets import Target, parse_targets
 from watcher.paths import Paths as Paths  # noqa: PLC0414 - watcher.config.Paths stays public
@@ -33,6 +34,7 @@ _ENV_KEYS = {
     "WATCHER_MODEL": "model",
     "WATCHER_BASE_URL": "base_url",
     "WATCHER_API_KEY": "api_key",
+    "WATCHER_API_KEY_ENV": "api_key_env",
     "WATCHER_TIMEOUT": "timeout",
     "WATCHER_PARALLEL": "parallel",
     "WATCHER_INCLUDE_OWN_COMMENTS": "include_own_comments",
@@ -56,6 +58,8 @@ SETTINGS_HELP = {
     + ", ".join(f"{n}: {s.default_model}" for n, s in PROVIDERS.items() if s.needs_key),
     "WATCHER_BASE_URL": "provider base URL (Ollama: http://localhost:11434/v1)",
     "WATCHER_API_KEY": "API key; falls back to OPENAI_API_KEY / ANTHROPIC_API_KEY",
+    "WATCHER_API_KEY_ENV": "the variable that holds the API key (e.g. OPENAI_API_KEY): spent "
+    "even by the MCP server, which otherwise leaves a key inherited from its client unspent",
     "WATCHER_TIMEOUT": "seconds one model call may take in all (default 60)",
     "WATCHER_PARALLEL": "model calls in flight at once in one run, 1-8 (also --parallel); "
     "default 4 for the providers' own endpoints, 1 when WATCHER_BASE_URL names another server "
@@ -112,6 +116,8 @@ class Settings:
     # The provider variable whose key is left unspent: the MCP server's environment is its
     # client's (Claude Code hands over its own ANTHROPIC_API_KEY), see withhold_inherited_keys.
     api_key_withheld: str | None = None
+    # The variable api_key_env names and who named it, set or not (config_values.named_key).
+    api_key_env: str | None = None
 
     @property
     def paths(self) -> Paths:
@@ -127,8 +133,11 @@ class Settings:
                 f"the only API key is {self.api_key_withheld}, in the environment the MCP client "
                 "started this server with (perhaps the client's own key): to let watcher spend "
                 "it, set WATCHER_API_KEY in the server's env (its value, or "
-                f"${{{self.api_key_withheld}}}) or api_key in config.toml"
+                f"${{{self.api_key_withheld}}}), or api_key_env = "
+                f'"{self.api_key_withheld}" or api_key in config.toml'
             )
+        if spec.needs_key and self.api_key is None and self.api_key_env:
+            raise ConfigError(f"no API key: {self.api_key_env} is not set in this environment")
         if spec.needs_key and (self.api_key is None or not self.api_key.get_secret_value()):
             raise ConfigError(
                 f"No API key found for provider {self.provider} — set {spec.key_hint()} "
@@ -155,7 +164,8 @@ class Settings:
             api_key_set=self.api_key is not None,
             api_key_from=self.api_key_from
             if self.api_key is not None
-            else (self.api_key_withheld and f"{self.api_key_withheld} (withheld: see check)"),
+            else (self.api_key_withheld and f"{self.api_key_withheld} (withheld: see check)")
+            or (self.api_key_env and f"{self.api_key_env}: not set"),
             timeout_s=self.timeout,
             parallel=self.parallel,
             offline=self.provider == "offline",
@@ -259,27 +269,6 @@ def load_settings(
     return _build(root, values, env, origin, chosen, defaulted=not given)
 
 
-# `${NAME}` or `${NAME:-default}`, as the clients' config files write a variable to expand.
-_UNEXPANDED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
-
-
-def _refuse_unexpanded(setting: str, value: Any) -> None:
-    """Raise :class:`ConfigError` (exit 2) when ``value`` holds a ``${NAME}`` nobody expanded.
-
-    Claude Code passes an MCP server's ``"env": {"X": "${X}"}`` through literally when X is not
-    set where it runs (seen with 2.1.197): the server would watch the dev.to user
-    "${DEVTO_USERNAME}" or send "${OPENAI_API_KEY}" as a key. Only the ``${…}`` is quoted, never
-    the rest of the value (it may be part of a key)."""
-    if not isinstance(value, str) or (match := _UNEXPANDED.search(value)) is None:
-        return
-    name = match.group(1)
-    raise ConfigError(
-        f"{setting} is the unexpanded text {match.group(0)}: the client that started watcher "
-        f"passed it on literally, as {name} is not set where that client runs — set {name} there "
-        "(or write the value itself in the client's config)"
-    )
-
-
 def _read_config_file(path: Path) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
@@ -316,8 +305,11 @@ def _build(
     # A missing key is not an error here: status, inbox, show, mark and signals never need one
     # (a Codex shell strips *KEY* variables); commands that call the model ask require_key().
     api_key, api_key_from = values.get("api_key"), origin.get("api_key")
-    withheld = None
-    if not api_key:
+    withheld = key_env = None
+    if not api_key and "api_key_env" in values:
+        api_key, key_env = named_key(values["api_key_env"], origin["api_key_env"], env, _ENV_KEYS)
+        api_key_from = key_env
+    elif not api_key:
         api_key_from = spec.fallback_key_var(env)
         api_key = spec.fallback_key(env)
         if spec.is_remote and api_key_from:
@@ -332,6 +324,7 @@ def _build(
     known = [
         values.get("api_key"),
         *(env.get(var) for other in PROVIDERS.values() for var in other.key_env),
+        api_key,  # what api_key_env names, too
         devto_key,
         *(target.url.get_secret_value() for target in notify),  # secrets too (SPEC §16.1)
     ]
@@ -367,6 +360,7 @@ def _build(
         data_dir_defaulted=defaulted,
         notify=notify,
         api_key_withheld=withheld,
+        api_key_env=key_env if spec.is_remote else None,
     )
 
 

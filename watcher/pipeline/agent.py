@@ -28,8 +28,8 @@ from watcher.errors import ConfigError, Interrupted, SaveFailed, SubmitRefused, 
 from watcher.models import Attempt, AttemptError, InboxRecord, SeenFile, Verdict
 from watcher.pipeline import Partial, locked, outcomes
 from watcher.pipeline.batch import Batch, Run, caught_signals, count_signals
+from watcher.pipeline.in_flight import in_flight
 from watcher.pipeline.plan import check_id
-from watcher.pipeline.process import live_call
 from watcher.providers.agent import NAME
 from watcher.providers.base import CallResult
 from watcher.providers.parse import verdict_json_schema
@@ -137,17 +137,17 @@ def _claim_one(batch: Batch, planned: InboxRecord, seen_attempts: int) -> InboxR
     if record is None:
         return None
     now = batch.now()
-    live = live_call(batch, record)
+    flying = in_flight(batch, record)
     action = records.decide(
         "claim",
         record,
         records.fingerprint(planned),
         now=now,
-        call_in_flight=live,
+        call_in_flight=flying is not None,
         seen_attempts=seen_attempts,
     )
     if action != "call":
-        outcomes.no_call(batch, record, action, live=live)
+        outcomes.no_call(batch, record, action, live=flying or False)
         return None
     reserved = records.reserve(
         record,

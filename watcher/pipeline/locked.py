@@ -11,10 +11,12 @@ index last. The agent's claim and submit (:mod:`watcher.pipeline.agent`) share
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from watcher.errors import LockBusy, StateError
-from watcher.models import SeenComment, SeenFile
+from watcher.models import InboxRecord, SeenComment, SeenFile
 from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch
 from watcher.pipeline.gate import Gate
@@ -35,6 +37,7 @@ def carry_out(batch: Batch, plan: Plan, base: SeenFile, gate: Gate) -> None:
         # durable write rather than one by one between them (watcher.store.locks.make_call_locks).
         store.make_call_locks(item.id for item in plan.items[: batch.run.limit])
     _create_discovered(batch, plan.discovered)
+    _drop_texts(plan)
     if gate.close_breaker or gate.pending is not None:
         with store.pipeline_lock():  # a hold only when there is a write to make
             if gate.pending is not None:
@@ -175,27 +178,16 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
     )
 
     store = batch.store
-    fresh = []
-    for item in plan:
-        if item.comment is None or store.has_record(item.id):
-            continue
-        record = records.new_record(
-            item.comment, prompts.render(item.comment, parent_text=item.parent_text)
-        )
-        if item.baseline or item.replied_at or item.replies:
-            record = record.model_copy(
-                update={
-                    "baseline": item.baseline,
-                    "replied_at": item.replied_at,
-                    "author_replies": list(item.replies),
-                }
-            )
-        fresh.append(record)
+    # Rendered a hold's worth at a time, never all at once: a first scan discovers every comment
+    # of the account, and 20,000 rendered records at once would be a third of its peak memory
+    # (bench/memory.py).
+    todo = [item for item in plan if item.comment is not None and not store.has_record(item.id)]
     known: dict[str, SeenComment] | None = None
-    for start in range(0, len(fresh), CREATE_PER_HOLD):
+    for start in range(0, len(todo), CREATE_PER_HOLD):
+        fresh = [_new_record(item, prompts) for item in todo[start : start + CREATE_PER_HOLD]]
         with store.pipeline_lock():
             known = store.load_index().comments if known is None else known  # read under the lock
-            for record in fresh[start : start + CREATE_PER_HOLD]:
+            for record in fresh:
                 cid = record.comment.id
                 if store.has_record(cid) or store.history_lost(cid, known.get(cid)):
                     # Made meanwhile by another run; or its attempts and any saved verdict live only
@@ -206,6 +198,40 @@ def _create_discovered(batch: Batch, plan: Sequence[Planned]) -> None:
                 store.save_record(record)
     batch.result.baseline = sum(1 for item in plan if item.baseline and not item.replied_at)
     batch.result.answered = sum(1 for item in plan if item.replied_at)
+
+
+def _drop_texts(plan: Plan) -> None:
+    """The discovered comments are in their records now: the plan keeps what the rest of the run
+    reads of them (ids, fingerprints, flags), not their texts and prompts' inputs, so that memory
+    holds the index built next. A first scan of 20,000 comments peaks a third higher when the
+    plan holds every comment to the end (bench/memory.py). In place: the caller's plan is this one.
+    """
+    if not plan.discovered:
+        return
+    bare = {
+        item.id: dataclasses.replace(item, comment=None, parent_text=None, replies=())
+        for item in plan.discovered
+    }
+    for items in (plan.discovered, plan.items):
+        if isinstance(items, list):
+            items[:] = [bare.get(item.id, item) for item in items]
+
+
+def _new_record(item: Planned, prompts: Any) -> InboxRecord:
+    """A discovered comment's record: its prompt rendered and cached, no attempts."""
+    assert item.comment is not None
+    record = records.new_record(
+        item.comment, prompts.render(item.comment, parent_text=item.parent_text)
+    )
+    if item.baseline or item.replied_at or item.replies:
+        record = record.model_copy(
+            update={
+                "baseline": item.baseline,
+                "replied_at": item.replied_at,
+                "author_replies": list(item.replies),
+            }
+        )
+    return record
 
 
 def _update_uncalled(batch: Batch, plan: Plan) -> None:

@@ -10,6 +10,7 @@ from watcher.commands.results import ItemOutcome, ItemResult
 from watcher.errors import CorruptState, LockBusy, SaveFailed, StateError
 from watcher.models import InboxRecord
 from watcher.pipeline.batch import Batch
+from watcher.pipeline.in_flight import InFlight
 from watcher.state import records
 from watcher.state.records import Decision
 
@@ -38,8 +39,13 @@ def reread(batch: Batch, cid: str) -> InboxRecord | None:
     return record
 
 
-def no_call(batch: Batch, record: InboxRecord, action: Decision, *, live: bool = False) -> None:
-    """Record what a comment got instead of a call (steps 4.2–4.5): its outcome, signal and item."""
+def no_call(
+    batch: Batch, record: InboxRecord, action: Decision, *, live: bool | InFlight = False
+) -> None:
+    """Record what a comment got instead of a call (steps 4.2–4.5): its outcome, signal and item.
+
+    ``live``: a call for it is in flight elsewhere — the open reservation found so
+    (:class:`InFlight`), or ``True``: its call lock was busy when this run went to take it."""
     cid, n = record.comment.id, len(record.attempts)
     if action == "skipped" and record.gone is not None:
         batch.add(
@@ -125,15 +131,7 @@ def no_call(batch: Batch, record: InboxRecord, action: Decision, *, live: bool =
         )
     elif action == "deferred" and live:
         batch.emit("item.deferred", comment=cid)
-        batch.add(
-            ItemResult(
-                cid,
-                "deferred",
-                message=f"attempt {n} is in flight in pid {record.attempts[-1].pid} "
-                "(another run's call): its outcome comes from that run",
-                attempts=n,
-            )
-        )
+        batch.add(ItemResult(cid, "deferred", message=_busy(batch, record, live), attempts=n))
     elif action == "deferred":
         batch.emit("item.deferred", comment=cid)
         batch.add(
@@ -156,6 +154,29 @@ def no_call(batch: Batch, record: InboxRecord, action: Decision, *, live: bool =
                 attempts=n,
             )
         )
+
+
+def _busy(batch: Batch, record: InboxRecord, live: bool | InFlight) -> str:
+    """Why a comment is left to a call in flight elsewhere (SPEC §15.1)."""
+    cid = record.comment.id
+    if isinstance(live, InFlight) and live.until is not None:
+        return (
+            f"attempt {live.n} is reserved by pid {live.pid}, which still runs, but its call lock "
+            f"({batch.store.paths.call_lock_file(cid)}) is not the one it was reserved under "
+            "(removed or replaced): no call beside it; once that process ends, or from "
+            f"{live.until} on, a run closes the attempt as interrupted"
+        )
+    if isinstance(live, InFlight):
+        return (
+            f"attempt {live.n} is in flight in pid {live.pid} (another run's call): "
+            "its outcome comes from that run"
+        )
+    # The lock was busy when this run went to take it, with no reservation of another run seen
+    # under the pipeline lock: something else holds the file (a dry run's look at it, a tool).
+    return (
+        f"its call lock ({batch.store.paths.call_lock_file(cid)}) is held by another process: "
+        "not called this run; the next run tries it"
+    )
 
 
 def state_stop(

@@ -42,6 +42,7 @@ from watcher.pipeline.batch import Batch, SignalDuringCall
 from watcher.pipeline.calls import Calls, Flight
 from watcher.pipeline.due import due_later
 from watcher.pipeline.gate import GO, TRANSIENT_KINDS, TRANSIENT_STREAK, Gate, after_answer
+from watcher.pipeline.in_flight import in_flight, token
 from watcher.pipeline.outcomes import no_call, reread, state_stop
 from watcher.pipeline.plan import Planned
 from watcher.providers.classify import never_sent
@@ -186,17 +187,17 @@ def _decide_and_reserve(
     record = reread(batch, item.id)
     if record is None:
         return None
-    live = live_call(batch, record)
+    flying = in_flight(batch, record)
     action = decide(
         batch.run.command,
         record,
         item.fingerprint,
         now=batch.now(),
         seen_attempts=counted.get(item.id, 0),
-        call_in_flight=live,
+        call_in_flight=flying is not None,
     )
     if action != "call":
-        no_call(batch, record, action, live=live)
+        no_call(batch, record, action, live=flying or False)
         return None
     if not batch.calls_model:
         result.for_agent += 1  # provider agent: it stays pending or failed until an agent claims it
@@ -209,9 +210,7 @@ def _decide_and_reserve(
     if cid not in batch.named and _not_now(batch, record, gate):
         return None
     call_lock = store.call_lock(cid)
-    if (
-        call_lock is None
-    ):  # another run is calling for it right now (it took the lock after our read)
+    if call_lock is None:  # another process holds it, or its file was replaced as it was taken
         no_call(batch, record, "deferred", live=True)
         return None
     provider = batch.provider()
@@ -229,6 +228,9 @@ def _decide_and_reserve(
     if gate.mode == "half_open":
         # The one real attempt of this interval, recorded before the call (SPEC §16.6).
         provider_state.mark_half_open(store, cid, now=gate.at or batch.now())
+    # The lock names the reservation made under it before that is on disk: a run that finds the
+    # reservation open trusts a free lock only then (watcher/pipeline/in_flight.py).
+    call_lock.stamp(token(admitted.attempts[-1]))
     try:
         reservation = store.write_reservation(admitted)
     except SaveFailed as exc:
@@ -270,11 +272,9 @@ def _not_now(batch: Batch, record: InboxRecord, gate: Gate) -> bool:
 
 
 def live_call(batch: Batch, record: InboxRecord) -> bool:
-    """Whether the record's open reservation (no agent lease) is a call in flight elsewhere."""
-    last = record.attempts[-1] if record.attempts else None
-    if last is None or last.outcome is not None or last.lease_until is not None:
-        return False
-    return batch.store.call_in_flight(record.comment.id)
+    """Whether the record's open reservation (no agent lease) is a call in flight elsewhere
+    (:func:`watcher.pipeline.in_flight.in_flight` says which, and why)."""
+    return in_flight(batch, record) is not None
 
 
 def _collect(batch: Batch, calls: Calls, answers: _Answers) -> None:

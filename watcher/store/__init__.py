@@ -37,10 +37,12 @@ from watcher.models import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
 
     from watcher.config import Paths
     from watcher.state.tokens import TokenTally
+    from watcher.store.locks import CallLockState
     from watcher.store.signals import CountResult
 
 __all__ = ["CallLock", "Reservation", "Store"]
@@ -51,6 +53,10 @@ class CallLock(Protocol):
 
     def release(self) -> None:
         """Let go once the attempt's outcome is durable (or its call will never be made)."""
+
+    def stamp(self, token: str) -> None:
+        """Mark the lock as the one the reservation named by ``token`` is made under, before that
+        reservation is written (:meth:`Store.call_lock_state` then trusts it). Never fails."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,16 @@ class Store(Protocol):
     def call_in_flight(self, comment_id: str) -> bool:
         """Whether another run holds the comment's call lock now: its open reservation is a live
         call, not an orphan (the kernel drops the lock of a process that died)."""
+
+    def call_lock_state(self, comment_id: str, token: str) -> CallLockState:
+        """What the comment's call lock says of its open reservation named by ``token``
+        (:func:`watcher.store.locks.call_lock_state`): ``held`` (in flight), ``free`` (the lock it
+        was made under, released: its process died) or ``not_its`` (removed or replaced since:
+        the lock cannot tell)."""
+
+    def process_gone(self, pid: int, since: datetime) -> bool:
+        """Whether the process ``pid`` that wrote a reservation at ``since`` has certainly ended
+        (no such pid, or one that started later): :func:`watcher.store.pids.gone`."""
 
     # ---- one comment's record (SPEC §4.1) --------------------------------------------------------
 

@@ -13,6 +13,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -31,10 +32,11 @@ from watcher.models import (
 )
 from watcher.state import records, seen
 from watcher.state.tokens import TokenTally
-from watcher.store import CallLock, Reservation, _index, durable, locks, signals
+from watcher.store import CallLock, Reservation, _index, durable, locks, pids, signals
 from watcher.store.dirs import real_directories
 from watcher.store.durable import M
 from watcher.store.oscalls import OS, OsCalls
+from watcher.store.remembered import Remembered
 from watcher.util.timeutil import iso
 
 # What a hold of the pipeline lock reads, writes or makes (watcher/state/records.py and
@@ -84,7 +86,8 @@ class FileStore:
         # for one command. A record whose text was mended to be written (a lone surrogate is
         # stored as U+FFFD) is not one: what a later step reads must be what the file holds
         # (tests/reliability/test_rel_regressions.py).
-        self._known: dict[str, tuple[str, InboxRecord]] = {}
+        # The newest only (watcher/store/remembered.py).
+        self._known = Remembered()
         self._waits = locks.Waits(lock_wait)
         # provider.json likewise: (its stamp, None when there is no file; the state it holds).
         self._provider_known: tuple[str | None, ProviderState] | None = None
@@ -99,18 +102,9 @@ class FileStore:
         return self._paths.root.exists()
 
     def state_entries(self) -> list[Path]:
-        paths = self._paths
-        names = (
-            paths.inbox,
-            paths.seen,
-            paths.provider_state,
-            paths.cron_state,
-            paths.tokens,
-            paths.observations,
-            paths.signals_dir,
-            paths.quarantine,
-            paths.config_file,
-        )
+        p = self._paths
+        names = [p.inbox, p.seen, p.provider_state, p.cron_state, p.tokens, p.observations]
+        names += [p.signals_dir, p.quarantine, p.config_file]
         return [path for path in names if os.path.lexists(path)]
 
     def holds_state(self) -> bool:
@@ -203,6 +197,14 @@ class FileStore:
             self._paths.call_lock_file(comment_id), within=self._paths.user_part
         )
 
+    def call_lock_state(self, comment_id: str, token: str) -> locks.CallLockState:
+        return locks.call_lock_state(
+            self._paths.call_lock_file(comment_id), token, within=self._paths.user_part
+        )
+
+    def process_gone(self, pid: int, since: datetime) -> bool:
+        return pids.gone(pid, since)
+
     # ---- records ---------------------------------------------------------------------------------
 
     def load_record(self, comment_id: str) -> InboxRecord | None:
@@ -228,7 +230,7 @@ class FileStore:
         read: list[os.stat_result] = []
         record = self._read(path, InboxRecord, check=named_right, on_read=read.append)
         if record is not None and read:
-            self._known[comment_id] = (_index.stamp_of(read[0]), record)
+            self._known.keep(comment_id, (_index.stamp_of(read[0]), record))
         return record
 
     def has_record(self, comment_id: str) -> bool:
@@ -242,7 +244,7 @@ class FileStore:
         as_is = self._write(path, record)
         token = _index.stamp(path) if as_is else None
         if token is not None:
-            self._known[record.comment.id] = (token, record)
+            self._known.keep(record.comment.id, (token, record))
         else:
             self._known.pop(record.comment.id, None)
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from watcher.config import Paths
 from watcher.errors import (
@@ -247,16 +247,51 @@ def _cannot_lock(path: Path, exc: OSError) -> StateError:
 class CallLock:
     """A comment's call lock, held by this process (SPEC §15.1): ``flock`` on
     ``locks/calls/<id>.lock``, which the kernel releases when the process dies, so a reservation
-    whose lock is free has no call in flight anywhere."""
+    whose lock is free has no call in flight anywhere — if the lock is the one the reservation was
+    made under. A lock file removed or replaced during the call is another file: its lock says
+    nothing of this call. So the reservation made under the lock is stamped into the file as held
+    (:meth:`stamp`), with the file's own identity, and a run that finds the reservation open asks
+    :func:`call_lock_state`, which trusts a free lock only when it carries that stamp."""
 
-    def __init__(self, lock: FileLock) -> None:
+    def __init__(self, lock: FileLock, fd: int | None = None, held: os.stat_result | None = None):
         self._lock: FileLock | None = lock
+        self._fd = fd
+        self._held = held
+
+    @property
+    def identity(self) -> tuple[int, int] | None:
+        """``(st_dev, st_ino)`` of the lock file as held (``None`` once released)."""
+        if self._lock is None or self._held is None:
+            return None
+        return self._held.st_dev, self._held.st_ino
+
+    def stamp(self, token: str) -> None:
+        """Write ``token`` (what names the reservation made under this lock: :func:`stamp_of`)
+        into the held file, before the reservation is written. Never fails: a file that cannot
+        take it (read-only, a full disk) only leaves the lock unable to vouch for the reservation,
+        and a run that finds it open then asks whether its process still runs instead
+        (watcher/pipeline/in_flight.py)."""
+        if self._lock is None or self._fd is None or self._held is None:
+            return
+        data = stamp_of(token, self._held).encode()
+        try:
+            os.pwrite(self._fd, data, 0)
+            os.ftruncate(self._fd, len(data))
+        except OSError:
+            return
 
     def release(self) -> None:
         """Let go (after the outcome is durable); a second release does nothing."""
         lock, self._lock = self._lock, None
         if lock is not None:
             lock.release()
+
+
+def stamp_of(token: str, st: os.stat_result) -> str:
+    """What a call-lock file holds while a reservation made under it is open: the reservation's
+    ``token`` and the file's own ``st_dev:st_ino``, so that a copy of the file (a restored backup,
+    a file planted with the same text) is not taken for it."""
+    return f"{token} {st.st_dev}:{st.st_ino}\n"
 
 
 def try_call_lock(path: Path, *, within: Path | None = None) -> CallLock | None:
@@ -281,15 +316,7 @@ def try_call_lock(path: Path, *, within: Path | None = None) -> CallLock | None:
     fd = lock._context.lock_file_fd
     held = os.fstat(fd) if fd is not None else None
     at_path = _lstat(path)
-    if (
-        held is None
-        or at_path is None
-        or (held.st_dev, held.st_ino)
-        != (
-            at_path.st_dev,
-            at_path.st_ino,
-        )
-    ):
+    if held is None or at_path is None or not os.path.samestat(held, at_path):
         lock.release()  # the file was replaced between its open and its flock: not the lock
         return None
     try:
@@ -297,7 +324,7 @@ def try_call_lock(path: Path, *, within: Path | None = None) -> CallLock | None:
     except UnsafePath:
         lock.release()
         raise
-    return CallLock(lock)
+    return CallLock(lock, fd, held)
 
 
 def _lstat(path: Path) -> os.stat_result | None:
@@ -365,6 +392,50 @@ def held_elsewhere(path: Path, *, within: Path | None = None) -> bool:
         return True
     finally:
         os.close(fd)
+
+
+# What a call lock says of an open reservation (:func:`call_lock_state`).
+CallLockState = Literal["held", "free", "not_its"]
+
+
+def call_lock_state(path: Path, token: str, *, within: Path | None = None) -> CallLockState:
+    """What the lock at ``path`` says of the open reservation named by ``token`` (SPEC §15.1):
+
+    - ``held``: another open file description holds it now: a call is in flight;
+    - ``free``: nobody holds it and it carries the reservation's stamp (:meth:`CallLock.stamp`):
+      the reservation was made under this very file, and the kernel released it, so its process
+      died (or let go without writing the outcome);
+    - ``not_its``: no file, or a free file without that stamp: removed or replaced since (or
+      stamped by no one), so its being free says nothing of the reservation's call.
+
+    A probe like :func:`held_elsewhere`: creates nothing, waits for nothing."""
+    from filelock import lock_descriptor, unlock_descriptor
+
+    if within is not None:
+        real_directories(path.parent, below=within)
+    try:
+        fd = os.open(path, _OPEN_FLAGS & ~os.O_CREAT)
+    except FileNotFoundError:
+        return "not_its"
+    except OSError as exc:
+        raise _cannot_lock(path, exc) from exc
+    try:
+        if not lock_descriptor(fd, blocking=False):
+            return "held"
+        try:
+            st = os.fstat(fd)
+            data = os.pread(fd, _STAMP_MAX, 0)
+        finally:
+            unlock_descriptor(fd)
+    except OSError as exc:
+        raise _cannot_lock(path, exc) from exc
+    finally:
+        os.close(fd)
+    return "free" if data == stamp_of(token, st).encode() else "not_its"
+
+
+# A stamp is a pid, an attempt number, a timestamp and an identity: far below this.
+_STAMP_MAX = 512
 
 
 def seen_lock(paths: Paths) -> AbstractContextManager[None]:
