@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,14 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from _docs import block, insert_under_args, server_of
+from _offline import Offline
 from _proc import write_export
 from _tap import read_log
 from filelock import FileLock
 
-# The versions docs/agents.md was checked against; WATCHER_REALCLIENTS_PACKAGES overrides
-# (e.g. "@openai/codex@latest @anthropic-ai/claude-code@latest") to try newer ones.
-PACKAGES = ("@openai/codex@0.171.0", "@anthropic-ai/claude-code@2.1.197")
+# The lane runs every test against two releases of each client (conftest's ``clients`` fixture):
+# the newest that npm resolves today, and this older one, which docs/agents.md was also checked
+# against. A release is installed once into CACHE/<client>@<version>, outside the repository.
+PINNED = {"codex": "0.165.0", "claude": "2.1.197"}
+NPM = {"codex": "@openai/codex", "claude": "@anthropic-ai/claude-code"}
+RELEASES = ("pinned", "newest")
 CACHE = Path(os.environ.get("WATCHER_REALCLIENTS_DIR") or Path.home() / ".cache/devto-watcher/realclients")
+# The newest versions, resolved once per run (conftest's pytest_configure) and handed to the
+# xdist workers through the environment they inherit.
+NEWEST_VAR = "WATCHER_REALCLIENTS_NEWEST"
 VENV_BIN = Path(sys.executable).parent
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -45,48 +53,84 @@ LANE_OPENAI_KEY = "sk-lane-openai-dummy"
 TIMEOUT_S = 120
 
 
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"2.1.332 (Claude Code)"`` or ``"codex-cli 0.171.0"`` -> ``(2, 1, 332)`` / ``(0, 171, 0)``."""
+    found = re.search(r"(\d+)\.(\d+)\.(\d+)", version)
+    assert found, version
+    return tuple(int(part) for part in found.groups())
+
+
 @dataclass(frozen=True)
 class Clients:
+    """One release of both clients: ``release`` is "pinned" or "newest"."""
+
+    release: str
     codex: tuple[str, ...]
     claude: tuple[str, ...]
-    versions: dict[str, str]
-    bin_dir: Path
+    versions: dict[str, str]  # client -> the version npm installed
+    bin_dirs: tuple[Path, ...]  # on PATH, for the documented `codex mcp add`, `claude -p` lines
+
+    def at_least(self, client: str, version: str) -> bool:
+        """This release of ``client`` is ``version`` or newer (where a behaviour differs)."""
+        return version_tuple(self.versions[client]) >= version_tuple(version)
 
 
-def _packages() -> tuple[str, ...]:
-    override = os.environ.get("WATCHER_REALCLIENTS_PACKAGES", "").split()
-    return tuple(override) or PACKAGES
+def resolve_newest() -> dict[str, str]:
+    """The newest version of each client on npm (``npm view PACKAGE version --prefer-online``)."""
+    if os.environ.get(NEWEST_VAR):
+        return dict(json.loads(os.environ[NEWEST_VAR]))
+    npm = shutil.which("npm")
+    assert npm, "the real-clients lane needs npm (node 18+) on PATH"
+    newest = {}
+    for client, package in NPM.items():
+        done = subprocess.run([npm, "view", package, "version", "--prefer-online"], capture_output=True, text=True,
+                              timeout=120, check=True)
+        newest[client] = done.stdout.strip()
+    os.environ[NEWEST_VAR] = json.dumps(newest)
+    return newest
 
 
-def _installed_version(package: str) -> str | None:
-    name = package.rsplit("@", 1)[0] if package.count("@") > 1 else package
+def wanted(release: str) -> dict[str, str]:
+    assert release in RELEASES, release
+    return dict(PINNED) if release == "pinned" else resolve_newest()
+
+
+def installed_version(client: str, version: str) -> str | None:
+    package = CACHE / f"{client}@{version}" / "node_modules" / NPM[client] / "package.json"
     try:
-        return str(json.loads((CACHE / "node_modules" / name / "package.json").read_text())["version"])
+        return str(json.loads(package.read_text())["version"])
     except (OSError, ValueError, KeyError):
         return None
 
 
-def ensure_clients() -> Clients:
-    """Both clients, installed into :data:`CACHE` if missing (under a lock: xdist workers share it)."""
+def _install(client: str, version: str) -> Path:
+    """``client`` at ``version`` in its own npm prefix under :data:`CACHE` (under a lock: the xdist
+    workers share it); the prefix's ``node_modules/.bin``."""
+    prefix = CACHE / f"{client}@{version}"
     CACHE.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(CACHE / ".install.lock"), timeout=600):
-        wanted = _packages()
-        stale = [p for p in wanted if p.count("@") > 1 and not p.endswith("@latest")
-                 and _installed_version(p) != p.rsplit("@", 1)[1]]
-        if stale or not (CACHE / "node_modules/.bin/codex").exists() or not (CACHE / "node_modules/.bin/claude").exists():
+    with FileLock(str(CACHE / f".{client}@{version}.lock"), timeout=900):
+        if installed_version(client, version) != version or not (prefix / "node_modules/.bin" / client).exists():
             npm = shutil.which("npm")
             assert npm, "the real-clients lane needs npm (node 18+) on PATH"
-            subprocess.run([npm, "install", "--no-fund", "--no-audit", "--prefix", str(CACHE), *wanted],
-                           check=True, stdout=sys.stderr, stderr=sys.stderr, timeout=900)
-    bin_dir = CACHE / "node_modules/.bin"
-    codex = (str(bin_dir / "codex"),)
-    claude: tuple[str, ...] = (str(bin_dir / "claude"),)
+            subprocess.run([npm, "install", "--no-fund", "--no-audit", "--prefer-online", "--prefix", str(prefix),
+                            f"{NPM[client]}@{version}"], check=True, stdout=sys.stderr, stderr=sys.stderr, timeout=900)
+    return prefix / "node_modules/.bin"
+
+
+def ensure_clients(release: str) -> Clients:
+    """Both clients at ``release``'s versions, installed into :data:`CACHE` if missing."""
+    versions = wanted(release)
+    codex = (str(_install("codex", versions["codex"]) / "codex"),)
+    claude_bin = _install("claude", versions["claude"])
+    claude: tuple[str, ...] = (str(claude_bin / "claude"),)
     # Claude Code's postinstall copies the native binary over a placeholder; where npm did not run
     # it (allowScripts), its own wrapper finds the binary instead.
     if _version(claude) is None:
-        claude = (shutil.which("node") or "node", str(CACHE / "node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs"))
-    versions = {"codex": _version(codex) or "?", "claude": _version(claude) or "?"}
-    return Clients(codex, claude, versions, bin_dir)
+        claude = (shutil.which("node") or "node", str(claude_bin.parent / NPM["claude"] / "cli-wrapper.cjs"))
+    for client, argv in (("codex", codex), ("claude", claude)):
+        said = _version(argv)
+        assert said and version_tuple(said) == version_tuple(versions[client]), (client, versions[client], said)
+    return Clients(release, codex, claude, versions, (Path(codex[0]).parent, claude_bin))
 
 
 def _version(argv: tuple[str, ...]) -> str | None:
@@ -120,6 +164,7 @@ class Session:
 class Workspace:
     clients: Clients
     root: Path
+    offline: Offline = field(default_factory=Offline)
     tap: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -189,7 +234,8 @@ class Workspace:
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         env = _clean_env()
         env.update({"HOME": str(self.home), "CODEX_HOME": str(self.codex_home), "NO_COLOR": "1",
-                    "PATH": os.pathsep.join([str(self.clients.bin_dir), env.get("PATH", "")])})
+                    "PATH": os.pathsep.join([*map(str, self.clients.bin_dirs), env.get("PATH", "")])})
+        env.update(self.offline.env())
         env.update(self.extra_env)
         env.update(extra or {})
         return env
@@ -197,16 +243,16 @@ class Workspace:
     def run(self, argv: list[str], *, extra: Mapping[str, str] | None = None, cwd: Path | None = None,
             timeout: float = TIMEOUT_S) -> Session:
         began = time.monotonic()
+        argv = self.offline.traced(argv, self.root / "connect.trace")
         done = subprocess.run(argv, cwd=cwd or self.project, env=self.env(extra), capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL, check=False)
         return Session(argv, done.returncode, done.stdout, done.stderr, time.monotonic() - began, time.time())
 
     def write_codex_config(self, model_url: str, snippet: str) -> Path:
-        """``$CODEX_HOME/config.toml``: the lane's fake provider, then the doc's snippet as written."""
-        preamble = (f'model = "fake-model"\nmodel_provider = "lane"\n\n[model_providers.lane]\nname = "lane fake"\n'
-                    f'base_url = "{model_url}/v1"\nwire_api = "responses"\n\n')
+        """``$CODEX_HOME/config.toml``: the lane's offline settings and fake provider, then the
+        doc's snippet as written."""
         path = self.codex_home / "config.toml"
-        path.write_text(preamble + self.placed(snippet).strip() + "\n")
+        path.write_text(codex_preamble(model_url) + self.placed(snippet).strip() + "\n")
         return path
 
     def bash(self, command: str, *, extra: Mapping[str, str] | None = None) -> Session:
@@ -284,6 +330,20 @@ class Workspace:
                extra: Mapping[str, str] | None = None, timeout: float = TIMEOUT_S) -> Session:
         argv = [*self.clients.claude, "-p", prompt, "--output-format", "json", *(args or [])]
         return self.run(argv, extra={**self.claude_env(model_url), **(extra or {})}, timeout=timeout)
+
+
+def codex_preamble(model_url: str) -> str:
+    """The top of the lane's ``config.toml``: the fake model as a custom provider, and off what
+    Codex would fetch from the internet at every start (_offline's proxy saw each of them)."""
+    return (f'model = "fake-model"\nmodel_provider = "lane"\n{CODEX_OFFLINE}\n'
+            f'[model_providers.lane]\nname = "lane fake"\nbase_url = "{model_url}/v1"\nwire_api = "responses"\n\n'
+            f'{CODEX_OFFLINE_TABLES}\n')
+
+
+# Codex 0.165.0 and 0.171.0 fetch at start: the plugin marketplace from github.com and
+# api.github.com (features.plugins), ...
+CODEX_OFFLINE = ""
+CODEX_OFFLINE_TABLES = "[features]\nplugins = false\n\n[analytics]\nenabled = false\n"
 
 
 def _clean_env() -> dict[str, str]:
