@@ -233,7 +233,10 @@ class Workspace:
     # ---- the clients ----------------------------------------------------------------------------
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         env = _clean_env()
+        # CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC for every Claude Code command, `claude mcp add`
+        # and `claude mcp list` too: without it they reach api.anthropic.com (_offline's proxy saw it).
         env.update({"HOME": str(self.home), "CODEX_HOME": str(self.codex_home), "NO_COLOR": "1",
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                     "PATH": os.pathsep.join([*map(str, self.clients.bin_dirs), env.get("PATH", "")])})
         env.update(self.offline.env())
         env.update(self.extra_env)

@@ -32,7 +32,7 @@ from _fakes.provider import serving
 
 CALL_PREFIX = "wcall"
 WATCHER_TOOLS = frozenset({"scan", "recheck", "status", "inbox", "show", "articles", "mark", "signals", "check", "claim",
-                           "submit", "eval"})
+                           "submit", "eval", "usage"})
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,9 @@ class FakeModel:
         turn = Turn(wire, body, headers, now, main=False)
         with self._lock:
             self.turns.append(turn)
-            turn.main = bool(self.watcher_tools(turn))
+            # Claude Code's main loop is a main turn even before the watcher tools are in it: the
+            # newest release defers them behind a ToolSearch call the script makes.
+            turn.main = bool(self.watcher_tools(turn)) or (wire == "messages" and _is_agent_loop(body))
             results = self._collect(turn, now)
             step = len(results) if turn.main or results else None
             turn.step = step

@@ -42,16 +42,18 @@ def provider_env(fake: TimedProvider) -> dict[str, str]:
     return {**fake.env(), "WATCHER_PARALLEL": "1"}
 
 
-def agent_script(server: str | None = None) -> list[Call | Final]:
-    """status → claim {limit 1} → submit {id, n, verdict} from what claim returned → done."""
+def agent_script(server: str | None = None, first: list[Call] | None = None) -> list[Call | Final]:
+    """``first`` (a ToolSearch turn, where the client defers the tools), then status → claim
+    {limit 1} → submit {id, n, verdict} from what claim returned → done."""
     prefix = f"{server}." if server else ""
 
     def submit(results: list[Result]) -> dict[str, Any]:
-        claimed = results[1].envelope()["result"]["claimed"]
-        assert claimed, f"claim handed out nothing: {results[1].text[:500]}"
+        claim = next(r for r in results if r.tool.endswith("claim"))
+        claimed = claim.envelope()["result"]["claimed"]
+        assert claimed, f"claim handed out nothing: {claim.text[:500]}"
         return {"id": claimed[0]["id"], "n": claimed[0]["n"], "verdict": VERDICT}
 
-    return [Call(f"{prefix}status"), Call(f"{prefix}claim", {"limit": 1}), Call(f"{prefix}submit", submit),
+    return [*(first or []), Call(f"{prefix}status"), Call(f"{prefix}claim", {"limit": 1}), Call(f"{prefix}submit", submit),
             Final("judged")]
 
 

@@ -9,12 +9,15 @@ the fake model through ``ANTHROPIC_BASE_URL`` and a dummy key.
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from _clients import CLAUDE_KEY, LANE_OPENAI_KEY, Workspace
 from _docs import block, loaded
 from _fake_models import Call, FakeModel, Final, Turn
+from _long_server import instructions
 from _proc import write_export
 from _scenarios import (
     agent_script,
@@ -32,11 +35,36 @@ from bridge import mcp_text
 from bridge.mcp_text import INSTRUCTIONS
 
 TOOLS = {"scan", "recheck", "status", "inbox", "show", "articles", "mark", "signals", "check", "claim", "submit",
-         "eval"}
+         "eval", "usage"}
 CLAUDE_BLOCKS = sorted(loaded("claude-mcp-json") | loaded("claude-add"))
 # What the documented `${VAR}` references expand to in the lane.
 YOURS = {"DEVTO_USERNAME": "maya_writes", "OPENAI_API_KEY": LANE_OPENAI_KEY}
-WAIT = {"MCP_CONNECTION_NONBLOCKING": "0"}  # docs/agents.md: for servers without "alwaysLoad"
+WAIT = {"MCP_CONNECTION_NONBLOCKING": "0"}  # waits for servers without "alwaysLoad"
+NEWER = "2.1.332"
+HERE = Path(__file__).resolve().parent
+NO_SUCH_COMMAND = "no command with that name"
+
+
+def _newer(ws: Workspace) -> bool:
+    return ws.clients.at_least("claude", NEWER)
+
+
+def _defers(ws: Workspace, server: str = "watcher") -> bool:
+    """The newer release offers a server's tools only by name, behind a ToolSearch call, unless the
+    server is marked "alwaysLoad"."""
+    return _newer(ws) and not ws.mcp_json()["mcpServers"][server].get("alwaysLoad")
+
+
+def _tool_search(ws: Workspace, server: str, tools: list[str]) -> list[Call | Final]:
+    """The ToolSearch turn a model makes first where the tools are deferred (else nothing)."""
+    if not _defers(ws, server):
+        return []
+    return [Call("ToolSearch", {"query": "select:" + ",".join(f"mcp__{server}__{t}" for t in tools)})]
+
+
+def _named(model: FakeModel, turn: Turn, server: str = "watcher") -> bool:
+    """Every watcher tool is named in the request (offered, or listed as a deferred tool)."""
+    return all(f"mcp__{server}__{t}" in model.request_text(turn) for t in TOOLS)
 
 
 def _doc(text: str) -> dict[str, Any]:
@@ -62,27 +90,32 @@ def _extra_for(ws: Workspace) -> dict[str, str]:
 
 @pytest.mark.parametrize("name", CLAUDE_BLOCKS)
 def test_every_documented_claude_config_connects_and_serves_status(ws: Workspace, model: FakeModel, name: str) -> None:
-    """(a)+(b) Each Claude Code block of docs/agents.md, with the documented settings: the twelve tools
-    are in the first request and a status call's envelope comes back to the model."""
+    """(a)+(b) Each Claude Code block of docs/agents.md, with the documented settings: the tools are
+    in the first request (the newer release: named only, unless "alwaysLoad", and a ToolSearch turn
+    loads them) and a status call's envelope comes back to the model."""
     server = ws.claude_block(name)
     model.server_name = server
-    model.script = [Call(f"{server}.status"), Final()]
+    first = _tool_search(ws, server, ["status"])
+    model.script = [*first, Call(f"{server}.status"), Final()]
     session = ws.claude(model.base_url, "What is the watcher status?", extra=_extra_for(ws))
     assert session.code == 0, session.why()
-    assert set(model.watcher_tools(model.first_turn())) == TOOLS
-    status = _doc(model.result(0).text)
-    assert status["exit_code"] == 0 and model.result(0).is_error is False
+    offered = set(model.watcher_tools(model.first_turn()))
+    assert offered == (set() if first else TOOLS) and _named(model, model.first_turn(), server)
+    result = model.result(len(first))
+    status = _doc(result.text)
+    assert status["exit_code"] == 0 and result.is_error is False
     settings = status["result"]["settings"]
     if "${DEVTO_USERNAME}" in block(name).text:
         assert settings["devto_username"] == "maya_writes"  # expanded from Claude Code's environment
-    if "${OPENAI_API_KEY}" in block(name).text:
-        assert settings["api_key_from"] == "OPENAI_API_KEY"
-    assert LANE_OPENAI_KEY not in model.result(0).text
+    if '"WATCHER_API_KEY": "${OPENAI_API_KEY}"' in block(name).text:
+        assert (settings["api_key_set"], settings["api_key_from"]) == (True, "WATCHER_API_KEY"), settings
+    assert LANE_OPENAI_KEY not in result.text
 
 
 def test_claude_lists_the_tools_and_passes_compact_structured_content_back(ws: Workspace, model: FakeModel) -> None:
     """(b) Tools mcp__watcher__*, input schemas only; status and inbox come back as the compact JSON of
-    the structuredContent (not the text block); an exit_code 2 result is marked is_error."""
+    the structuredContent (not the text block); an exit_code 2 result is marked is_error and comes
+    back as the server's text block."""
     ws.seed(["aaa1", "bbb2"])
     ws.claude_block("claude-watcher")
     model.script = [Call("status"), Call("inbox"), Call("show", {"id": "zzzz"}), Final()]
@@ -97,14 +130,21 @@ def test_claude_lists_the_tools_and_passes_compact_structured_content_back(ws: W
     assert status.text.startswith('{"ok":true,"command":"status"')  # compact: not the server's text block
     assert _doc(inbox.text)["command"] == "inbox" and inbox.is_error is False
     assert _doc(show.text)["exit_code"] == 2 and show.is_error is True
-    calls = [r["msg"]["params"] for r in wait_exit(ws.wire) if isinstance(r.get("msg"), dict)
-             and r["msg"].get("method") == "tools/call"]
-    assert len(calls) == 3 and all("progressToken" in c["_meta"] for c in calls)  # Claude Code asks for progress
+    wire = wait_exit(ws.wire)
+    calls = {r["msg"]["id"]: r["msg"]["params"] for r in wire if r.get("dir") == "in" and isinstance(r.get("msg"), dict)
+             and r["msg"].get("method") == "tools/call"}
+    assert len(calls) == 3 and all("progressToken" in c["_meta"] for c in calls.values())  # it asks for progress
+    answers = [r["msg"]["result"] for r in wire if r.get("dir") == "out" and isinstance(r.get("msg"), dict)
+               and r["msg"].get("id") in calls and "result" in r["msg"]]
+    text_block = answers[2]["content"][0]["text"]
+    # A tool error is the server's text block as it is (json.dumps's spacing), not the compact
+    # structured content a success comes back as.
+    assert show.text == text_block and show.text.startswith('{"ok": false, "command": "show"'), show.text
 
 
 def test_claude_gives_the_instructions_whole(ws: Workspace, model: FakeModel) -> None:
     """(c) Claude Code puts the instructions under "# MCP Server Instructions" / "## watcher" in the
-    conversation, cut at 2,048 characters: ours arrive whole, nothing cut."""
+    conversation: ours (under 2,048 characters, where 2.1.197 cuts) arrive whole, nothing cut."""
     ws.claude_block("claude-watcher")
     session = ws.claude(model.base_url, "hello", extra=YOURS)
     assert session.code == 0, session.why()
@@ -113,6 +153,20 @@ def test_claude_gives_the_instructions_whole(ws: Workspace, model: FakeModel) ->
     section = texts[0].split("## watcher\n", 1)[1]
     assert section.startswith(INSTRUCTIONS) and not section[len(INSTRUCTIONS):].startswith("…")
     assert "[truncated]" not in section[:len(INSTRUCTIONS) + 20]
+
+
+def test_claude_cuts_long_instructions_at_2048_or_keeps_them_whole(ws: Workspace, model: FakeModel) -> None:
+    """A server's 3,000-character instructions (_long_server): 2.1.197 keeps their first 2,048
+    characters; the newer release keeps them whole."""
+    long_server = {"type": "stdio", "command": sys.executable, "args": [str(HERE / "_long_server.py")], "alwaysLoad": True}
+    ws.write_mcp_json({"mcpServers": {"long": long_server}})
+    session = ws.claude(model.base_url, "hello")
+    assert session.code == 0, session.why()
+    texts = [t for t in _texts(model.first_turn()) if "# MCP Server Instructions" in t]
+    assert texts, "no MCP Server Instructions section in the request"
+    section, whole = texts[0].split("## long\n", 1)[1], instructions()
+    kept = next((i for i, (a, b) in enumerate(zip(section, whole, strict=False)) if a != b), min(len(section), len(whole)))
+    assert kept == (len(whole) if _newer(ws) else 2048), (kept, section[kept - 20:kept + 60])
 
 
 def test_the_old_claude_mcp_add_order_fails(ws: Workspace) -> None:
@@ -126,8 +180,9 @@ def test_the_old_claude_mcp_add_order_fails(ws: Workspace) -> None:
 
 def test_claude_p_starts_unapproved_servers_but_runs_no_tool_not_allowed(ws: Workspace, model: FakeModel) -> None:
     """`claude -p` starts a project's .mcp.json server though nobody approved it, but denies its tool
-    calls (permission_denials); the project's own allow rules count only once the project is trusted;
-    the documented `claude -p … --allowedTools mcp__watcher` runs them."""
+    calls (permission_denials) unless allowed; the project's own allow rules count only once the
+    project is trusted (2.1.197) or at once (the newer release); the documented
+    `claude -p … --allowedTools mcp__watcher` runs them."""
     ws.claude_block("claude-watcher", settings=None)
     listed = ws.run([*ws.clients.claude, "mcp", "list"], extra=YOURS)
     assert "Pending approval" in listed.stdout, listed.why()
@@ -143,8 +198,10 @@ def test_claude_p_starts_unapproved_servers_but_runs_no_tool_not_allowed(ws: Wor
         session = ws.claude(model.base_url, "status?", extra=YOURS)
         assert session.code == 0 and set(model.watcher_tools(model.first_turn())) == TOOLS, session.why()
         denials = [d["tool_name"] for d in session.json_out()["permission_denials"]]
-        assert denials == ([] if trusted else ["mcp__watcher__status"]), (trusted, denials)
-        assert ("exit_code" in model.result(0).text) is trusted
+        # 2.1.197 reads the allow rules only in a trusted project; the newer release reads them anyway.
+        allowed = trusted or _newer(ws)
+        assert denials == ([] if allowed else ["mcp__watcher__status"]), (trusted, denials)
+        assert ("exit_code" in model.result(0).text) is allowed
     (ws.project / ".claude" / "settings.local.json").unlink()
     model.turns.clear()
     model.results.clear()
@@ -155,15 +212,23 @@ def test_claude_p_starts_unapproved_servers_but_runs_no_tool_not_allowed(ws: Wor
 
 def test_claude_reply_session_is_the_mcp__watcher__reply_session_command(ws: Workspace, model: FakeModel) -> None:
     """/mcp__watcher__reply-session aaa1 gets the prompt with id aaa1 and hands it to the model;
-    /watcher:reply-session is an unknown command."""
+    /watcher:reply-session is an unknown command (2.1.197) or goes to the model as typed, with a
+    note that no command has that name (the newer release)."""
     ws.claude_block("claude-watcher")
     ok = ws.claude(model.base_url, "/mcp__watcher__reply-session aaa1", extra=YOURS)
     assert ok.code == 0, ok.why()
     assert any(mcp_text.reply_session("aaa1") in t for t in _texts(model.first_turn()))
     gets = [r["msg"] for r in ws.wire() if isinstance(r.get("msg"), dict) and r["msg"].get("method") == "prompts/get"]
-    assert gets and gets[0]["params"] == {"name": "reply-session", "arguments": {"id": "aaa1"}}
+    assert gets and (gets[0]["params"]["name"], gets[0]["params"]["arguments"]) == ("reply-session", {"id": "aaa1"})
+    model.turns.clear()
     unknown = ws.claude(model.base_url, "/watcher:reply-session aaa1", extra=YOURS)
-    assert unknown.json_out()["result"] == "Unknown command: /watcher:reply-session"
+    if _newer(ws):  # sent to the model as typed, with a note that no command has that name
+        texts = _texts(model.first_turn())
+        assert unknown.code == 0 and any("/watcher:reply-session aaa1" in t for t in texts), unknown.why()
+        assert any(NO_SUCH_COMMAND in t for t in texts), texts[-3:]
+        assert mcp_text.reply_session("aaa1") not in model.request_text(model.first_turn())
+    else:
+        assert unknown.json_out()["result"] == "Unknown command: /watcher:reply-session"
 
 
 def test_claude_p_resolves_no_at_resource_but_its_model_reads_both(ws: Workspace, model: FakeModel) -> None:
@@ -187,7 +252,8 @@ def test_claude_p_resolves_no_at_resource_but_its_model_reads_both(ws: Workspace
 def test_claude_starts_before_a_slow_server_unless_told_to_wait(ws: Workspace, model: FakeModel) -> None:
     """A server 1.5 s slow to start is missing from the first request; "alwaysLoad": true, or
     MCP_CONNECTION_NONBLOCKING=0, makes Claude Code wait for it — up to MCP_CONNECT_TIMEOUT_MS
-    (5,000 ms when unset): a server 7 s slow is missing again unless that is raised."""
+    (5,000 ms when unset): a server 7 s slow is missing again unless that is raised. In the newer
+    release only "alwaysLoad" puts the tools there; the other way names them, deferred."""
     ws.claude_block("claude-watcher")
     documented = ws.mcp_json()
     plain = json.loads(json.dumps(documented))
@@ -205,7 +271,13 @@ def test_claude_starts_before_a_slow_server_unless_told_to_wait(ws: Workspace, m
         model.turns.clear()
         session = ws.claude(model.base_url, "hello", extra=extra)
         assert session.code == 0, session.why()
-        assert bool(model.watcher_tools(model.first_turn())) is waits, (doc["mcpServers"]["watcher"], extra)
+        first = model.first_turn()
+        why = (doc["mcpServers"]["watcher"], extra)
+        assert _named(model, first) is waits, why
+        # The newer release offers the tools themselves only for an "alwaysLoad" server; the
+        # waited-for others are named as deferred tools (a ToolSearch call loads them).
+        loaded = waits and not _defers(ws)
+        assert bool(model.watcher_tools(first)) is loaded, why
 
 
 def test_claude_passes_an_unset_variable_literally_and_watcher_names_it(ws: Workspace, model: FakeModel) -> None:
@@ -220,36 +292,40 @@ def test_claude_passes_an_unset_variable_literally_and_watcher_names_it(ws: Work
     assert status["error"]["message"].startswith("DEVTO_USERNAME is the unexpanded text ${DEVTO_USERNAME}")
 
 
-def test_claude_hands_the_server_its_own_anthropic_key(ws: Workspace, model: FakeModel) -> None:
-    """WATCHER_PROVIDER=anthropic and no key in .mcp.json: the server has Claude Code's ANTHROPIC_API_KEY,
-    and status says so (never the key)."""
+def test_claude_hands_the_server_its_own_anthropic_key_and_watcher_withholds_it(ws: Workspace, model: FakeModel) -> None:
+    """WATCHER_PROVIDER=anthropic and no key in .mcp.json: the server is started with Claude Code's own
+    ANTHROPIC_API_KEY, which it does not spend: status says it is withheld (never the key)."""
     ws.claude_block("claude-watcher")
     doc = ws.mcp_json()
     env = doc["mcpServers"]["watcher"]["env"]
     env["WATCHER_PROVIDER"] = "anthropic"
-    del env["OPENAI_API_KEY"]
+    del env["WATCHER_API_KEY"]
     ws.write_mcp_json(doc)
     model.script = [Call("status"), Final()]
     session = ws.claude(model.base_url, "status?", extra=YOURS)
     assert session.code == 0, session.why()
     settings = _doc(model.result(0).text)["result"]["settings"]
-    assert (settings["api_key_set"], settings["api_key_from"]) == (True, "ANTHROPIC_API_KEY")
+    assert (settings["api_key_set"], settings["api_key_from"]) == (False, "ANTHROPIC_API_KEY (withheld: see check)")
+    assert "ANTHROPIC_API_KEY" in next(r["env"] for r in ws.wire() if r.get("event") == "start")
     assert CLAUDE_KEY not in model.result(0).text
 
 
 def test_claude_agent_mode_claim_then_submit_leaves_the_verdict_on_disk(ws: Workspace, model: FakeModel) -> None:
-    """(d) The documented agent-mode `claude mcp add`: tools mcp__devto-watcher__*; claim, then submit a
-    valid verdict; the inbox file holds it, its attempt by provider agent."""
+    """(d) The documented agent-mode `claude mcp add`: tools mcp__devto-watcher__* (the newer release:
+    named, loaded by a ToolSearch turn); claim, then submit a valid verdict; the inbox file holds
+    it, its attempt by provider agent."""
     ws.seed(["aaa1", "bbb2"])
     server = ws.claude_block("claude-agent")
     model.server_name = server
-    model.script = agent_script(server)
+    first = _tool_search(ws, server, ["status", "claim", "submit"])
+    model.script = agent_script(server, first)
     session = ws.claude(model.base_url, "Judge the comments waiting for you.", extra=WAIT)
     assert session.code == 0, session.why()
-    assert "mcp__devto-watcher__claim" in {t["name"] for t in model.first_turn().body["tools"]}
-    submitted = _doc(model.result(2).text)
+    offered = {t["name"] for t in model.first_turn().body["tools"]}
+    assert ("mcp__devto-watcher__claim" in offered) is not bool(first) and _named(model, model.first_turn(), server)
+    submitted = _doc(model.result(len(first) + 2).text)
     assert (submitted["exit_code"], submitted["result"]["outcome"]) == (0, "verdict"), submitted
-    assert_agent_verdict_on_disk(ws.inbox_records(), model.result(1))
+    assert_agent_verdict_on_disk(ws.inbox_records(), model.result(len(first) + 1))
     slash = ws.claude(model.base_url, "/mcp__devto-watcher__reply-session", extra=WAIT)
     assert slash.code == 0 and slash.json_out()["result"] != "Unknown command: /mcp__devto-watcher__reply-session"
     assert "prompts/get" in methods(ws.wire())

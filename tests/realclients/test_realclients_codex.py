@@ -34,7 +34,7 @@ BASIC_ENV = {"HOME", "LANG", "LC_ALL", "LOGNAME", "PATH", "PWD", "SHELL", "TERM"
              "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT", "TZ",
              "XDG_RUNTIME_DIR"}
 TOOLS = {"scan", "recheck", "status", "inbox", "show", "articles", "mark", "signals", "check", "claim", "submit",
-         "eval"}
+         "eval", "usage"}
 CODEX_BLOCKS = sorted(loaded("codex-config") | loaded("codex-add") | loaded("codex-extra"))
 
 
@@ -51,12 +51,12 @@ def test_every_documented_codex_config_loads_strictly_and_serves_status(
         ws: Workspace, model: FakeModel, name: str) -> None:
     """(a)+(b) Each Codex block of docs/agents.md loads under --strict-config; where it says
     required = true the server's tools are in the first model request and a status call's envelope
-    comes back; where env_vars names OPENAI_API_KEY, status says the key came from it."""
+    comes back; where env_vars names WATCHER_API_KEY, status says the key came from it."""
     server = ws.codex_block(model.base_url, name)
     config = (ws.codex_home / "config.toml").read_text()
     model.server_name = server
     model.script = [Call(f"{server}.status"), Final()]
-    session = ws.codex("What is the watcher status?", extra={"OPENAI_API_KEY": LANE_OPENAI_KEY})
+    session = ws.codex("What is the watcher status?", extra={"WATCHER_API_KEY": LANE_OPENAI_KEY})
     assert session.code == 0, session.why()
     got = ws.codex_get(server)
     assert got["enabled"] is True and got["transport"]["command"].endswith("/watcher-bridge")
@@ -66,9 +66,9 @@ def test_every_documented_codex_config_loads_strictly_and_serves_status(
     status = _envelope(model.result(0).text)
     assert status["exit_code"] == 0 and status["command"] == "status"
     settings = status["result"]["settings"]  # type: ignore[index]
-    if "OPENAI_API_KEY" in " ".join(got["transport"].get("env_vars") or []):
+    if "WATCHER_API_KEY" in " ".join(got["transport"].get("env_vars") or []):
         # env_vars passed the key on from Codex's own environment; status names it, never shows it.
-        assert settings["api_key_from"] == "OPENAI_API_KEY", settings
+        assert (settings["api_key_set"], settings["api_key_from"]) == (True, "WATCHER_API_KEY"), settings
     assert LANE_OPENAI_KEY not in model.result(0).text
 
 
@@ -135,19 +135,19 @@ def test_lines_appended_after_codex_mcp_add_land_in_the_env_table(ws: Workspace,
     assert "invalid type: sequence, expected a string" in refused.stderr
     assert "mcp_servers.watcher.env.env_vars" in refused.stderr
     ws.codex_block(model.base_url, "codex-watcher-add-lines")
-    assert ws.codex_get("watcher")["transport"]["env_vars"] == ["OPENAI_API_KEY", "DEVTO_USERNAME", "DEVTO_API_KEY"]
+    assert ws.codex_get("watcher")["transport"]["env_vars"] == ["WATCHER_API_KEY", "DEVTO_USERNAME", "DEVTO_API_KEY"]
 
 
 def test_codex_passes_no_key_without_env_vars(ws: Workspace, model: FakeModel) -> None:
-    """Without env_vars the server does not see OPENAI_API_KEY from Codex's environment."""
+    """Without env_vars the server sees neither WATCHER_API_KEY nor OPENAI_API_KEY from Codex's environment."""
     text = "\n".join(line for line in block("codex-watcher").text.splitlines() if not line.startswith("env_vars"))
     ws.write_codex_config(model.base_url, text)
     model.script = [Call("status"), Final()]
-    session = ws.codex("status?", extra={"OPENAI_API_KEY": LANE_OPENAI_KEY})
+    session = ws.codex("status?", extra={"WATCHER_API_KEY": LANE_OPENAI_KEY, "OPENAI_API_KEY": LANE_OPENAI_KEY})
     assert session.code == 0, session.why()
     assert _envelope(model.result(0).text)["result"]["settings"]["api_key_set"] is False  # type: ignore[index]
     given = set(next(r["env"] for r in ws.wire() if r.get("event") == "start"))
-    assert {"PATH", "HOME"} <= given and "OPENAI_API_KEY" not in given, sorted(given)
+    assert {"PATH", "HOME"} <= given and not {"WATCHER_API_KEY", "OPENAI_API_KEY"} & given, sorted(given)
     # Only basic variables besides the block's env: no *KEY*, *TOKEN*, *SECRET* of Codex's own.
     assert not [v for v in given if any(w in v for w in ("KEY", "TOKEN", "SECRET"))], sorted(given)
     assert len(given - {"WATCHER_DATA_DIR", "WATCHER_PROVIDER"}) <= len(BASIC_ENV), sorted(given)
