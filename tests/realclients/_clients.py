@@ -336,17 +336,13 @@ class Workspace:
 
 
 def codex_preamble(model_url: str) -> str:
-    """The top of the lane's ``config.toml``: the fake model as a custom provider, and off what
-    Codex would fetch from the internet at every start (_offline's proxy saw each of them)."""
-    return (f'model = "fake-model"\nmodel_provider = "lane"\n{CODEX_OFFLINE}\n'
+    """The top of the lane's ``config.toml``: the fake model as a custom provider, and
+    docs/agents.md's tables that turn off what Codex fetches from the internet at every start
+    (0.165.0 and 0.171.0: github.com, api.github.com and chatgpt.com for plugins, ab.chatgpt.com
+    for analytics; _offline's proxy saw each)."""
+    return (f'model = "fake-model"\nmodel_provider = "lane"\n\n'
             f'[model_providers.lane]\nname = "lane fake"\nbase_url = "{model_url}/v1"\nwire_api = "responses"\n\n'
-            f'{CODEX_OFFLINE_TABLES}\n')
-
-
-# Codex 0.165.0 and 0.171.0 fetch at start: the plugin marketplace from github.com and
-# api.github.com (features.plugins), ...
-CODEX_OFFLINE = ""
-CODEX_OFFLINE_TABLES = "[features]\nplugins = false\n\n[analytics]\nenabled = false\n"
+            f'{block("codex-offline").text.strip()}\n\n')
 
 
 def _clean_env() -> dict[str, str]:

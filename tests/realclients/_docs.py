@@ -2,6 +2,8 @@
 
 Each fenced block of the page is preceded by a marker line ``<!-- lane: KIND [NAME] [on=BASE] -->``:
 
+- ``codex-base NAME``    ``config.toml`` tables the lane writes into every Codex config (what
+  keeps Codex on loopback: the lane's proxy checks it);
 - ``codex-config NAME``  a ``config.toml`` fragment, written after the lane's fake provider;
 - ``codex-add NAME``     a ``codex mcp add …`` command, run as written (it writes ``config.toml``);
 - ``codex-extra NAME on=BASE``  lines for BASE's server table: what stands before the first
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parent.parent.parent / "docs" / "agents.md"
-LOADED = ("codex-config", "codex-add", "codex-extra", "claude-mcp-json", "claude-add", "claude-settings", "claude-run")
+LOADED = ("codex-base", "codex-config", "codex-add", "codex-extra", "claude-mcp-json", "claude-add", "claude-settings", "claude-run")
 MARKER = re.compile(r"<!-- lane: (?P<kind>[a-z-]+)(?: (?P<name>[\w-]+))?(?: on=(?P<on>[\w-]+))? -->")
 # What makes a block a client's configuration, whatever its marker says.
 CONFIG_WORDS = re.compile(r"\[mcp_servers|mcpServers|codex mcp|claude mcp|claude -p|codex exec|enabledMcpjsonServers")
