@@ -36,7 +36,9 @@ from filelock import FileLock
 PINNED = {"codex": "0.165.0", "claude": "2.1.197"}
 NPM = {"codex": "@openai/codex", "claude": "@anthropic-ai/claude-code"}
 RELEASES = ("pinned", "newest")
-CACHE = Path(os.environ.get("WATCHER_REALCLIENTS_DIR") or Path.home() / ".cache/devto-watcher/realclients")
+CACHE = Path(
+    os.environ.get("WATCHER_REALCLIENTS_DIR") or Path.home() / ".cache/devto-watcher/realclients"
+)
 # The newest versions, resolved once per run (conftest's pytest_configure) and handed to the
 # xdist workers through the environment they inherit.
 NEWEST_VAR = "WATCHER_REALCLIENTS_NEWEST"
@@ -83,8 +85,13 @@ def resolve_newest() -> dict[str, str]:
     assert npm, "the real-clients lane needs npm (node 18+) on PATH"
     newest = {}
     for client, package in NPM.items():
-        done = subprocess.run([npm, "view", package, "version", "--prefer-online"], capture_output=True, text=True,
-                              timeout=120, check=True)
+        done = subprocess.run(
+            [npm, "view", package, "version", "--prefer-online"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
         newest[client] = done.stdout.strip()
     os.environ[NEWEST_VAR] = json.dumps(newest)
     return newest
@@ -109,11 +116,28 @@ def _install(client: str, version: str) -> Path:
     prefix = CACHE / f"{client}@{version}"
     CACHE.mkdir(parents=True, exist_ok=True)
     with FileLock(str(CACHE / f".{client}@{version}.lock"), timeout=900):
-        if installed_version(client, version) != version or not (prefix / "node_modules/.bin" / client).exists():
+        if (
+            installed_version(client, version) != version
+            or not (prefix / "node_modules/.bin" / client).exists()
+        ):
             npm = shutil.which("npm")
             assert npm, "the real-clients lane needs npm (node 18+) on PATH"
-            subprocess.run([npm, "install", "--no-fund", "--no-audit", "--prefer-online", "--prefix", str(prefix),
-                            f"{NPM[client]}@{version}"], check=True, stdout=sys.stderr, stderr=sys.stderr, timeout=900)
+            subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--no-fund",
+                    "--no-audit",
+                    "--prefer-online",
+                    "--prefix",
+                    str(prefix),
+                    f"{NPM[client]}@{version}",
+                ],
+                check=True,
+                stdout=sys.stderr,
+                stderr=sys.stderr,
+                timeout=900,
+            )
     return prefix / "node_modules/.bin"
 
 
@@ -126,16 +150,25 @@ def ensure_clients(release: str) -> Clients:
     # Claude Code's postinstall copies the native binary over a placeholder; where npm did not run
     # it (allowScripts), its own wrapper finds the binary instead.
     if _version(claude) is None:
-        claude = (shutil.which("node") or "node", str(claude_bin.parent / NPM["claude"] / "cli-wrapper.cjs"))
+        claude = (
+            shutil.which("node") or "node",
+            str(claude_bin.parent / NPM["claude"] / "cli-wrapper.cjs"),
+        )
     for client, argv in (("codex", codex), ("claude", claude)):
         said = _version(argv)
-        assert said and version_tuple(said) == version_tuple(versions[client]), (client, versions[client], said)
+        assert said and version_tuple(said) == version_tuple(versions[client]), (
+            client,
+            versions[client],
+            said,
+        )
     return Clients(release, codex, claude, versions, (Path(codex[0]).parent, claude_bin))
 
 
 def _version(argv: tuple[str, ...]) -> str | None:
     try:
-        done = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(
+            [*argv, "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
     except OSError:
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -174,7 +207,9 @@ class Workspace:
         bridge = self.bin / "watcher-bridge"
         real = VENV_BIN / "watcher-bridge"
         if self.tap:
-            bridge.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{HERE / "_tap.py"}" "{self.taplog}" -- "{real}" "$@"\n')
+            bridge.write_text(
+                f'#!/bin/sh\nexec "{sys.executable}" "{HERE / "_tap.py"}" "{self.taplog}" -- "{real}" "$@"\n'
+            )
         else:
             bridge.write_text(f'#!/bin/sh\nexec "{real}" "$@"\n')
         bridge.chmod(0o755)
@@ -209,21 +244,31 @@ class Workspace:
 
     def placed(self, text: str) -> str:
         """A doc snippet with this workspace's paths in place of the doc's placeholders."""
-        return (text.replace(DOC_BRIDGE, str(self.bin / "watcher-bridge")).replace(DOC_DATA, str(self.data))
-                .replace(DOC_USER, "maya_writes"))
+        return (
+            text.replace(DOC_BRIDGE, str(self.bin / "watcher-bridge"))
+            .replace(DOC_DATA, str(self.data))
+            .replace(DOC_USER, "maya_writes")
+        )
 
     # ---- watcher itself -------------------------------------------------------------------------
     def seed(self, labels: list[str]) -> dict[str, Any]:
         """Record comments with provider agent (no model call), as `watcher scan --source FILE`."""
         export = write_export(self.root / "export.json", labels)
-        done = subprocess.run([str(VENV_BIN / "watcher"), "scan", "--source", str(export), "--json"],
-                              env=self._watcher_env({"WATCHER_PROVIDER": "agent"}), capture_output=True, text=True,
-                              timeout=60, check=False)
+        done = subprocess.run(
+            [str(VENV_BIN / "watcher"), "scan", "--source", str(export), "--json"],
+            env=self._watcher_env({"WATCHER_PROVIDER": "agent"}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         return dict(json.loads(done.stdout))
 
     def inbox_records(self) -> dict[str, dict[str, Any]]:
-        return {p.stem: json.loads(p.read_text()) for p in sorted((self.data / "inbox").glob("*.json"))}
+        return {
+            p.stem: json.loads(p.read_text()) for p in sorted((self.data / "inbox").glob("*.json"))
+        }
 
     def _watcher_env(self, extra: Mapping[str, str]) -> dict[str, str]:
         env = _clean_env()
@@ -235,21 +280,43 @@ class Workspace:
         env = _clean_env()
         # CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC for every Claude Code command, `claude mcp add`
         # and `claude mcp list` too: without it they reach api.anthropic.com (_offline's proxy saw it).
-        env.update({"HOME": str(self.home), "CODEX_HOME": str(self.codex_home), "NO_COLOR": "1",
-                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                    "PATH": os.pathsep.join([*map(str, self.clients.bin_dirs), env.get("PATH", "")])})
+        env.update(
+            {
+                "HOME": str(self.home),
+                "CODEX_HOME": str(self.codex_home),
+                "NO_COLOR": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "PATH": os.pathsep.join([*map(str, self.clients.bin_dirs), env.get("PATH", "")]),
+            }
+        )
         env.update(self.offline.env())
         env.update(self.extra_env)
         env.update(extra or {})
         return env
 
-    def run(self, argv: list[str], *, extra: Mapping[str, str] | None = None, cwd: Path | None = None,
-            timeout: float = TIMEOUT_S) -> Session:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        extra: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout: float = TIMEOUT_S,
+    ) -> Session:
         began = time.monotonic()
         argv = self.offline.traced(argv, self.root / "connect.trace")
-        done = subprocess.run(argv, cwd=cwd or self.project, env=self.env(extra), capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL, check=False)
-        return Session(argv, done.returncode, done.stdout, done.stderr, time.monotonic() - began, time.time())
+        done = subprocess.run(
+            argv,
+            cwd=cwd or self.project,
+            env=self.env(extra),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        return Session(
+            argv, done.returncode, done.stdout, done.stderr, time.monotonic() - began, time.time()
+        )
 
     def write_codex_config(self, model_url: str, snippet: str) -> Path:
         """``$CODEX_HOME/config.toml``: the lane's offline settings and fake provider, then the
@@ -297,7 +364,11 @@ class Workspace:
             assert added.code == 0, added.why()
         server = next(iter(json.loads((self.project / ".mcp.json").read_text())["mcpServers"]))
         if settings:
-            text = block(settings).text.replace('"watcher"', f'"{server}"').replace("mcp__watcher", f"mcp__{server}")
+            text = (
+                block(settings)
+                .text.replace('"watcher"', f'"{server}"')
+                .replace("mcp__watcher", f"mcp__{server}")
+            )
             (self.project / ".claude").mkdir(exist_ok=True)
             (self.project / ".claude" / "settings.local.json").write_text(text)
             self.trust_project()
@@ -308,7 +379,9 @@ class Workspace:
         settings, permission rules included, are ignored until then)."""
         path = self.home / ".claude.json"
         doc = json.loads(path.read_text()) if path.exists() else {}
-        doc.setdefault("projects", {}).setdefault(str(self.project), {})["hasTrustDialogAccepted"] = True
+        doc.setdefault("projects", {}).setdefault(str(self.project), {})[
+            "hasTrustDialogAccepted"
+        ] = True
         path.write_text(json.dumps(doc))
 
     def mcp_json(self) -> dict[str, Any]:
@@ -317,22 +390,49 @@ class Workspace:
     def write_mcp_json(self, doc: dict[str, Any]) -> None:
         (self.project / ".mcp.json").write_text(json.dumps(doc, indent=2))
 
-    def codex(self, prompt: str, *, strict: bool = True, extra_args: list[str] | None = None,
-              extra: Mapping[str, str] | None = None, timeout: float = TIMEOUT_S) -> Session:
-        argv = [*self.clients.codex, "exec", *(["--strict-config"] if strict else []), "--skip-git-repo-check",
-                "--ephemeral", *(extra_args or []), prompt]
+    def codex(
+        self,
+        prompt: str,
+        *,
+        strict: bool = True,
+        extra_args: list[str] | None = None,
+        extra: Mapping[str, str] | None = None,
+        timeout: float = TIMEOUT_S,
+    ) -> Session:
+        argv = [
+            *self.clients.codex,
+            "exec",
+            *(["--strict-config"] if strict else []),
+            "--skip-git-repo-check",
+            "--ephemeral",
+            *(extra_args or []),
+            prompt,
+        ]
         return self.run(argv, extra=extra, timeout=timeout)
 
     def claude_env(self, model_url: str) -> dict[str, str]:
         # MCP_CONNECT_TIMEOUT_MS: Claude Code waits at most 5 s for a server it waits for at all;
         # on this shared 2-core machine three lanes' servers can take longer to start.
-        return {"ANTHROPIC_BASE_URL": model_url, "ANTHROPIC_API_KEY": CLAUDE_KEY,
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "MCP_CONNECT_TIMEOUT_MS": "20000"}
+        return {
+            "ANTHROPIC_BASE_URL": model_url,
+            "ANTHROPIC_API_KEY": CLAUDE_KEY,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "MCP_CONNECT_TIMEOUT_MS": "20000",
+        }
 
-    def claude(self, model_url: str, prompt: str, *, args: list[str] | None = None,
-               extra: Mapping[str, str] | None = None, timeout: float = TIMEOUT_S) -> Session:
+    def claude(
+        self,
+        model_url: str,
+        prompt: str,
+        *,
+        args: list[str] | None = None,
+        extra: Mapping[str, str] | None = None,
+        timeout: float = TIMEOUT_S,
+    ) -> Session:
         argv = [*self.clients.claude, "-p", prompt, "--output-format", "json", *(args or [])]
-        return self.run(argv, extra={**self.claude_env(model_url), **(extra or {})}, timeout=timeout)
+        return self.run(
+            argv, extra={**self.claude_env(model_url), **(extra or {})}, timeout=timeout
+        )
 
 
 def codex_preamble(model_url: str) -> str:
@@ -340,15 +440,33 @@ def codex_preamble(model_url: str) -> str:
     docs/agents.md's tables that turn off what Codex fetches from the internet at every start
     (0.165.0 and 0.171.0: github.com, api.github.com and chatgpt.com for plugins, ab.chatgpt.com
     for analytics; _offline's proxy saw each)."""
-    return (f'model = "fake-model"\nmodel_provider = "lane"\n\n'
-            f'[model_providers.lane]\nname = "lane fake"\nbase_url = "{model_url}/v1"\nwire_api = "responses"\n\n'
-            f'{block("codex-offline").text.strip()}\n\n')
+    return (
+        f'model = "fake-model"\nmodel_provider = "lane"\n\n'
+        f'[model_providers.lane]\nname = "lane fake"\nbase_url = "{model_url}/v1"\nwire_api = "responses"\n\n'
+        f"{block('codex-offline').text.strip()}\n\n"
+    )
 
 
 def _clean_env() -> dict[str, str]:
     """The test process's environment without anything that names a real service or key."""
-    drop_prefixes = ("WATCHER_", "DEVTO_", "OPENAI_", "ANTHROPIC_", "CLAUDE_", "CODEX_", "MCP_", "PYTEST_", "COV_")
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(drop_prefixes)
-            and "KEY" not in k.upper() and "TOKEN" not in k.upper() and "SECRET" not in k.upper()
-            and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
+    drop_prefixes = (
+        "WATCHER_",
+        "DEVTO_",
+        "OPENAI_",
+        "ANTHROPIC_",
+        "CLAUDE_",
+        "CODEX_",
+        "MCP_",
+        "PYTEST_",
+        "COV_",
+    )
+    keep = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(drop_prefixes)
+        and "KEY" not in k.upper()
+        and "TOKEN" not in k.upper()
+        and "SECRET" not in k.upper()
+        and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+    }
     return keep

@@ -14,7 +14,11 @@ import sys
 from typing import Any
 
 LENGTH = 3000
-LISTS = {"prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resourceTemplates"}
+LISTS = {
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
 
 
 def instructions(length: int = LENGTH) -> str:
@@ -29,17 +33,32 @@ def answer(message: dict[str, Any]) -> dict[str, Any] | None:
         return None  # a notification
     if method == "initialize":
         version = message.get("params", {}).get("protocolVersion", "2025-06-18")
-        result: dict[str, Any] = {"protocolVersion": version, "capabilities": {"tools": {}},
-                                  "serverInfo": {"name": "long", "version": "1"}, "instructions": instructions()}
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "long", "version": "1"},
+            "instructions": instructions(),
+        }
     elif method == "tools/list":
-        result = {"tools": [{"name": "ping", "description": "Answers pong.",
-                             "inputSchema": {"type": "object", "properties": {}}}]}
+        result = {
+            "tools": [
+                {
+                    "name": "ping",
+                    "description": "Answers pong.",
+                    "inputSchema": {"type": "object", "properties": {}},
+                }
+            ]
+        }
     elif method in LISTS:
         result = {LISTS[method]: []}
     elif method == "ping":
         result = {}
     else:
-        return {"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": f"method not found: {method}"}}
+        return {
+            "jsonrpc": "2.0",
+            "id": ident,
+            "error": {"code": -32601, "message": f"method not found: {method}"},
+        }
     return {"jsonrpc": "2.0", "id": ident, "result": result}
 
 

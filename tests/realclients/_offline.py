@@ -69,7 +69,9 @@ class _Note(socketserver.BaseRequestHandler):
 @contextmanager
 def refusing_proxy() -> Iterator[Refuser]:
     server = Refuser()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield server
@@ -100,7 +102,18 @@ class Offline:
         assert strace, "WATCHER_REALCLIENTS_STRACE=1 needs strace on PATH"
         out = where.with_name(f"{where.stem}.{len(self.traces)}.trace")
         self.traces.append(out)
-        return [strace, "-f", "-qq", "-e", "signal=none", "-e", "trace=connect,sendto,sendmsg", "-o", str(out), *argv]
+        return [
+            strace,
+            "-f",
+            "-qq",
+            "-e",
+            "signal=none",
+            "-e",
+            "trace=connect,sendto,sendmsg",
+            "-o",
+            str(out),
+            *argv,
+        ]
 
     def beyond_loopback(self) -> list[str]:
         """Every traced connect/sendto/sendmsg to an address that is not loopback."""
@@ -115,17 +128,20 @@ class Offline:
                     address = match["v4"] or match["v6"]
                     if not _is_loopback(address):
                         port = _PORT.search(line)
-                        found.append(f"{address}:{port.group(1) if port else '?'} ({trace.name}: {line[:160]})")
+                        found.append(
+                            f"{address}:{port.group(1) if port else '?'} ({trace.name}: {line[:160]})"
+                        )
         return found
 
 
 def _is_loopback(address: str) -> bool:
     if address.startswith("::ffff:"):
-        address = address[len("::ffff:"):]
+        address = address[len("::ffff:") :]
     if address in ("0.0.0.0", "::"):  # noqa: S104 - a connect to "any" reaches this host only
         return True
     try:
-        return address.startswith("127.") or socket.inet_pton(socket.AF_INET6, address) == socket.inet_pton(
-            socket.AF_INET6, "::1")
+        return address.startswith("127.") or socket.inet_pton(
+            socket.AF_INET6, address
+        ) == socket.inet_pton(socket.AF_INET6, "::1")
     except OSError:
         return False

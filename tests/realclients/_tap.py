@@ -31,7 +31,7 @@ from typing import IO, Any
 
 
 def main(argv: list[str]) -> int:
-    log_path, command = argv[0], argv[argv.index("--") + 1:]
+    log_path, command = argv[0], argv[argv.index("--") + 1 :]
     log_lock = threading.Lock()
 
     def log(doc: dict[str, Any]) -> None:
@@ -42,9 +42,16 @@ def main(argv: list[str]) -> int:
     if delay:
         log({"event": "delay", "seconds": delay})
         time.sleep(delay)
-    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=_die_with_parent)
-    subprocess.Popen([sys.executable, __file__, "--watch", log_path, str(child.pid)], start_new_session=True,
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=_die_with_parent
+    )
+    subprocess.Popen(
+        [sys.executable, __file__, "--watch", log_path, str(child.pid)],
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     # The names of the variables the client gave the server (never their values).
     log({"event": "start", "pid": child.pid, "env": sorted(os.environ)})
 
@@ -55,8 +62,12 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     assert child.stdin is not None and child.stdout is not None
-    threading.Thread(target=_pump, args=(sys.stdin.buffer, child.stdin, "in", log), daemon=True).start()
-    out = threading.Thread(target=_pump, args=(child.stdout, sys.stdout.buffer, "out", log), daemon=True)
+    threading.Thread(
+        target=_pump, args=(sys.stdin.buffer, child.stdin, "in", log), daemon=True
+    ).start()
+    out = threading.Thread(
+        target=_pump, args=(child.stdout, sys.stdout.buffer, "out", log), daemon=True
+    )
     out.start()
     code = child.wait()
     out.join(2)
@@ -81,7 +92,9 @@ def watch(log_path: str, pid: int, limit_s: float = 900.0) -> int:
     time.sleep(0.2)  # the tap, if alive, logs the exit with its code first
     if not any(r.get("event") == "exit" for r in read_log(log_path)):
         with open(log_path, "a", encoding="utf-8") as log_file:
-            log_file.write(json.dumps({"t": time.time(), "event": "exit", "code": None, "killed": True}) + "\n")
+            log_file.write(
+                json.dumps({"t": time.time(), "event": "exit", "code": None, "killed": True}) + "\n"
+            )
     return 0
 
 

@@ -19,7 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _clients import NEWEST_VAR, PINNED, RELEASES, Clients, Workspace, ensure_clients, resolve_newest
+from _clients import (
+    NEWEST_VAR,
+    PINNED,
+    RELEASES,
+    Clients,
+    Workspace,
+    ensure_clients,
+    resolve_newest,
+)
 from _fake_models import FakeModel, running_model
 from _offline import STRACE, Offline, Refuser, refusing_proxy
 
@@ -59,7 +67,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if HERE.name not in report.nodeid:
         return
     if report.when == "call" or report.outcome != "passed":
-        _OUTCOMES[report.nodeid] = report.outcome if report.when == "call" else f"{report.outcome} ({report.when})"
+        _OUTCOMES[report.nodeid] = (
+            report.outcome if report.when == "call" else f"{report.outcome} ({report.when})"
+        )
 
 
 def _client_and_release(nodeid: str) -> tuple[str, str]:
@@ -72,13 +82,17 @@ def _client_and_release(nodeid: str) -> tuple[str, str]:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not ENABLED and _asked_for(terminalreporter.config):
-        terminalreporter.write_line("tests/realclients is deselected: WATCHER_REALCLIENTS=1 runs it "
-                                    "(it installs Codex and Claude Code from npm the first time)")
+        terminalreporter.write_line(
+            "tests/realclients is deselected: WATCHER_REALCLIENTS=1 runs it "
+            "(it installs Codex and Claude Code from npm the first time)"
+        )
     if not ENABLED or not _OUTCOMES:
         return
     versions = {"pinned": PINNED, "newest": json.loads(os.environ.get(NEWEST_VAR) or "{}")}
     names = {"codex": "Codex CLI", "claude": "Claude Code", "docs": "docs/agents.md's blocks"}
-    terminalreporter.write_sep("-", "real clients" + (" (connections traced with strace)" if STRACE else ""))
+    terminalreporter.write_sep(
+        "-", "real clients" + (" (connections traced with strace)" if STRACE else "")
+    )
     for nodeid, outcome in sorted(_OUTCOMES.items()):
         if outcome != "passed":
             terminalreporter.write_line(f"  {outcome}: {nodeid.split('::', 1)[1]}")
@@ -89,7 +103,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         version = versions.get(release, {}).get(client, "") if release in versions else ""
         passed = sum(o == "passed" for o in outcomes)
         label = f"{names[client]} {version} ({release})" if version else names[client]
-        terminalreporter.write_line(f"realclients: {label}: {passed} passed, {len(outcomes) - passed} failed")
+        terminalreporter.write_line(
+            f"realclients: {label}: {passed} passed, {len(outcomes) - passed} failed"
+        )
 
 
 @pytest.fixture(scope="session", params=RELEASES)
@@ -111,7 +127,9 @@ def ws(clients: Clients, proxy: Refuser, tmp_path: Path) -> Iterator[Workspace]:
     before = len(proxy.hits)
     workspace = Workspace(clients, tmp_path / "lane", offline=Offline(proxy.url))
     yield workspace
-    assert proxy.hits[before:] == [], f"a client tried to reach beyond loopback through the proxy: {proxy.hits[before:]}"
+    assert proxy.hits[before:] == [], (
+        f"a client tried to reach beyond loopback through the proxy: {proxy.hits[before:]}"
+    )
     beyond = workspace.offline.beyond_loopback()
     assert beyond == [], "a client connected beyond loopback:\n" + "\n".join(beyond)
 
