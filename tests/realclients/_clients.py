@@ -1,13 +1,16 @@
 """The real Codex CLI and Claude Code, installed from npm and run offline against a fake model.
 
-:func:`ensure_clients` installs both into a cache directory once (``npm install --prefix DIR``);
-:class:`Workspace` is one test's temporary world — the client's home, a project directory, a
-watcher data dir, and a ``watcher-bridge`` that the configs name (a wire tap in front of the
-real one, :mod:`_tap`). :meth:`Workspace.codex` and :meth:`Workspace.claude` run one
-non-interactive session (``codex exec`` / ``claude -p``) and return what it printed.
+:func:`ensure_clients` gives one release of both clients — the pinned older one
+(:data:`PINNED`) or the newest npm resolves — each installed once into its own directory under
+:data:`CACHE` (``npm install --prefer-online --prefix DIR``); :class:`Workspace` is one test's
+temporary world — the client's home, a project directory, a watcher data dir, and a
+``watcher-bridge`` that the configs name (a wire tap in front of the real one, :mod:`_tap`).
+:meth:`Workspace.codex` and :meth:`Workspace.claude` run one non-interactive session
+(``codex exec`` / ``claude -p``) and return what it printed.
 
-The clients see only loopback: the model is :mod:`_fake_models` on 127.0.0.1, and every
-variable that would reach a real service or a real key is left out of their environment.
+The clients see only loopback: the model is :mod:`_fake_models` on 127.0.0.1, every variable
+that would reach a real service or a real key is left out of their environment, and
+:mod:`_offline` witnesses that nothing else was tried.
 """
 
 from __future__ import annotations
