@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=_die_with_parent
     )
     subprocess.Popen(
-        [sys.executable, __file__, "--watch", log_path, str(child.pid)],
+        [sys.executable, __file__, "--watch", log_path, str(child.pid), str(os.getpid())],
         start_new_session=True,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -83,18 +83,17 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def watch(log_path: str, pid: int, limit_s: float = 900.0) -> int:
-    """Log the server's exit if the tap could not (it was killed first): poll until ``pid`` is gone
-    or a zombie nobody reaps, then append an ``exit`` record unless the tap wrote one."""
+def watch(log_path: str, pid: int, tap: int, limit_s: float = 900.0) -> int:
+    """Log the server's exit if the tap could not (it was killed first): once both the server
+    ``pid`` and the ``tap`` are gone (or zombies nobody reaps), append an ``exit`` record unless
+    the tap wrote one."""
     deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline and _running(pid):
-        time.sleep(0.02)  # polling a process that is not ours to wait for
-    time.sleep(0.2)  # the tap, if alive, logs the exit with its code first
+    while time.monotonic() < deadline and (_running(pid) or _running(tap)):
+        time.sleep(0.02)  # polling processes that are not ours to wait for
     if not any(r.get("event") == "exit" for r in read_log(log_path)):
         with open(log_path, "a", encoding="utf-8") as log_file:
-            log_file.write(
-                json.dumps({"t": time.time(), "event": "exit", "code": None, "killed": True}) + "\n"
-            )
+            record = {"t": time.time(), "event": "exit", "code": None, "killed": True}
+            log_file.write(json.dumps(record) + "\n")
     return 0
 
 
@@ -143,5 +142,5 @@ def read_log(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--watch"]:
-        raise SystemExit(watch(sys.argv[2], int(sys.argv[3])))
+        raise SystemExit(watch(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
     raise SystemExit(main(sys.argv[1:]))
