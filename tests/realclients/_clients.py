@@ -1,19 +1,23 @@
 """The real Codex CLI and Claude Code, installed from npm and run offline against a fake model.
 
-:func:`ensure_clients` installs both into a cache directory once (``npm install --prefix DIR``);
-:class:`Workspace` is one test's temporary world — the client's home, a project directory, a
-watcher data dir, and a ``watcher-bridge`` that the configs name (a wire tap in front of the
-real one, :mod:`_tap`). :meth:`Workspace.codex` and :meth:`Workspace.claude` run one
-non-interactive session (``codex exec`` / ``claude -p``) and return what it printed.
+:func:`ensure_clients` gives one release of both clients — the pinned older one
+(:data:`PINNED`) or the newest npm resolves — each installed once into its own directory under
+:data:`CACHE` (``npm install --prefer-online --prefix DIR``); :class:`Workspace` is one test's
+temporary world — the client's home, a project directory, a watcher data dir, and a
+``watcher-bridge`` that the configs name (a wire tap in front of the real one, :mod:`_tap`).
+:meth:`Workspace.codex` and :meth:`Workspace.claude` run one non-interactive session
+(``codex exec`` / ``claude -p``) and return what it printed.
 
-The clients see only loopback: the model is :mod:`_fake_models` on 127.0.0.1, and every
-variable that would reach a real service or a real key is left out of their environment.
+The clients see only loopback: the model is :mod:`_fake_models` on 127.0.0.1, every variable
+that would reach a real service or a real key is left out of their environment, and
+:mod:`_offline` witnesses that nothing else was tried.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,14 +28,23 @@ from pathlib import Path
 from typing import Any
 
 from _docs import block, insert_under_args, server_of
+from _offline import Offline
 from _proc import write_export
 from _tap import read_log
 from filelock import FileLock
 
-# The versions docs/agents.md was checked against; WATCHER_REALCLIENTS_PACKAGES overrides
-# (e.g. "@openai/codex@latest @anthropic-ai/claude-code@latest") to try newer ones.
-PACKAGES = ("@openai/codex@0.171.0", "@anthropic-ai/claude-code@2.1.197")
-CACHE = Path(os.environ.get("WATCHER_REALCLIENTS_DIR") or Path.home() / ".cache/devto-watcher/realclients")
+# The lane runs every test against two releases of each client (conftest's ``clients`` fixture):
+# the newest that npm resolves today, and this older one, which docs/agents.md was also checked
+# against. A release is installed once into CACHE/<client>@<version>, outside the repository.
+PINNED = {"codex": "0.165.0", "claude": "2.1.197"}
+NPM = {"codex": "@openai/codex", "claude": "@anthropic-ai/claude-code"}
+RELEASES = ("pinned", "newest")
+CACHE = Path(
+    os.environ.get("WATCHER_REALCLIENTS_DIR") or Path.home() / ".cache/devto-watcher/realclients"
+)
+# The newest versions, resolved once per run (conftest's pytest_configure) and handed to the
+# xdist workers through the environment they inherit.
+NEWEST_VAR = "WATCHER_REALCLIENTS_NEWEST"
 VENV_BIN = Path(sys.executable).parent
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -45,53 +58,120 @@ LANE_OPENAI_KEY = "sk-lane-openai-dummy"
 TIMEOUT_S = 120
 
 
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"2.1.332 (Claude Code)"`` or ``"codex-cli 0.171.0"`` -> ``(2, 1, 332)`` / ``(0, 171, 0)``."""
+    found = re.search(r"(\d+)\.(\d+)\.(\d+)", version)
+    assert found, version
+    return tuple(int(part) for part in found.groups())
+
+
 @dataclass(frozen=True)
 class Clients:
+    """One release of both clients: ``release`` is "pinned" or "newest"."""
+
+    release: str
     codex: tuple[str, ...]
     claude: tuple[str, ...]
-    versions: dict[str, str]
-    bin_dir: Path
+    versions: dict[str, str]  # client -> the version npm installed
+    bin_dirs: tuple[Path, ...]  # on PATH, for the documented `codex mcp add`, `claude -p` lines
+
+    def at_least(self, client: str, version: str) -> bool:
+        """This release of ``client`` is ``version`` or newer (where a behaviour differs)."""
+        return version_tuple(self.versions[client]) >= version_tuple(version)
 
 
-def _packages() -> tuple[str, ...]:
-    override = os.environ.get("WATCHER_REALCLIENTS_PACKAGES", "").split()
-    return tuple(override) or PACKAGES
+def resolve_newest() -> dict[str, str]:
+    """The newest version of each client on npm (``npm view PACKAGE version --prefer-online``)."""
+    if os.environ.get(NEWEST_VAR):
+        return dict(json.loads(os.environ[NEWEST_VAR]))
+    npm = shutil.which("npm")
+    assert npm, "the real-clients lane needs npm (node 18+) on PATH"
+    newest = {}
+    for client, package in NPM.items():
+        done = subprocess.run(
+            [npm, "view", package, "version", "--prefer-online"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        newest[client] = done.stdout.strip()
+    os.environ[NEWEST_VAR] = json.dumps(newest)
+    return newest
 
 
-def _installed_version(package: str) -> str | None:
-    name = package.rsplit("@", 1)[0] if package.count("@") > 1 else package
+def wanted(release: str) -> dict[str, str]:
+    assert release in RELEASES, release
+    return dict(PINNED) if release == "pinned" else resolve_newest()
+
+
+def installed_version(client: str, version: str) -> str | None:
+    package = CACHE / f"{client}@{version}" / "node_modules" / NPM[client] / "package.json"
     try:
-        return str(json.loads((CACHE / "node_modules" / name / "package.json").read_text())["version"])
+        return str(json.loads(package.read_text())["version"])
     except (OSError, ValueError, KeyError):
         return None
 
 
-def ensure_clients() -> Clients:
-    """Both clients, installed into :data:`CACHE` if missing (under a lock: xdist workers share it)."""
+def _install(client: str, version: str) -> Path:
+    """``client`` at ``version`` in its own npm prefix under :data:`CACHE` (under a lock: the xdist
+    workers share it); the prefix's ``node_modules/.bin``."""
+    prefix = CACHE / f"{client}@{version}"
     CACHE.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(CACHE / ".install.lock"), timeout=600):
-        wanted = _packages()
-        stale = [p for p in wanted if p.count("@") > 1 and not p.endswith("@latest")
-                 and _installed_version(p) != p.rsplit("@", 1)[1]]
-        if stale or not (CACHE / "node_modules/.bin/codex").exists() or not (CACHE / "node_modules/.bin/claude").exists():
+    with FileLock(str(CACHE / f".{client}@{version}.lock"), timeout=900):
+        if (
+            installed_version(client, version) != version
+            or not (prefix / "node_modules/.bin" / client).exists()
+        ):
             npm = shutil.which("npm")
             assert npm, "the real-clients lane needs npm (node 18+) on PATH"
-            subprocess.run([npm, "install", "--no-fund", "--no-audit", "--prefix", str(CACHE), *wanted],
-                           check=True, stdout=sys.stderr, stderr=sys.stderr, timeout=900)
-    bin_dir = CACHE / "node_modules/.bin"
-    codex = (str(bin_dir / "codex"),)
-    claude: tuple[str, ...] = (str(bin_dir / "claude"),)
+            subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--no-fund",
+                    "--no-audit",
+                    "--prefer-online",
+                    "--prefix",
+                    str(prefix),
+                    f"{NPM[client]}@{version}",
+                ],
+                check=True,
+                stdout=sys.stderr,
+                stderr=sys.stderr,
+                timeout=900,
+            )
+    return prefix / "node_modules/.bin"
+
+
+def ensure_clients(release: str) -> Clients:
+    """Both clients at ``release``'s versions, installed into :data:`CACHE` if missing."""
+    versions = wanted(release)
+    codex = (str(_install("codex", versions["codex"]) / "codex"),)
+    claude_bin = _install("claude", versions["claude"])
+    claude: tuple[str, ...] = (str(claude_bin / "claude"),)
     # Claude Code's postinstall copies the native binary over a placeholder; where npm did not run
     # it (allowScripts), its own wrapper finds the binary instead.
     if _version(claude) is None:
-        claude = (shutil.which("node") or "node", str(CACHE / "node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs"))
-    versions = {"codex": _version(codex) or "?", "claude": _version(claude) or "?"}
-    return Clients(codex, claude, versions, bin_dir)
+        claude = (
+            shutil.which("node") or "node",
+            str(claude_bin.parent / NPM["claude"] / "cli-wrapper.cjs"),
+        )
+    for client, argv in (("codex", codex), ("claude", claude)):
+        said = _version(argv)
+        assert said and version_tuple(said) == version_tuple(versions[client]), (
+            client,
+            versions[client],
+            said,
+        )
+    return Clients(release, codex, claude, versions, (Path(codex[0]).parent, claude_bin))
 
 
 def _version(argv: tuple[str, ...]) -> str | None:
     try:
-        done = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60, check=False)
+        done = subprocess.run(
+            [*argv, "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
     except OSError:
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -120,6 +200,7 @@ class Session:
 class Workspace:
     clients: Clients
     root: Path
+    offline: Offline = field(default_factory=Offline)
     tap: bool = True
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -129,7 +210,9 @@ class Workspace:
         bridge = self.bin / "watcher-bridge"
         real = VENV_BIN / "watcher-bridge"
         if self.tap:
-            bridge.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{HERE / "_tap.py"}" "{self.taplog}" -- "{real}" "$@"\n')
+            bridge.write_text(
+                f'#!/bin/sh\nexec "{sys.executable}" "{HERE / "_tap.py"}" "{self.taplog}" -- "{real}" "$@"\n'
+            )
         else:
             bridge.write_text(f'#!/bin/sh\nexec "{real}" "$@"\n')
         bridge.chmod(0o755)
@@ -164,21 +247,31 @@ class Workspace:
 
     def placed(self, text: str) -> str:
         """A doc snippet with this workspace's paths in place of the doc's placeholders."""
-        return (text.replace(DOC_BRIDGE, str(self.bin / "watcher-bridge")).replace(DOC_DATA, str(self.data))
-                .replace(DOC_USER, "maya_writes"))
+        return (
+            text.replace(DOC_BRIDGE, str(self.bin / "watcher-bridge"))
+            .replace(DOC_DATA, str(self.data))
+            .replace(DOC_USER, "maya_writes")
+        )
 
     # ---- watcher itself -------------------------------------------------------------------------
     def seed(self, labels: list[str]) -> dict[str, Any]:
         """Record comments with provider agent (no model call), as `watcher scan --source FILE`."""
         export = write_export(self.root / "export.json", labels)
-        done = subprocess.run([str(VENV_BIN / "watcher"), "scan", "--source", str(export), "--json"],
-                              env=self._watcher_env({"WATCHER_PROVIDER": "agent"}), capture_output=True, text=True,
-                              timeout=60, check=False)
+        done = subprocess.run(
+            [str(VENV_BIN / "watcher"), "scan", "--source", str(export), "--json"],
+            env=self._watcher_env({"WATCHER_PROVIDER": "agent"}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
         return dict(json.loads(done.stdout))
 
     def inbox_records(self) -> dict[str, dict[str, Any]]:
-        return {p.stem: json.loads(p.read_text()) for p in sorted((self.data / "inbox").glob("*.json"))}
+        return {
+            p.stem: json.loads(p.read_text()) for p in sorted((self.data / "inbox").glob("*.json"))
+        }
 
     def _watcher_env(self, extra: Mapping[str, str]) -> dict[str, str]:
         env = _clean_env()
@@ -188,25 +281,51 @@ class Workspace:
     # ---- the clients ----------------------------------------------------------------------------
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         env = _clean_env()
-        env.update({"HOME": str(self.home), "CODEX_HOME": str(self.codex_home), "NO_COLOR": "1",
-                    "PATH": os.pathsep.join([str(self.clients.bin_dir), env.get("PATH", "")])})
+        # CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC for every Claude Code command, `claude mcp add`
+        # and `claude mcp list` too: without it they reach api.anthropic.com (_offline's proxy saw it).
+        env.update(
+            {
+                "HOME": str(self.home),
+                "CODEX_HOME": str(self.codex_home),
+                "NO_COLOR": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "PATH": os.pathsep.join([*map(str, self.clients.bin_dirs), env.get("PATH", "")]),
+            }
+        )
+        env.update(self.offline.env())
         env.update(self.extra_env)
         env.update(extra or {})
         return env
 
-    def run(self, argv: list[str], *, extra: Mapping[str, str] | None = None, cwd: Path | None = None,
-            timeout: float = TIMEOUT_S) -> Session:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        extra: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        timeout: float = TIMEOUT_S,
+    ) -> Session:
         began = time.monotonic()
-        done = subprocess.run(argv, cwd=cwd or self.project, env=self.env(extra), capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL, check=False)
-        return Session(argv, done.returncode, done.stdout, done.stderr, time.monotonic() - began, time.time())
+        argv = self.offline.traced(argv, self.root / "connect.trace")
+        done = subprocess.run(
+            argv,
+            cwd=cwd or self.project,
+            env=self.env(extra),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        return Session(
+            argv, done.returncode, done.stdout, done.stderr, time.monotonic() - began, time.time()
+        )
 
     def write_codex_config(self, model_url: str, snippet: str) -> Path:
-        """``$CODEX_HOME/config.toml``: the lane's fake provider, then the doc's snippet as written."""
-        preamble = (f'model = "fake-model"\nmodel_provider = "lane"\n\n[model_providers.lane]\nname = "lane fake"\n'
-                    f'base_url = "{model_url}/v1"\nwire_api = "responses"\n\n')
+        """``$CODEX_HOME/config.toml``: the lane's offline settings and fake provider, then the
+        doc's snippet as written."""
         path = self.codex_home / "config.toml"
-        path.write_text(preamble + self.placed(snippet).strip() + "\n")
+        path.write_text(codex_preamble(model_url) + self.placed(snippet).strip() + "\n")
         return path
 
     def bash(self, command: str, *, extra: Mapping[str, str] | None = None) -> Session:
@@ -248,7 +367,11 @@ class Workspace:
             assert added.code == 0, added.why()
         server = next(iter(json.loads((self.project / ".mcp.json").read_text())["mcpServers"]))
         if settings:
-            text = block(settings).text.replace('"watcher"', f'"{server}"').replace("mcp__watcher", f"mcp__{server}")
+            text = (
+                block(settings)
+                .text.replace('"watcher"', f'"{server}"')
+                .replace("mcp__watcher", f"mcp__{server}")
+            )
             (self.project / ".claude").mkdir(exist_ok=True)
             (self.project / ".claude" / "settings.local.json").write_text(text)
             self.trust_project()
@@ -259,7 +382,9 @@ class Workspace:
         settings, permission rules included, are ignored until then)."""
         path = self.home / ".claude.json"
         doc = json.loads(path.read_text()) if path.exists() else {}
-        doc.setdefault("projects", {}).setdefault(str(self.project), {})["hasTrustDialogAccepted"] = True
+        doc.setdefault("projects", {}).setdefault(str(self.project), {})[
+            "hasTrustDialogAccepted"
+        ] = True
         path.write_text(json.dumps(doc))
 
     def mcp_json(self) -> dict[str, Any]:
@@ -268,28 +393,83 @@ class Workspace:
     def write_mcp_json(self, doc: dict[str, Any]) -> None:
         (self.project / ".mcp.json").write_text(json.dumps(doc, indent=2))
 
-    def codex(self, prompt: str, *, strict: bool = True, extra_args: list[str] | None = None,
-              extra: Mapping[str, str] | None = None, timeout: float = TIMEOUT_S) -> Session:
-        argv = [*self.clients.codex, "exec", *(["--strict-config"] if strict else []), "--skip-git-repo-check",
-                "--ephemeral", *(extra_args or []), prompt]
+    def codex(
+        self,
+        prompt: str,
+        *,
+        strict: bool = True,
+        extra_args: list[str] | None = None,
+        extra: Mapping[str, str] | None = None,
+        timeout: float = TIMEOUT_S,
+    ) -> Session:
+        argv = [
+            *self.clients.codex,
+            "exec",
+            *(["--strict-config"] if strict else []),
+            "--skip-git-repo-check",
+            "--ephemeral",
+            *(extra_args or []),
+            prompt,
+        ]
         return self.run(argv, extra=extra, timeout=timeout)
 
     def claude_env(self, model_url: str) -> dict[str, str]:
         # MCP_CONNECT_TIMEOUT_MS: Claude Code waits at most 5 s for a server it waits for at all;
         # on this shared 2-core machine three lanes' servers can take longer to start.
-        return {"ANTHROPIC_BASE_URL": model_url, "ANTHROPIC_API_KEY": CLAUDE_KEY,
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "MCP_CONNECT_TIMEOUT_MS": "20000"}
+        return {
+            "ANTHROPIC_BASE_URL": model_url,
+            "ANTHROPIC_API_KEY": CLAUDE_KEY,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "MCP_CONNECT_TIMEOUT_MS": "20000",
+        }
 
-    def claude(self, model_url: str, prompt: str, *, args: list[str] | None = None,
-               extra: Mapping[str, str] | None = None, timeout: float = TIMEOUT_S) -> Session:
+    def claude(
+        self,
+        model_url: str,
+        prompt: str,
+        *,
+        args: list[str] | None = None,
+        extra: Mapping[str, str] | None = None,
+        timeout: float = TIMEOUT_S,
+    ) -> Session:
         argv = [*self.clients.claude, "-p", prompt, "--output-format", "json", *(args or [])]
-        return self.run(argv, extra={**self.claude_env(model_url), **(extra or {})}, timeout=timeout)
+        return self.run(
+            argv, extra={**self.claude_env(model_url), **(extra or {})}, timeout=timeout
+        )
+
+
+def codex_preamble(model_url: str) -> str:
+    """The top of the lane's ``config.toml``: the fake model as a custom provider, and
+    docs/agents.md's tables that turn off what Codex fetches from the internet at every start
+    (0.165.0 and 0.171.0: github.com, api.github.com and chatgpt.com for plugins, ab.chatgpt.com
+    for analytics; _offline's proxy saw each)."""
+    return (
+        f'model = "fake-model"\nmodel_provider = "lane"\n\n'
+        f'[model_providers.lane]\nname = "lane fake"\nbase_url = "{model_url}/v1"\nwire_api = "responses"\n\n'
+        f"{block('codex-offline').text.strip()}\n\n"
+    )
 
 
 def _clean_env() -> dict[str, str]:
     """The test process's environment without anything that names a real service or key."""
-    drop_prefixes = ("WATCHER_", "DEVTO_", "OPENAI_", "ANTHROPIC_", "CLAUDE_", "CODEX_", "MCP_", "PYTEST_", "COV_")
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(drop_prefixes)
-            and "KEY" not in k.upper() and "TOKEN" not in k.upper() and "SECRET" not in k.upper()
-            and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
+    drop_prefixes = (
+        "WATCHER_",
+        "DEVTO_",
+        "OPENAI_",
+        "ANTHROPIC_",
+        "CLAUDE_",
+        "CODEX_",
+        "MCP_",
+        "PYTEST_",
+        "COV_",
+    )
+    keep = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(drop_prefixes)
+        and "KEY" not in k.upper()
+        and "TOKEN" not in k.upper()
+        and "SECRET" not in k.upper()
+        and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+    }
     return keep

@@ -2,6 +2,8 @@
 
 Each fenced block of the page is preceded by a marker line ``<!-- lane: KIND [NAME] [on=BASE] -->``:
 
+- ``codex-base NAME``    ``config.toml`` tables the lane writes into every Codex config (what
+  keeps Codex on loopback: the lane's proxy checks it);
 - ``codex-config NAME``  a ``config.toml`` fragment, written after the lane's fake provider;
 - ``codex-add NAME``     a ``codex mcp add …`` command, run as written (it writes ``config.toml``);
 - ``codex-extra NAME on=BASE``  lines for BASE's server table: what stands before the first
@@ -22,10 +24,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parent.parent.parent / "docs" / "agents.md"
-LOADED = ("codex-config", "codex-add", "codex-extra", "claude-mcp-json", "claude-add", "claude-settings", "claude-run")
-MARKER = re.compile(r"<!-- lane: (?P<kind>[a-z-]+)(?: (?P<name>[\w-]+))?(?: on=(?P<on>[\w-]+))? -->")
+LOADED = (
+    "codex-base",
+    "codex-config",
+    "codex-add",
+    "codex-extra",
+    "claude-mcp-json",
+    "claude-add",
+    "claude-settings",
+    "claude-run",
+)
+MARKER = re.compile(
+    r"<!-- lane: (?P<kind>[a-z-]+)(?: (?P<name>[\w-]+))?(?: on=(?P<on>[\w-]+))? -->"
+)
 # What makes a block a client's configuration, whatever its marker says.
-CONFIG_WORDS = re.compile(r"\[mcp_servers|mcpServers|codex mcp|claude mcp|claude -p|codex exec|enabledMcpjsonServers")
+CONFIG_WORDS = re.compile(
+    r"\[mcp_servers|mcpServers|codex mcp|claude mcp|claude -p|codex exec|enabledMcpjsonServers"
+)
 
 
 @dataclass(frozen=True)
@@ -56,19 +71,33 @@ def blocks(path: Path = DOC) -> list[Block]:
             i += 1
         i += 1
         marker = MARKER.search(lines[start - 1]) if start else None
-        found.append(Block(marker["kind"] if marker else None, marker["name"] if marker else None,
-                           marker["on"] if marker else None, fence.group(1), "\n".join(body) + "\n", start + 1))
+        found.append(
+            Block(
+                marker["kind"] if marker else None,
+                marker["name"] if marker else None,
+                marker["on"] if marker else None,
+                fence.group(1),
+                "\n".join(body) + "\n",
+                start + 1,
+            )
+        )
     return found
 
 
 def loaded(kind: str | None = None) -> dict[str, Block]:
     """The blocks the lane loads, by name (of one kind, or all)."""
-    return {b.name: b for b in blocks() if b.kind in LOADED and b.name and (kind is None or b.kind == kind)}
+    return {
+        b.name: b
+        for b in blocks()
+        if b.kind in LOADED and b.name and (kind is None or b.kind == kind)
+    }
 
 
 def block(name: str) -> Block:
     found = loaded()
-    assert name in found, f"docs/agents.md has no lane block named {name!r} (it has {sorted(found)})"
+    assert name in found, (
+        f"docs/agents.md has no lane block named {name!r} (it has {sorted(found)})"
+    )
     return found[name]
 
 
@@ -78,7 +107,7 @@ def insert_under_args(config: str, server: str, extra: str) -> str:
     lines = config.rstrip("\n").splitlines()
     header = lines.index(f"[mcp_servers.{server}]")
     args = next(i for i in range(header + 1, len(lines)) if lines[i].startswith("args ="))
-    lines[args + 1:args + 1] = [line for line in head.splitlines() if line.strip()]
+    lines[args + 1 : args + 1] = [line for line in head.splitlines() if line.strip()]
     return "\n".join(lines) + "\n" + ("\n" + tables if tables.strip() else "")
 
 

@@ -31,8 +31,23 @@ from typing import Any
 from _fakes.provider import serving
 
 CALL_PREFIX = "wcall"
-WATCHER_TOOLS = frozenset({"scan", "recheck", "status", "inbox", "show", "articles", "mark", "signals", "check", "claim",
-                           "submit", "eval"})
+WATCHER_TOOLS = frozenset(
+    {
+        "scan",
+        "recheck",
+        "status",
+        "inbox",
+        "show",
+        "articles",
+        "mark",
+        "signals",
+        "check",
+        "claim",
+        "submit",
+        "eval",
+        "usage",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -40,15 +55,19 @@ class Result:
     """A tool result as the client handed it back to the model."""
 
     step: int
-    tool: str          # the name the model called (the client's spelling)
-    text: str          # what the model reads, as the client rendered it
+    tool: str  # the name the model called (the client's spelling)
+    text: str  # what the model reads, as the client rendered it
     is_error: bool | None
-    raw: Any           # the client's whole item (Codex ``function_call_output``, Claude ``tool_result``)
-    at: float          # time.monotonic() when the request carrying it arrived
+    raw: Any  # the client's whole item (Codex ``function_call_output``, Claude ``tool_result``)
+    at: float  # time.monotonic() when the request carrying it arrived
 
     def envelope(self) -> dict[str, Any]:
         """The watcher envelope inside the text (Codex puts ``Wall time: …`` / ``Output:`` before it)."""
-        text = self.text.split("\nOutput:\n", 1)[1] if self.text.startswith("Wall time: ") else self.text
+        text = (
+            self.text.split("\nOutput:\n", 1)[1]
+            if self.text.startswith("Wall time: ")
+            else self.text
+        )
         doc = json.loads(text)
         if isinstance(doc, dict) and "exit_code" in doc:
             return doc
@@ -78,12 +97,12 @@ class Final:
 class Turn:
     """One request the client made, as this fake saw it."""
 
-    wire: str                 # "responses" or "messages"
+    wire: str  # "responses" or "messages"
     body: dict[str, Any]
     headers: dict[str, str]
     at: float
-    main: bool                # carried the watcher tools (a main-loop turn)
-    step: int | None = None   # the script step it was answered with
+    main: bool  # carried the watcher tools (a main-loop turn)
+    step: int | None = None  # the script step it was answered with
 
 
 class FakeModel:
@@ -94,7 +113,9 @@ class FakeModel:
         self.script: list[Call | Final] = [Final()]
         self.turns: list[Turn] = []
         self.results: dict[int, Result] = {}
-        self.errors: list[str] = []  # a script step that raised: answered as a final text, kept here
+        self.errors: list[
+            str
+        ] = []  # a script step that raised: answered as a final text, kept here
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
 
@@ -115,8 +136,10 @@ class FakeModel:
         return turns[0]
 
     def result(self, step: int) -> Result:
-        assert step in self.results, (f"the client never sent back the result of step {step} "
-                                      f"({self.script[step]}); got {sorted(self.results)}; errors: {self.errors}")
+        assert step in self.results, (
+            f"the client never sent back the result of step {step} "
+            f"({self.script[step]}); got {sorted(self.results)}; errors: {self.errors}"
+        )
         return self.results[step]
 
     # ---- what a request holds ---------------------------------------------------------------
@@ -125,16 +148,26 @@ class FakeModel:
         """The watcher tools offered in ``turn``, by watcher name, as the client wrote them."""
         if turn.wire == "responses":
             for tool in turn.body.get("tools", []):
-                if tool.get("type") == "namespace" and tool.get("name") == f"mcp__{_codex_ns(self.server_name)}":
+                if (
+                    tool.get("type") == "namespace"
+                    and tool.get("name") == f"mcp__{_codex_ns(self.server_name)}"
+                ):
                     return {t["name"]: t for t in tool.get("tools", [])}
             return {}
         prefix = f"mcp__{self.server_name}__"
-        return {t["name"][len(prefix):]: t for t in turn.body.get("tools", []) if t.get("name", "").startswith(prefix)}
+        return {
+            t["name"][len(prefix) :]: t
+            for t in turn.body.get("tools", [])
+            if t.get("name", "").startswith(prefix)
+        }
 
     def namespace(self, turn: Turn) -> dict[str, Any] | None:
         """Codex: the namespace entry of the watcher server (its description is the instructions)."""
         for tool in turn.body.get("tools", []):
-            if tool.get("type") == "namespace" and tool.get("name") == f"mcp__{_codex_ns(self.server_name)}":
+            if (
+                tool.get("type") == "namespace"
+                and tool.get("name") == f"mcp__{_codex_ns(self.server_name)}"
+            ):
                 return dict(tool)
         return None
 
@@ -144,7 +177,9 @@ class FakeModel:
 
     # ---- the server side --------------------------------------------------------------------
 
-    def handle(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, str, bytes]:
+    def handle(
+        self, path: str, headers: dict[str, str], body: dict[str, Any]
+    ) -> tuple[int, str, bytes]:
         wire = "responses" if path.rstrip("/").endswith("/responses") else "messages"
         if wire == "messages" and "count_tokens" in path:
             return 200, "application/json", json.dumps({"input_tokens": 100}).encode()
@@ -152,7 +187,11 @@ class FakeModel:
         turn = Turn(wire, body, headers, now, main=False)
         with self._lock:
             self.turns.append(turn)
-            turn.main = bool(self.watcher_tools(turn))
+            # Claude Code's main loop is a main turn even before the watcher tools are in it: the
+            # newest release defers them behind a ToolSearch call the script makes.
+            turn.main = bool(self.watcher_tools(turn)) or (
+                wire == "messages" and _is_agent_loop(body)
+            )
             results = self._collect(turn, now)
             step = len(results) if turn.main or results else None
             turn.step = step
@@ -164,12 +203,29 @@ class FakeModel:
         if isinstance(action, Final):
             return 200, "text/event-stream", _stream(wire, [("text", action.text)], body)
         try:
-            args = action.args([results[k] for k in sorted(results)]) if callable(action.args) else action.args
-        except (AssertionError, LookupError, TypeError, ValueError) as exc:  # the script's own check: end, say why
+            args = (
+                action.args([results[k] for k in sorted(results)])
+                if callable(action.args)
+                else action.args
+            )
+        except (
+            AssertionError,
+            LookupError,
+            TypeError,
+            ValueError,
+        ) as exc:  # the script's own check: end, say why
             self.errors.append(f"step {step}: {type(exc).__name__}: {exc}")
-            return 200, "text/event-stream", _stream(wire, [("text", f"fake model error: {exc}")], body)
+            return (
+                200,
+                "text/event-stream",
+                _stream(wire, [("text", f"fake model error: {exc}")], body),
+            )
         name = self._client_name(turn, action.tool)
-        return 200, "text/event-stream", _stream(wire, [("call", (f"{CALL_PREFIX}{step}", name, args))], body)
+        return (
+            200,
+            "text/event-stream",
+            _stream(wire, [("call", (f"{CALL_PREFIX}{step}", name, args))], body),
+        )
 
     def _client_name(self, turn: Turn, tool: str) -> tuple[str | None, str]:
         """(namespace, name) the client expects for ``tool``."""
@@ -206,12 +262,22 @@ def _is_agent_loop(body: dict[str, Any]) -> bool:
 def _tool_results(turn: Turn) -> Iterator[tuple[Any, str, str, str, bool | None]]:
     """(item, call id, tool name, text, is_error) of every tool result in the request."""
     if turn.wire == "responses":
-        names = {i.get("call_id"): i.get("name") for i in turn.body.get("input", []) if i.get("type") == "function_call"}
+        names = {
+            i.get("call_id"): i.get("name")
+            for i in turn.body.get("input", [])
+            if i.get("type") == "function_call"
+        }
         for item in turn.body.get("input", []):
             if item.get("type") == "function_call_output":
                 output = item.get("output")
                 text = output if isinstance(output, str) else _joined(output)
-                yield item, str(item.get("call_id")), str(names.get(item.get("call_id"))), text, None
+                yield (
+                    item,
+                    str(item.get("call_id")),
+                    str(names.get(item.get("call_id"))),
+                    text,
+                    None,
+                )
         return
     names = {}
     for message in turn.body.get("messages", []):
@@ -224,8 +290,13 @@ def _tool_results(turn: Turn) -> Iterator[tuple[Any, str, str, str, bool | None]
             if block.get("type") == "tool_result":
                 inner = block.get("content")
                 text = inner if isinstance(inner, str) else _joined(inner)
-                yield block, str(block.get("tool_use_id")), str(names.get(block.get("tool_use_id"))), text, \
-                    bool(block.get("is_error", False))
+                yield (
+                    block,
+                    str(block.get("tool_use_id")),
+                    str(names.get(block.get("tool_use_id"))),
+                    text,
+                    bool(block.get("is_error", False)),
+                )
 
 
 def _joined(parts: Any) -> str:
@@ -238,7 +309,11 @@ def _joined(parts: Any) -> str:
 
 
 def _stream(wire: str, outputs: list[tuple[str, Any]], request: dict[str, Any]) -> bytes:
-    return _responses(outputs) if wire == "responses" else _messages(outputs, str(request.get("model", "fake")))
+    return (
+        _responses(outputs)
+        if wire == "responses"
+        else _messages(outputs, str(request.get("model", "fake")))
+    )
 
 
 def _sse(events: list[tuple[str, dict[str, Any]]]) -> bytes:
@@ -247,46 +322,120 @@ def _sse(events: list[tuple[str, dict[str, Any]]]) -> bytes:
 
 def _responses(outputs: list[tuple[str, Any]]) -> bytes:
     rid = f"resp_{time.monotonic_ns()}"
-    events: list[tuple[str, dict[str, Any]]] = [("response.created", {"type": "response.created", "response": {"id": rid}})]
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("response.created", {"type": "response.created", "response": {"id": rid}})
+    ]
     for kind, value in outputs:
         if kind == "text":
-            item: dict[str, Any] = {"type": "message", "role": "assistant", "id": f"msg_{rid}",
-                                    "content": [{"type": "output_text", "text": value}]}
+            item: dict[str, Any] = {
+                "type": "message",
+                "role": "assistant",
+                "id": f"msg_{rid}",
+                "content": [{"type": "output_text", "text": value}],
+            }
         else:
             call_id, (namespace, name), args = value
-            item = {"type": "function_call", "call_id": call_id, "name": name, "arguments": json.dumps(args)}
+            item = {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": name,
+                "arguments": json.dumps(args),
+            }
             if namespace:
                 item["namespace"] = namespace
-        events.append(("response.output_item.done", {"type": "response.output_item.done", "item": item}))
-    usage = {"input_tokens": 100, "input_tokens_details": None, "output_tokens": 10,
-             "output_tokens_details": None, "total_tokens": 110}
-    events.append(("response.completed", {"type": "response.completed", "response": {"id": rid, "usage": usage}}))
+        events.append(
+            ("response.output_item.done", {"type": "response.output_item.done", "item": item})
+        )
+    usage = {
+        "input_tokens": 100,
+        "input_tokens_details": None,
+        "output_tokens": 10,
+        "output_tokens_details": None,
+        "total_tokens": 110,
+    }
+    events.append(
+        (
+            "response.completed",
+            {"type": "response.completed", "response": {"id": rid, "usage": usage}},
+        )
+    )
     return _sse(events)
 
 
 def _messages(outputs: list[tuple[str, Any]], model: str) -> bytes:
     mid = f"msg_{time.monotonic_ns()}"
-    start = {"id": mid, "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": None,
-             "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 0}}
-    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
+    start = {
+        "id": mid,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 100, "output_tokens": 0},
+    }
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": start})
+    ]
     stop = "end_turn"
     for index, (kind, value) in enumerate(outputs):
         if kind == "text":
-            events += [("content_block_start", {"type": "content_block_start", "index": index,
-                                                "content_block": {"type": "text", "text": ""}}),
-                       ("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                "delta": {"type": "text_delta", "text": value}})]
+            events += [
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                ),
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": value},
+                    },
+                ),
+            ]
         else:
             call_id, (_, name), args = value
             stop = "tool_use"
-            events += [("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
-                           "type": "tool_use", "id": f"{call_id}", "name": name, "input": {}}}),
-                       ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
-                           "type": "input_json_delta", "partial_json": json.dumps(args)}})]
+            events += [
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": f"{call_id}",
+                            "name": name,
+                            "input": {},
+                        },
+                    },
+                ),
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": json.dumps(args)},
+                    },
+                ),
+            ]
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                                  "usage": {"output_tokens": 10}}),
-               ("message_stop", {"type": "message_stop"})]
+    events += [
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": 10},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
     return _sse(events)
 
 
@@ -304,12 +453,16 @@ def _handler(fake: FakeModel) -> type[BaseHTTPRequestHandler]:
                 body = json.loads(raw) if raw else {}
             except ValueError:
                 body = {}
-            status, kind, payload = fake.handle(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            status, kind, payload = fake.handle(
+                self.path, {k.lower(): v for k, v in self.headers.items()}, body
+            )
             self._answer(status, kind, payload)
 
         def do_GET(self) -> None:  # the name is http.server API
             # Model lists: an empty list, so neither client learns anything it would act on.
-            self._answer(200, "application/json", json.dumps({"object": "list", "data": []}).encode())
+            self._answer(
+                200, "application/json", json.dumps({"object": "list", "data": []}).encode()
+            )
 
         def _answer(self, status: int, kind: str, payload: bytes) -> None:
             self.send_response(status)

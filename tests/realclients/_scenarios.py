@@ -11,9 +11,13 @@ from typing import Any
 from _fake_models import Call, Final, Result
 from _fakes import provider as _fake_provider
 
-VERDICT = {"needs_reply": True, "category": "question", "priority": "normal",
-           "summary": "Asks how to configure the cache and whether it works on Windows.",
-           "reply_hint": "Point to the config section; say Windows is supported."}
+VERDICT = {
+    "needs_reply": True,
+    "category": "question",
+    "priority": "normal",
+    "summary": "Asks how to configure the cache and whether it works on Windows.",
+    "reply_hint": "Point to the config section; say Windows is supported.",
+}
 
 
 class TimedProvider(_fake_provider.FakeProvider):
@@ -42,17 +46,24 @@ def provider_env(fake: TimedProvider) -> dict[str, str]:
     return {**fake.env(), "WATCHER_PARALLEL": "1"}
 
 
-def agent_script(server: str | None = None) -> list[Call | Final]:
-    """status → claim {limit 1} → submit {id, n, verdict} from what claim returned → done."""
+def agent_script(server: str | None = None, first: list[Call] | None = None) -> list[Call | Final]:
+    """``first`` (a ToolSearch turn, where the client defers the tools), then status → claim
+    {limit 1} → submit {id, n, verdict} from what claim returned → done."""
     prefix = f"{server}." if server else ""
 
     def submit(results: list[Result]) -> dict[str, Any]:
-        claimed = results[1].envelope()["result"]["claimed"]
-        assert claimed, f"claim handed out nothing: {results[1].text[:500]}"
+        claim = next(r for r in results if r.tool.endswith("claim"))
+        claimed = claim.envelope()["result"]["claimed"]
+        assert claimed, f"claim handed out nothing: {claim.text[:500]}"
         return {"id": claimed[0]["id"], "n": claimed[0]["n"], "verdict": VERDICT}
 
-    return [Call(f"{prefix}status"), Call(f"{prefix}claim", {"limit": 1}), Call(f"{prefix}submit", submit),
-            Final("judged")]
+    return [
+        *(first or []),
+        Call(f"{prefix}status"),
+        Call(f"{prefix}claim", {"limit": 1}),
+        Call(f"{prefix}submit", submit),
+        Final("judged"),
+    ]
 
 
 def assert_agent_verdict_on_disk(records: dict[str, dict[str, Any]], claimed: Result) -> None:
@@ -61,12 +72,22 @@ def assert_agent_verdict_on_disk(records: dict[str, dict[str, Any]], claimed: Re
     record = records[comment]
     assert record["verdict"] == VERDICT, json.dumps(record)[:800]
     last = record["attempts"][-1]
-    assert (last["provider"], last["command"], last["entrypoint"], last["outcome"]) == ("agent", "claim", "bridge", "ok")
+    assert (last["provider"], last["command"], last["entrypoint"], last["outcome"]) == (
+        "agent",
+        "claim",
+        "bridge",
+        "ok",
+    )
 
 
 def reserved(records: dict[str, dict[str, Any]]) -> list[str]:
     """``id#n`` of every attempt still open (outcome null) in the inbox files."""
-    return [f"{cid}#{a['n']}" for cid, r in records.items() for a in r["attempts"] if a.get("outcome") is None]
+    return [
+        f"{cid}#{a['n']}"
+        for cid, r in records.items()
+        for a in r["attempts"]
+        if a.get("outcome") is None
+    ]
 
 
 def wire_events(wire: list[dict[str, Any]]) -> list[str]:
@@ -75,21 +96,34 @@ def wire_events(wire: list[dict[str, Any]]) -> list[str]:
     for record in wire:
         event = record.get("event")
         if event == "signal":
-            out.append({2: "SIGINT", 15: "SIGTERM"}.get(record["signum"], f"signal {record['signum']}"))
+            out.append(
+                {2: "SIGINT", 15: "SIGTERM"}.get(record["signum"], f"signal {record['signum']}")
+            )
         elif event in ("stdin_closed", "exit"):
             out.append(event)
     return out
 
 
 def methods(wire: list[dict[str, Any]], direction: str = "in") -> list[str]:
-    return [r["msg"].get("method") for r in wire if r.get("dir") == direction and isinstance(r.get("msg"), dict)
-            and r["msg"].get("method")]
+    return [
+        r["msg"].get("method")
+        for r in wire
+        if r.get("dir") == direction and isinstance(r.get("msg"), dict) and r["msg"].get("method")
+    ]
 
 
 def cancelled_at(wire: list[dict[str, Any]]) -> float | None:
     """time.time() of the client's first notifications/cancelled."""
-    return next((r["t"] for r in wire if r.get("dir") == "in" and isinstance(r.get("msg"), dict)
-                 and r["msg"].get("method") == "notifications/cancelled"), None)
+    return next(
+        (
+            r["t"]
+            for r in wire
+            if r.get("dir") == "in"
+            and isinstance(r.get("msg"), dict)
+            and r["msg"].get("method") == "notifications/cancelled"
+        ),
+        None,
+    )
 
 
 def wait_exit(ws_wire: Any, timeout: float = 10.0) -> list[dict[str, Any]]:
@@ -102,6 +136,8 @@ def wait_exit(ws_wire: Any, timeout: float = 10.0) -> list[dict[str, Any]]:
         if any(r.get("event") == "exit" for r in wire):
             return wire
         if time.monotonic() > deadline:
-            raise AssertionError(f"the server had not exited {timeout} s after its client ended: "
-                                 f"{wire_events(wire)}, last methods {methods(wire)[-5:]}")
+            raise AssertionError(
+                f"the server had not exited {timeout} s after its client ended: "
+                f"{wire_events(wire)}, last methods {methods(wire)[-5:]}"
+            )
         time.sleep(0.05)  # polling the tap's log for the exit record, not waiting for it to happen

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from _docs import CONFIG_WORDS, LOADED, blocks, loaded
+from _clients import PINNED
+from _docs import CONFIG_WORDS, DOC, LOADED, blocks, loaded
 
 
 def test_every_block_of_the_page_carries_a_lane_marker() -> None:
@@ -23,3 +24,11 @@ def test_no_client_configuration_hides_behind_example_or_shown() -> None:
     for b in blocks():
         if CONFIG_WORDS.search(b.text) or b.lang == "toml":
             assert b.kind in LOADED, f"line {b.line}: a client configuration marked {b.kind!r}"
+
+
+def test_the_page_opens_with_the_pinned_releases_it_was_checked_against() -> None:
+    """The page's opening names the releases its statements were checked on, the lane's pinned
+    ones among them (a new pin without a new check of the page fails here)."""
+    opening = " ".join(DOC.read_text(encoding="utf-8").split("\n## ", 1)[0].split())
+    assert f"Codex CLI {PINNED['codex']}" in opening, opening
+    assert f"Claude Code {PINNED['claude']}" in opening, opening
