@@ -14,12 +14,12 @@ from typing import Annotated, NamedTuple
 
 from pydantic import Field
 
+from watcher.commands import tool_text as words
 from watcher.commands.core import Context, repaired_index
 from watcher.commands.results import Result
 from watcher.commands.results.reading import ModelUsage
 from watcher.commands.screen import Screen, one_line
 from watcher.commands.spec import LOCAL, VIEW_CODES, Command, Mcp, McpArg, Param
-from watcher.commands.tool_text import codes
 from watcher.errors import ConfigError, UsageError
 from watcher.models import Attempt, SeenFile
 from watcher.state.drafts_model import Draft
@@ -218,8 +218,7 @@ USAGE = Command(
         ),
     ),
     mcp=Mcp(
-        description="Free: the month's model calls and tokens per provider and model, by day, "
-        "with dollars where WATCHER_PRICES prices it.\n" + codes(2, 5),
+        description=words.USAGE,
         hints=LOCAL,
         args=(
             McpArg(
