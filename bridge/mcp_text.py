@@ -28,14 +28,15 @@ exit_code 0: it ran (per-comment errors are in result).
 Never call recheck in a loop, nor claim more than you judge. Granting a comment more attempts is
 the user's decision (`watcher grant`, in a terminal), never an agent's.
 
-devto-watcher triages the comments on a dev.to author's articles with a language model, under a
-hard budget of 3 model attempts per comment, ever. Nothing is ever posted to dev.to (its API
-cannot post comments): a reply is a draft the author posts; `mark ID replied` records it after.
+devto-watcher triages the comments on a dev.to author's articles with a language model, at most
+3 model attempts per comment, ever. Nothing is ever posted to dev.to (its API cannot): the author
+posts each reply; `mark ID replied` records it after.
 
 Start with `status` (free). `scan` fetches new comments and makes their first attempt, `recheck`
 retries failed ones: both spend attempts. `inbox` lists what needs a reply, `show` one comment,
-`mark` sets the author's triage. The prompt `reply-session` walks through drafting replies; the
-resources watcher://inbox and watcher://comment/{{id}} hold what `inbox` and `show` return.
+`mark` sets its triage. `draft` has the model write a reply (3 per comment, no attempt); if
+you are the model, the prompt `reply-session` walks you through drafting. The resources
+watcher://inbox and watcher://comment/{{id}} hold what `inbox` and `show` return.
 
 If `status` shows provider "agent", YOU are the model: `scan` only records comments (`for_agent`
 counts them), `claim` reserves them and hands you each one's prompt and the verdict's JSON schema,

@@ -40,7 +40,7 @@ def test_instructions_still_say_what_an_agent_needs_after_the_rules() -> None:
     for words in ("Nothing is ever posted", "Start with `status`", "reply-session", "watcher://inbox",
                   "watcher://comment/{id}", 'provider "agent"', f"within {mcp_text.LEASE_MINUTES}"):
         assert words in INSTRUCTIONS, words
-    for tool in ("scan", "recheck", "inbox", "show", "mark", "claim", "submit"):
+    for tool in ("scan", "recheck", "inbox", "show", "mark", "draft", "claim", "submit"):
         assert f"`{tool}`" in INSTRUCTIONS, tool
 
 

@@ -257,3 +257,49 @@ def test_the_months_token_tally_counts_the_attempts_a_migration_brought(
     after = store.load_token_tally()
     assert after is not None and after.open == {}
     assert after.used == count_month(store, month).used > own
+
+
+def _drafted(record: Any, *times: str) -> Any:
+    """``record`` with one offline draft reserved at each time, each with a text."""
+    from watcher.state import drafts
+
+    for at in times:
+        record = drafts.reserve_draft(
+            record, entrypoint="cli", provider="offline", model="m", at=f"2026-11-{at}:00Z"
+        )
+        record = drafts.finish_draft(record, text=f"draft of {at}", error=None, at=f"2026-11-{at}:01Z")
+    return record
+
+
+def _both_drafted(tmp_path: Path, data_dir: Path) -> Path:
+    """``v1`` in both stores: the source's record, kept for its two attempts, has 1 draft; the data
+    dir's has 2 others."""
+    old = tmp_path / "old"
+    old.mkdir()
+    FileStore(Paths(old)).save_record(_drafted(_attempted("v1", ["error", "error"]), "20T10:00"))
+    FileStore(Paths(data_dir)).save_record(_drafted(_attempted("v1", ["error"]), "21T10:00", "22T10:00"))
+    return old
+
+
+def test_a_comment_both_stores_drafted_keeps_every_draft_and_its_budget(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The record kept for its attempts takes the other store's drafts too, oldest first: 3
+    drafts, so a 4th is refused (SPEC §16.5: the budget is not reset by a migration)."""
+    old = _both_drafted(tmp_path, data_dir)
+    assert run_main("cli", "migrate", str(old), data_dir=data_dir).returncode == 0
+    kept = FileStore(Paths(data_dir)).load_record("v1")
+    assert kept is not None and len(kept.attempts) == 2
+    assert [(d.n, d.text) for d in kept.drafts] == [
+        (1, "draft of 20T10:00"), (2, "draft of 21T10:00"), (3, "draft of 22T10:00")]
+    fourth = run_main("cli", "draft", "v1", data_dir=data_dir, env={"WATCHER_PROVIDER": "offline"})
+    assert fourth.returncode == 2 and "all its 3 drafts" in fourth.stderr
+
+
+def test_migrating_again_keeps_each_draft_once(tmp_path: Path, data_dir: Path) -> None:
+    """Rerun, the drafts both stores hold are not brought twice and the file is not rewritten."""
+    old = _both_drafted(tmp_path, data_dir)
+    assert run_main("cli", "migrate", str(old), data_dir=data_dir).returncode == 0
+    first = Paths(data_dir).inbox_file("v1").read_bytes()
+    assert run_main("cli", "migrate", str(old), data_dir=data_dir).returncode == 0
+    assert Paths(data_dir).inbox_file("v1").read_bytes() == first

@@ -86,3 +86,40 @@ def test_status_gives_this_months_line(tmp_path: Path, data_dir: Path) -> None:
     assert json.loads(status.stdout)["result"]["this_month"] == _usage(data_dir)["models"]
     shown = run_main("cli", "status", data_dir=data_dir).stdout
     assert "month:     openai fake-model: 4 call(s), 300 in, 60 out" in shown
+
+
+def _drafted(data_dir: Path, *ids: str, env: dict[str, str]) -> None:
+    for cid in ids:
+        answer = run_main("cli", "draft", cid, data_dir=data_dir, env=env)
+        assert answer.returncode == 0, answer.stderr
+
+
+def test_drafts_are_calls_of_their_model_counted_apart(tmp_path: Path, data_dir: Path) -> None:
+    """Two fake-model drafts (100 in, 20 out each) and one offline draft join the seeded calls:
+    fake-model 6 calls, 500 in, 100 out, 2 of them drafts; the view says so within 80 columns."""
+    _seeded(tmp_path, data_dir)
+    with running_fake() as fake:
+        _drafted(data_dir, "ok1", "ok2", env=fake.env())
+    _drafted(data_dir, "off1", env={"WATCHER_PROVIDER": "offline"})
+    models = {(m["provider"], m["model"]): m for m in _usage(data_dir)["models"]}
+    fake_model, offline = models[("openai", "fake-model")], models[("offline", "heuristic-v2")]
+    assert (fake_model["calls"], fake_model["input_tokens"], fake_model["output_tokens"]) == (6, 500, 100)
+    assert (fake_model["drafts"], fake_model["without_usage"]) == (2, 1)
+    assert (offline["calls"], offline["drafts"], offline["without_usage"]) == (3, 1, 3)
+    shown = run_main("cli", "usage", data_dir=data_dir, env={"COLUMNS": "80"}).stdout
+    assert "6 call(s) (2 draft(s), 1 without usage recorded)" in " ".join(shown.split())
+    assert max(len(line) for line in shown.splitlines()) <= 80
+
+
+def test_a_draft_of_a_comment_without_attempts_is_counted(tmp_path: Path, data_dir: Path) -> None:
+    """A comment recorded without a verdict call (provider agent) and then drafted: usage counts
+    the draft's call and tokens."""
+    source = write_export(tmp_path / "a.json", ["q1"])
+    scan = run_main("cli", "scan", "--source", str(source), data_dir=data_dir,
+                    env={"WATCHER_PROVIDER": "agent"})
+    assert scan.returncode == 0, scan.stderr
+    with running_fake() as fake:
+        _drafted(data_dir, "q1", env=fake.env())
+    (model,) = _usage(data_dir)["models"]
+    assert (model["calls"], model["drafts"], model["input_tokens"], model["output_tokens"]) == (
+        1, 1, 100, 20)

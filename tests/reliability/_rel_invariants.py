@@ -469,9 +469,10 @@ def news_delivered(data_dir: Path, received: Mapping[str, Sequence[str]], *, kil
 
 def tokens_within_budget(recs: Mapping[str, InboxRecord], budget: int, runs: int) -> list[str]:
     """SPEC §16.4: each UTC month's recorded tokens (the usage the provider reported, by the month
-    each attempt was reserved in) never exceed WATCHER_MONTHLY_TOKENS by more than one call's output
-    cap per run in flight (``runs``: the most runs that called at once). A run's check counts each
-    call in flight at its worst case, which the estimate of its prompt can undercount; no more."""
+    each attempt or reply draft was reserved in) never exceed WATCHER_MONTHLY_TOKENS by more than
+    one call's output cap per run in flight (``runs``: the most runs that called at once). A run's
+    check counts each call in flight at its worst case, which the estimate of its prompt can
+    undercount; no more."""
     from watcher.state.tokens import OUTPUT_CAP
 
     used: Counter[str] = Counter()
@@ -479,6 +480,8 @@ def tokens_within_budget(recs: Mapping[str, InboxRecord], budget: int, runs: int
         for a in record.attempts:
             if a.provider != AGENT and a.usage is not None:
                 used[a.reserved_at[:7]] += (a.usage.input_tokens or 0) + (a.usage.output_tokens or 0)
+        for d in record.drafts:  # a draft is a provider call too (SPEC §16.5)
+            used[d.reserved_at[:7]] += (d.input_tokens or 0) + (d.output_tokens or 0)
     most = budget + OUTPUT_CAP * runs
     return [f"{month}: {tokens} tokens recorded, over the budget {budget} + {runs} run(s) x {OUTPUT_CAP}"
             for month, tokens in sorted(used.items()) if tokens > most]

@@ -147,6 +147,8 @@ def test_a_reservation_that_cannot_be_written_makes_no_call(data_dir: Path) -> N
                     hooks=_hooks(fake, "reserve", 1))
     assert proc.returncode == 5
     assert fake.calls == [] and drafts_of(data_dir) == []
+    tally = FileStore(Paths(data_dir)).load_token_tally()  # admitted, then taken back (SPEC §16.4)
+    assert tally is not None and (tally.open, tally.used) == ({}, 0)
 
 
 def test_an_outcome_that_cannot_be_written_keeps_the_draft_counted_and_shown(data_dir: Path) -> None:

@@ -157,8 +157,8 @@ DRAFT = Command(
     ),
     codes="0 drafted · 2 unknown id, gone from dev.to, all 3 drafts made, provider agent or "
     "none chosen, no clipboard for --copy (the draft is still printed) · 3 wait (cooldown, "
-    "breaker, or the draft call failed) · 4 a call for it is in flight, or a batch holds the "
-    "lock · 5 state error",
+    "breaker, WATCHER_MONTHLY_TOKENS reached, or the draft call failed) · 4 a call for it is in "
+    "flight, or a batch holds the lock · 5 state error",
     result=DraftResult,
     run=lambda c, a: make_draft(c, a["id"], copy=a.get("copy", False)),
     view="watcher.commands.drafting:view",

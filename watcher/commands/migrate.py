@@ -2,8 +2,9 @@
 before 0.2.0 — brought into the data dir, losing no mark and no attempt (SPEC §16.3).
 
 Comment by comment, under both stores' pipeline locks: a comment only SRC has is copied; one both
-have keeps the inbox file with more attempts, the larger attempt count of the two indexes (§4.2,
-§13.5: attempts never go down), and the later of the two triages (marks latest-wins, §15.2). The
+have keeps the inbox file with more attempts, with the reply drafts of both (§16.5: drafts, like
+attempts, never go down), the larger attempt count of the two indexes (§4.2, §13.5: attempts never
+go down), and the later of the two triages (marks latest-wins, §15.2). The
 bundled sample's comments are left out and counted. Then the provider state, what cron said, the
 signal log and the settings (:mod:`watcher.commands.migrate_state`). SRC is only read: it stays in
 place, and the summary says which of its files are watcher state.
@@ -30,6 +31,7 @@ from watcher.config import Paths, load_settings
 from watcher.errors import UsageError
 from watcher.models import InboxRecord, SeenComment, SeenFile
 from watcher.pipeline.batch import open_store
+from watcher.state.drafts_model import Draft
 from watcher.store import Store
 
 
@@ -166,14 +168,38 @@ def _merged_record(
 ) -> tuple[InboxRecord | None, bool]:
     """The inbox record to keep, and whether the data dir had one: the one with more attempts,
     the data dir's on a tie or when it has a verdict the source lacks (the index keeps the larger
-    attempt count either way); ``None``: keep what the data dir has (nothing to write)."""
+    attempt count either way), with the drafts of both (:func:`_merged_drafts`); ``None``: keep
+    what the data dir has (nothing to write)."""
     if dst is None:
         return src, False
-    if src is None or len(dst.attempts) >= len(src.attempts):
+    if src is None:
         return None, True
-    if dst.verdict is not None and src.verdict is None:
+    keep_dst = len(dst.attempts) >= len(src.attempts) or (
+        dst.verdict is not None and src.verdict is None
+    )
+    kept = dst if keep_dst else src
+    drafts = _merged_drafts(src.drafts, dst.drafts)
+    if keep_dst and drafts == dst.drafts:
         return None, True
-    return src, True
+    return kept.model_copy(update={"drafts": drafts}), True
+
+
+def _merged_drafts(src: list[Draft], dst: list[Draft]) -> list[Draft]:
+    """The reply drafts of both stores, each once: a draft is who reserved it when (its process
+    and time), the data dir's copy kept unless only the source's has an outcome; oldest first,
+    numbered again 1, 2, … . So a comment has at least the drafts either store gave it, and the
+    budget of 3 is not reset by a migration (SPEC §16.5); rerun, the same list."""
+    found = {_draft_id(d): d for d in dst}
+    for d in src:
+        mine = found.get(_draft_id(d))
+        if mine is None or (mine.outcome is None and d.outcome is not None):
+            found[_draft_id(d)] = d
+    ordered = sorted(found.values(), key=lambda d: (d.reserved_at, d.n))
+    return [d if d.n == n else d.model_copy(update={"n": n}) for n, d in enumerate(ordered, 1)]
+
+
+def _draft_id(draft: Draft) -> tuple[str, int, str]:
+    return draft.reserved_at, draft.pid, draft.entrypoint
 
 
 def _merged_entry(src: SeenComment | None, dst: SeenComment | None) -> SeenComment | None:

@@ -1,6 +1,7 @@
 """``watcher usage``: the month's model calls and tokens, per provider and model, per day and in
-all, read from the attempts' recorded usage in the inbox files; dollars where ``WATCHER_PRICES``
-prices the model (SPEC §16.4).
+all, read from the recorded usage of the attempts and of the reply drafts (SPEC §16.5: a draft is
+a call of its own) in the inbox files; dollars where ``WATCHER_PRICES`` prices the model (SPEC
+§16.4).
 
 Free and read-only: it reads the state, never a provider.
 """
@@ -9,18 +10,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 from pydantic import Field
 
+from watcher.commands import tool_text as words
 from watcher.commands.core import Context, repaired_index
 from watcher.commands.results import Result
 from watcher.commands.results.reading import ModelUsage
 from watcher.commands.screen import Screen, one_line
 from watcher.commands.spec import LOCAL, VIEW_CODES, Command, Mcp, McpArg, Param
-from watcher.commands.tool_text import codes
 from watcher.errors import ConfigError, UsageError
 from watcher.models import Attempt, SeenFile
+from watcher.state.drafts_model import Draft
 
 
 class DayUsage(Result):
@@ -44,6 +46,27 @@ class TooMany(Exception):
     """More inbox files to read than a quick view may."""
 
 
+class _Call(NamedTuple):
+    """One attempt or reply draft, as the sums read it."""
+
+    provider: str
+    model: str
+    day: str
+    input_tokens: int | None
+    output_tokens: int | None
+    draft: bool
+
+    @classmethod
+    def of(cls, made: Attempt | Draft) -> _Call:
+        if isinstance(made, Draft):
+            tokens_in, tokens_out = made.input_tokens, made.output_tokens
+        else:
+            tokens_in = made.usage.input_tokens if made.usage else None
+            tokens_out = made.usage.output_tokens if made.usage else None
+        day = made.reserved_at[:10]
+        return cls(made.provider, made.model, day, tokens_in, tokens_out, isinstance(made, Draft))
+
+
 def usage(
     ctx: Context,
     month: str | None = None,
@@ -60,25 +83,27 @@ def usage(
     if not _MONTH.fullmatch(month):
         raise UsageError(f"--month takes YYYY-MM, got {month!r}")
     prices = parse_prices(ctx.settings.prices)
-    attempts: list[Attempt] = []
-    # An attempt reserved in the month wrote its inbox file then, and the index entry derived
-    # from that file (watcher.state.seen.entry_from) was updated then or later: the files of
-    # comments untouched since before the month are not read (status gives this month's line).
+    calls: list[_Call] = []
+    # An attempt or a draft reserved in the month wrote its inbox file then, and the index entry
+    # derived from that file (watcher.state.seen.entry_from) was updated then or later: the files
+    # of comments untouched since before the month are not read (status gives this month's line).
+    # A comment without attempts is read too: it may have drafts.
     touched = [
         cid
         for cid, entry in (index or repaired_index(ctx)).comments.items()
-        if entry.attempts and entry.updated_at[:7] >= month
+        if entry.updated_at[:7] >= month
     ]
     if most_files is not None and len(touched) > most_files:
         raise TooMany(len(touched))
     for cid in touched:
         record = ctx.store.load_record(cid)
         if record is not None:
-            attempts += [a for a in record.attempts if a.reserved_at.startswith(month)]
-    by_day: dict[str, list[Attempt]] = {}
-    for a in attempts:
-        by_day.setdefault(a.reserved_at[:10], []).append(a)
-    totals = _per_model(attempts, prices)
+            made: list[Attempt | Draft] = [*record.attempts, *record.drafts]
+            calls += [_Call.of(m) for m in made if m.reserved_at.startswith(month)]
+    by_day: dict[str, list[_Call]] = {}
+    for call in calls:
+        by_day.setdefault(call.day, []).append(call)
+    totals = _per_model(calls, prices)
     priced = [m.dollars for m in totals if m.dollars is not None]
     return UsageResult(
         month=month,
@@ -88,23 +113,22 @@ def usage(
     )
 
 
-def _per_model(
-    attempts: Iterable[Attempt], prices: dict[str, tuple[float, float]]
-) -> list[ModelUsage]:
+def _per_model(calls: Iterable[_Call], prices: dict[str, tuple[float, float]]) -> list[ModelUsage]:
     sums: dict[tuple[str, str], list[int]] = {}
-    for a in attempts:
-        calls, tokens_in, tokens_out, without = sums.setdefault((a.provider, a.model), [0] * 4)
-        has = a.usage is not None and (
-            a.usage.input_tokens is not None or a.usage.output_tokens is not None
+    for c in calls:
+        made, tokens_in, tokens_out, without, drafts = sums.setdefault(
+            (c.provider, c.model), [0] * 5
         )
-        sums[(a.provider, a.model)] = [
-            calls + 1,
-            tokens_in + ((a.usage.input_tokens or 0) if a.usage else 0),
-            tokens_out + ((a.usage.output_tokens or 0) if a.usage else 0),
+        has = c.input_tokens is not None or c.output_tokens is not None
+        sums[(c.provider, c.model)] = [
+            made + 1,
+            tokens_in + (c.input_tokens or 0),
+            tokens_out + (c.output_tokens or 0),
             without + (0 if has else 1),
+            drafts + c.draft,
         ]
     out = []
-    for (provider, model), (calls, tokens_in, tokens_out, without) in sorted(sums.items()):
+    for (provider, model), (made, tokens_in, tokens_out, without, drafts) in sorted(sums.items()):
         price = prices.get(model)
         dollars = (
             round((tokens_in * price[0] + tokens_out * price[1]) / 1_000_000, 6) if price else None
@@ -113,10 +137,11 @@ def _per_model(
             ModelUsage(
                 provider=provider,
                 model=model,
-                calls=calls,
+                calls=made,
                 input_tokens=tokens_in,
                 output_tokens=tokens_out,
                 without_usage=without,
+                drafts=drafts,
                 dollars=dollars,
             )
         )
@@ -145,9 +170,12 @@ def parse_prices(text: str | None) -> dict[str, tuple[float, float]]:
 
 def _line(m: ModelUsage) -> str:
     cost = f" · ${m.dollars:.2f}" if m.dollars is not None else ""
-    without = f" ({m.without_usage} without usage recorded)" if m.without_usage else ""
+    notes = [f"{m.drafts} draft(s)"] * bool(m.drafts) + [
+        f"{m.without_usage} without usage recorded"
+    ] * bool(m.without_usage)
+    said = f" ({', '.join(notes)})" if notes else ""
     return (
-        f"{m.provider} {one_line(m.model)}: {m.calls} call(s){without} · {m.input_tokens:,} in, "
+        f"{m.provider} {one_line(m.model)}: {m.calls} call(s){said} · {m.input_tokens:,} in, "
         f"{m.output_tokens:,} out{cost}"
     )
 
@@ -171,7 +199,8 @@ USAGE = Command(
     name="usage",
     summary="The month's model calls and tokens, per model (free).",
     help="Model calls, input and output tokens per provider and model, per day and for the "
-    "month, from the attempts' recorded usage; dollars where WATCHER_PRICES prices the model "
+    "month, from the recorded usage of the attempts and of the reply drafts (their count said "
+    "apart); dollars where WATCHER_PRICES prices the model "
     "(model=in/out per million tokens). Free: no call is made.",
     examples=("watcher usage", "watcher usage --month 2026-11", "watcher usage --json"),
     codes=VIEW_CODES,
@@ -189,8 +218,7 @@ USAGE = Command(
         ),
     ),
     mcp=Mcp(
-        description="Free: the month's model calls and tokens per provider and model, by day, "
-        "with dollars where WATCHER_PRICES prices it.\n" + codes(2, 5),
+        description=words.USAGE,
         hints=LOCAL,
         args=(
             McpArg(

@@ -28,11 +28,13 @@ the agent in the loop gives the verdicts with its own model, on its own plan —
 provider call, sees no usage, and the tokens are not watcher's to limit, so ``claim`` and ``submit``
 are outside the budget (each claim is still one of the comment's 3 attempts).
 
-Other calls that spend the provider's tokens (a reply draft, SPEC §16.5) count too:
-:func:`prepare_tally` before the lock; then under the lock and their call lock,
-:func:`admit_tokens` with a key of their own kind (:func:`key_of`) before the reservation;
-:func:`settle` with 0 if it was not written, with the reported usage once the outcome is durable
-(left unsettled, such an entry counts its worst case once its call lock is free).
+A reply draft (SPEC §16.5) is a provider call too, with a key of its own kind (``draft:<id>/<n>``,
+:func:`key_of`): :mod:`watcher.pipeline.drafting` calls :func:`prepare_tally` before the lock;
+then, under the lock and the comment's call lock, :func:`admit_tokens` before the draft's
+reservation; :func:`settle` with 0 if it was not written, with the reported usage once the outcome
+is durable. Left open, its entry is settled as an attempt's is, from the draft in the record: its
+recorded usage, else its worst case once its call lock is free. Another kind of call counts its
+worst case until its own code settles it.
 """
 
 from __future__ import annotations
@@ -45,9 +47,11 @@ from watcher.errors import BudgetReached, CorruptState, LockBusy, StateError
 from watcher.models import InboxRecord
 from watcher.pipeline.batch import Batch
 from watcher.pipeline.outcomes import state_stop
+from watcher.providers.drafts import DRAFT_MAX_TOKENS
 from watcher.providers.registry import PROVIDERS
 from watcher.state.tokens import (
     TokenTally,
+    draft_used,
     key_of,
     next_month,
     parse_key,
@@ -56,6 +60,9 @@ from watcher.state.tokens import (
 )
 from watcher.store import CallLock, Store
 from watcher.util.timeutil import utcnow
+
+# The kind of a reply draft's entry in the tally (:func:`watcher.state.tokens.key_of`).
+DRAFT = "draft"
 
 
 def applies(settings: Settings) -> bool:
@@ -181,26 +188,40 @@ def month_used(store: Store, month: str) -> int | None:
 
 
 def count_month(store: Store, month: str) -> TokenTally:
-    """The tally of ``month`` from its attempts in the inbox files: only those of comments whose
-    index entry changed this month are read (a reservation writes the record, and the entry follows
-    it), as ``watcher usage`` reads them."""
+    """The tally of ``month`` from its attempts and reply drafts in the inbox files: only those of
+    comments whose index entry changed this month are read (a reservation writes the record, and
+    the entry follows it), as ``watcher usage`` reads them."""
     index, _ = store.reconcile_index(store.load_index())
     tally = TokenTally(month=month)
     for cid, entry in index.comments.items():
-        if not entry.attempts or entry.updated_at[:7] < month:
+        if entry.updated_at[:7] < month:
             continue
         try:
             record = store.load_record(cid)
         except StateError:
             continue  # quarantined: its attempts are in no count any more
-        for attempt in record.attempts if record is not None else ():
-            if not attempt.reserved_at.startswith(month) or not spends(attempt.provider):
-                continue
-            assert record is not None
-            key = key_of(cid, attempt.n)
-            tally = tally.opened(key, attempt.worst_tokens or worst_case(record.prompt))
-            over = _over(store, key, tally.open[key], record)
-            tally = tally.settle(key, over) if over is not None else tally
+        if record is not None:
+            tally = _count_record(store, tally, record)
+    return tally
+
+
+def _count_record(store: Store, tally: TokenTally, record: InboxRecord) -> TokenTally:
+    cid, month = record.comment.id, tally.month
+    calls = [
+        (key_of(cid, a.n), a.worst_tokens or worst_case(record.prompt))
+        for a in record.attempts
+        if a.reserved_at.startswith(month) and spends(a.provider)
+    ] + [
+        # A draft admitted before its worst case was recorded: its prompt is not kept, the
+        # comment's verdict prompt (the same comment and parent) stands for it.
+        (key_of(cid, d.n, DRAFT), d.worst_tokens or worst_case(record.prompt, DRAFT_MAX_TOKENS))
+        for d in record.drafts
+        if d.reserved_at.startswith(month) and spends(d.provider)
+    ]
+    for key, worst in calls:
+        tally = tally.opened(key, worst)
+        over = _over(store, key, worst, record)
+        tally = tally.settle(key, over) if over is not None else tally
     return tally
 
 
@@ -235,7 +256,7 @@ def _settled(store: Store, tally: TokenTally) -> TokenTally:
 def _over(store: Store, key: str, worst: int, record: InboxRecord | None = None) -> int | None:
     """What an open entry counts now that its call is over; ``None`` while it is in flight."""
     kind, cid, n = parse_key(key)
-    if kind or n < 1:
+    if kind not in ("", DRAFT) or n < 1:
         # Another kind of call, settled by its own code (:func:`settle`): until then it counts its
         # worst case, and keeps it once its process is gone.
         return None if cid and store.call_in_flight(cid) else worst
@@ -246,6 +267,8 @@ def _over(store: Store, key: str, worst: int, record: InboxRecord | None = None)
             return worst
     if record is None:
         return worst
+    if kind == DRAFT:
+        return _draft_over(store, record, n, worst)
     if len(record.attempts) < n:
         return 0  # entered, then never reserved: its run died in between, or the write failed
     attempt = record.attempts[n - 1]
@@ -254,3 +277,13 @@ def _over(store: Store, key: str, worst: int, record: InboxRecord | None = None)
     if attempt.outcome is None and not attempt.not_sent:
         return None if store.call_in_flight(cid) else worst
     return used_by(attempt, worst)
+
+
+def _draft_over(store: Store, record: InboxRecord, n: int, worst: int) -> int | None:
+    """:func:`_over` for reply draft ``n`` of ``record`` (SPEC §16.5), as for an attempt."""
+    if len(record.drafts) < n:
+        return 0  # entered, then never reserved: its run died in between, or the write failed
+    made = record.drafts[n - 1]
+    if made.outcome is None:
+        return None if store.call_in_flight(record.comment.id) else worst
+    return draft_used(made, worst)

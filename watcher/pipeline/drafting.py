@@ -10,12 +10,14 @@ The order is a batch's for one comment, with ``drafts`` for ``attempts``:
    exit 3 or 2; a half-open interval lets this call be the one real call);
 2. under the pipeline lock: re-read; an open draft reservation whose call lock is free is an
    orphan — closed as ``interrupted``, still counted; the cap (3 drafts, ever); take the comment's
-   call lock (the same one as its verdict calls: one call per comment in flight, whichever); reserve
-   draft n+1 durably — no reservation on disk, no call;
+   call lock (the same one as its verdict calls: one call per comment in flight, whichever); the
+   month's token check (SPEC §16.4, :mod:`watcher.pipeline.budget`: a draft is a provider call);
+   reserve draft n+1 durably — no reservation on disk, no call;
 3. unlocked: the one call (the offline provider makes none: a template from the verdict's hint);
 4. under the lock: the provider state the answer leaves (:func:`watcher.pipeline.gate.after_answer`:
    a stop kind opens the breaker, a 429 sets the cooldown), written before the draft's outcome; then
-   the outcome by compare-and-swap; the call lock let go once it is durable.
+   the outcome by compare-and-swap, then its tokens settled in the month's tally; the call lock
+   let go once it is durable.
 
 The verdict's attempts, grants and state are never read for the budget nor written here.
 """
@@ -23,10 +25,9 @@ The verdict's attempts, grants and state are never read for the budget nor writt
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from watcher.errors import (
     Interrupted,
@@ -38,14 +39,15 @@ from watcher.errors import (
     WatcherError,
 )
 from watcher.models import InboxRecord, Prompt, Usage
+from watcher.pipeline import budget, provider_state
 from watcher.pipeline import gate as gates
-from watcher.pipeline import provider_state
 from watcher.pipeline.batch import Batch, Run, SignalDuringCall, caught_signals
 from watcher.providers import drafts as draft_calls
 from watcher.providers import prompts
 from watcher.providers.base import TextResult
 from watcher.state import drafts
 from watcher.state.drafts_model import Draft, DraftError
+from watcher.state.tokens import draft_used, key_of, worst_case
 from watcher.store import CallLock, Store
 from watcher.util.timeutil import iso
 
@@ -97,10 +99,17 @@ def _reserve_call_finish(
     if provider is not None and not isinstance(provider, draft_calls.Drafter):
         raise UsageError(f"provider {provider.name} cannot write a free-text draft")
     name, model = (provider.name, provider.model) if provider else ("offline", batch.settings.model)
+    # A draft spends the provider's tokens as an attempt does: WATCHER_MONTHLY_TOKENS (SPEC §16.4).
+    counted = prompt if provider is not None and budget.spends(name) else None
+    unread = budget.prepare_tally(batch.store) if counted is not None else None
     with batch.store.pipeline_lock():
-        reserved, closed, call_lock = _reserve(batch, cid, gate, provider=name, model=model)
+        reserved, closed, call_lock = _reserve(
+            batch, cid, gate, provider=name, model=model, counted=counted
+        )
     with _releasing(call_lock):  # however this ends; a second release does nothing
-        return _call_and_finish(batch, reserved, closed, call_lock, prompt, gate)
+        done = _call_and_finish(batch, reserved, closed, call_lock, prompt, gate)
+    # A tally that had to be built again (or could not be written) fails the run, as a batch's.
+    return done if done.error is not None or unread is None else replace(done, error=unread)
 
 
 def _call_and_finish(
@@ -127,7 +136,8 @@ def _call_and_finish(
         # The request may have been sent: the draft stays counted, closed now (SPEC §13.6).
         message = f"draft {mine.n} was stopped by the person during the call"
         with _releasing(call_lock), batch.store.pipeline_lock():
-            _close(batch, cid, mine, lambda r: drafts.interrupt_draft(r, message=message))
+            stopped = _close(batch, cid, mine, lambda r: drafts.interrupt_draft(r, message=message))
+            _settle(batch.store, cid, stopped.drafts[-1])
         raise Interrupted(sig.signum) from None
     error = _error_of(answer)
     usage = answer.usage or Usage()
@@ -152,6 +162,7 @@ def _call_and_finish(
             )
         try:
             finished, failed = _close(batch, cid, mine, finish), None
+            _settle(batch.store, cid, finished.drafts[-1])
         except StateError as exc:
             # The draft stays reserved and counted; the next draft closes it as interrupted. Its
             # text is still shown (the person may copy it), the run exits 5.
@@ -163,7 +174,15 @@ def _call_and_finish(
                 provider_state.write_unsaved(batch.store, batch.unsaved_state)
     done = Drafted(finished, finished.drafts[-1], closed)
     batch.emit("draft.ok" if error is None else f"draft.error.{error.kind}", comment=cid)
-    return dataclasses.replace(done, error=failed or _run_error(done, stop, unsaved))
+    return replace(done, error=failed or _run_error(done, stop, unsaved))
+
+
+def _settle(store: Store, cid: str, made: Draft) -> None:
+    """Under the lock, once ``made``'s outcome is durable: the month's tally counts what it
+    reported, else the worst case it was admitted with (no entry: it was never admitted)."""
+    if made.worst_tokens is not None:
+        key = key_of(cid, made.n, budget.DRAFT)
+        budget.settle(store, key, draft_used(made, made.worst_tokens))
 
 
 @contextmanager
@@ -186,10 +205,17 @@ def _known(batch: Batch, cid: str) -> InboxRecord:
 
 
 def _reserve(
-    batch: Batch, cid: str, gate: gates.Gate, *, provider: str, model: str
+    batch: Batch,
+    cid: str,
+    gate: gates.Gate,
+    *,
+    provider: str,
+    model: str,
+    counted: Prompt | None = None,
 ) -> tuple[InboxRecord, Draft | None, CallLock]:
-    """Under the lock: re-read, close an orphan, check the cap, take the call lock, reserve
-    durably (SPEC §7 steps 4.1–4.6 with drafts for attempts)."""
+    """Under the lock: re-read, close an orphan, check the cap, take the call lock, check the
+    month's tokens for ``counted`` (the prompt of a call that spends them; ``None``: none), reserve
+    durably (SPEC §7 steps 4.1–4.6 with drafts for attempts, §16.4)."""
     store = batch.store
     record = _known(batch, cid)
     closed = None
@@ -200,6 +226,7 @@ def _reserve(
         record = drafts.interrupt_draft(record, at=iso(batch.now()))
         store.save_record(record)
         closed = record.drafts[-1]
+        _settle(store, cid, closed)
         batch.emit("draft.interrupted", comment=cid)
         batch.notice(f"note: {closed.error.message if closed.error else 'draft closed'}")
     why = drafts.refusal(record)
@@ -209,9 +236,6 @@ def _reserve(
     if call_lock is None:
         raise _in_flight(batch, cid, "another run (a draft or a verdict)")
     try:
-        if gate.mode == "half_open":
-            # The one real call of this interval, recorded before it goes (SPEC §16.6).
-            provider_state.mark_half_open(store, cid, now=gate.at or batch.now())
         reserved = drafts.reserve_draft(
             record,
             entrypoint=batch.run.entrypoint,
@@ -219,11 +243,42 @@ def _reserve(
             model=model,
             at=iso(batch.now()),
         )
-        store.save_record(reserved)  # not on disk means not paid for: no call
+        if counted is not None:
+            # Refused (BudgetReached, exit 3): nothing reserved, no half-open mark (SPEC §16.4).
+            reserved = _admit(batch, reserved, counted)
+        if gate.mode == "half_open":
+            # The one real call of this interval, recorded before it goes (SPEC §16.6).
+            provider_state.mark_half_open(store, cid, now=gate.at or batch.now())
+        _save_reservation(store, reserved)
     except BaseException:
         call_lock.release()
         raise
     return reserved, closed, call_lock
+
+
+def _admit(batch: Batch, reserved: InboxRecord, prompt: Prompt) -> InboxRecord:
+    """The month's token check of the reserved, unwritten draft (:func:`budget.admit_tokens`): the
+    record with the draft's worst case on it, its prompt at 4 characters a token plus the draft's
+    output cap."""
+    mine = reserved.drafts[-1]
+    worst = worst_case(prompt, draft_calls.DRAFT_MAX_TOKENS)
+    key = key_of(reserved.comment.id, mine.n, budget.DRAFT)
+    budget.admit_tokens(
+        batch.store, batch.settings.monthly_tokens, key, worst, mine.reserved_at[:7]
+    )
+    admitted = mine.model_copy(update={"worst_tokens": worst})
+    return reserved.model_copy(update={"drafts": [*reserved.drafts[:-1], admitted]})
+
+
+def _save_reservation(store: Store, reserved: InboxRecord) -> None:
+    """Not on disk means not paid for: no call, and nothing counted for it."""
+    try:
+        store.save_record(reserved)
+    except BaseException:
+        mine = reserved.drafts[-1]
+        if mine.worst_tokens is not None:
+            budget.settle(store, key_of(reserved.comment.id, mine.n, budget.DRAFT), 0)
+        raise
 
 
 def _in_flight(batch: Batch, cid: str, what: str) -> LockBusy:

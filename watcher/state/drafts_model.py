@@ -43,3 +43,6 @@ class Draft(_Strict):
     input_tokens: int | None = None
     output_tokens: int | None = None
     duration_ms: int | None = None
+    # The most its call could cost, as WATCHER_MONTHLY_TOKENS admitted it (SPEC §16.4): what it
+    # counts when no usage was reported; null for a provider that spends no tokens.
+    worst_tokens: int | None = Field(default=None, ge=0)

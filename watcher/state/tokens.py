@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from watcher.errors import ConfigError
 from watcher.models import Attempt, Prompt
+from watcher.state.drafts_model import Draft
 
 # The output tokens every request asks for at most (max_tokens / max_completion_tokens): enough
 # for the verdict with room for a reasoning model's thinking. watcher/providers/_http.py sends it.
@@ -53,11 +54,11 @@ class TokenTally(BaseModel):
         return self.model_copy(update={"open": rest, "settled": self.settled + max(tokens, 0)})
 
 
-def worst_case(prompt: Prompt) -> int:
+def worst_case(prompt: Prompt, output_cap: int = OUTPUT_CAP) -> int:
     """The most one call with this cached prompt can cost: the prompt at 4 characters a token,
-    rounded up, plus the output cap."""
+    rounded up, plus the output cap (a draft asks for less: its own cap)."""
     chars = len(prompt.system) + len(prompt.user)
-    return -(-chars // CHARS_PER_TOKEN) + OUTPUT_CAP
+    return -(-chars // CHARS_PER_TOKEN) + output_cap
 
 
 def key_of(comment_id: str, n: int, kind: str = "") -> str:
@@ -84,6 +85,14 @@ def used_by(attempt: Attempt, worst: int) -> int:
     if usage is not None and (usage.input_tokens is not None or usage.output_tokens is not None):
         return (usage.input_tokens or 0) + (usage.output_tokens or 0)
     return attempt.worst_tokens or worst
+
+
+def draft_used(draft: Draft, worst: int) -> int:
+    """What one reply draft whose call is over counts (SPEC §16.5 drafts are provider calls too):
+    the usage the provider reported, else the worst case it was admitted with, else ``worst``."""
+    if draft.input_tokens is not None or draft.output_tokens is not None:
+        return (draft.input_tokens or 0) + (draft.output_tokens or 0)
+    return draft.worst_tokens or worst
 
 
 def next_month(month: str) -> str:

@@ -101,11 +101,14 @@ class NotifyStatus(_Result):
 class ModelUsage(_Result):
     provider: str
     model: str
-    calls: int = Field(description="Attempts reserved for this model (each one call at most).")
+    calls: int = Field(
+        description="Attempts and reply drafts reserved for this model (each one call at most)."
+    )
     input_tokens: int = Field(description="Input tokens the provider reported, summed.")
     output_tokens: int = Field(description="Output tokens the provider reported, summed.")
+    drafts: int = Field(default=0, description="Of the calls, reply drafts (`draft`).")
     without_usage: int = Field(
-        description="Attempts with no usage recorded (offline, an agent's, an error without it, "
+        description="Calls with no usage recorded (offline, an agent's, an error without it, "
         "or a process that died first): not in the token sums."
     )
     dollars: float | None = Field(
