@@ -4,6 +4,7 @@ of 3 drafts per comment of its own, kept in the inbox file, on the clipboard wit
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from _fakes.provider import (
 from _proc import run_main
 
 from watcher.config import Paths
-from watcher.models import Attempt, Grant
+from watcher.models import Attempt, Grant, InboxRecord
 from watcher.store.files import FileStore
 
 OFFLINE = {"WATCHER_PROVIDER": "offline"}
@@ -32,8 +33,9 @@ def fake() -> Iterator[FakeProvider]:
         yield server
 
 
-def test_the_authors_earlier_replies_reach_the_prompt_and_the_key_no_file(data_dir: Path,
-                                                                          fake: FakeProvider) -> None:
+def test_the_authors_earlier_replies_reach_the_prompt_and_the_key_no_file(
+    data_dir: Path, fake: FakeProvider
+) -> None:
     """Over the loopback provider: the prompt holds the title, the parent and the 5 newest of the
     author's earlier replies; a key the model echoes is in no file of the data dir."""
     seed(data_dir, earlier_replies=7)
@@ -57,7 +59,9 @@ def test_three_drafts_then_the_fourth_is_refused_with_exit_2(data_dir: Path) -> 
     """A comment has 3 drafts in its lifetime: the 4th is refused, naming the newest, and writes
     nothing."""
     seed(data_dir)
-    codes = [run_main("cli", "draft", "q1", data_dir=data_dir, env=OFFLINE).returncode for _ in range(3)]
+    codes = [
+        run_main("cli", "draft", "q1", data_dir=data_dir, env=OFFLINE).returncode for _ in range(3)
+    ]
     before = (Paths(data_dir).inbox_file("q1")).read_bytes()
     fourth = run_main("cli", "draft", "q1", data_dir=data_dir, env=OFFLINE)
     assert codes == [0, 0, 0]
@@ -72,24 +76,47 @@ def test_drafts_never_touch_the_verdicts_attempts(data_dir: Path) -> None:
     store = seed(data_dir)
     record = store.load_record("q1")
     assert record is not None
-    spent = [Attempt(n=n, reserved_at="2026-11-20T10:00:00Z", command="scan", entrypoint="cli", pid=1,
-                     provider="openai", model="m", outcome="error", finished_at="2026-11-20T10:00:01Z")
-             for n in (1, 2, 3)]
-    store.save_record(record.model_copy(update={"attempts": spent, "grants": [Grant(at="2026-11-21T00:00:00Z", n=1)]}))
+    spent = [
+        Attempt(
+            n=n,
+            reserved_at="2026-11-20T10:00:00Z",
+            command="scan",
+            entrypoint="cli",
+            pid=1,
+            provider="openai",
+            model="m",
+            outcome="error",
+            finished_at="2026-11-20T10:00:01Z",
+        )
+        for n in (1, 2, 3)
+    ]
+    store.save_record(
+        record.model_copy(
+            update={"attempts": spent, "grants": [Grant(at="2026-11-21T00:00:00Z", n=1)]}
+        )
+    )
     before = store.load_record("q1")
     assert before is not None
     proc = run_main("cli", "draft", "q1", data_dir=data_dir, env=OFFLINE)
     after = FileStore(Paths(data_dir)).load_record("q1")
     assert proc.returncode == 0, proc.stderr
     assert after is not None and len(after.drafts) == 1
-    assert (after.attempts, after.grants, after.verdict) == (before.attempts, before.grants, before.verdict)
+    assert (after.attempts, after.grants, after.verdict) == (
+        before.attempts,
+        before.grants,
+        before.verdict,
+    )
 
 
-def test_the_offline_draft_is_a_template_from_the_reply_hint_labelled_offline(data_dir: Path) -> None:
+def test_the_offline_draft_is_a_template_from_the_reply_hint_labelled_offline(
+    data_dir: Path,
+) -> None:
     """The offline provider calls no model: its draft is the verdict's reply hint in a template
     with […] to fill in, and says so."""
     seed(data_dir)
-    doc = json.loads(run_main("cli", "draft", "q1", "--json", data_dir=data_dir, env=OFFLINE).stdout)
+    doc = json.loads(
+        run_main("cli", "draft", "q1", "--json", data_dir=data_dir, env=OFFLINE).stdout
+    )
     human = run_main("cli", "draft", "q1", data_dir=data_dir, env=OFFLINE)
     result = doc["result"]
     assert (result["offline"], result["provider"]) == (True, "offline")
@@ -99,14 +126,17 @@ def test_the_offline_draft_is_a_template_from_the_reply_hint_labelled_offline(da
     assert human.stdout.strip() == result["text"].strip()
 
 
-def test_copy_without_a_clipboard_says_so_exits_2_and_still_prints_the_draft(data_dir: Path,
-                                                                            tmp_path: Path) -> None:
+def test_copy_without_a_clipboard_says_so_exits_2_and_still_prints_the_draft(
+    data_dir: Path, tmp_path: Path
+) -> None:
     """--copy where no clipboard command is on PATH: a clear message, exit 2, the draft printed and
     kept."""
     seed(data_dir)
     empty = tmp_path / "bin"
     empty.mkdir()
-    proc = run_main("cli", "draft", "q1", "--copy", data_dir=data_dir, env={**OFFLINE, "PATH": str(empty)})
+    proc = run_main(
+        "cli", "draft", "q1", "--copy", data_dir=data_dir, env={**OFFLINE, "PATH": str(empty)}
+    )
     assert proc.returncode == 2
     assert "no clipboard command found" in proc.stderr and "xclip" in proc.stderr
     assert HINT in proc.stdout
@@ -120,10 +150,19 @@ def test_copy_puts_the_draft_on_the_clipboard(data_dir: Path, tmp_path: Path) ->
     bin_dir, clipboard = tmp_path / "bin", tmp_path / "clipboard.txt"
     bin_dir.mkdir()
     xclip = bin_dir / "xclip"
-    xclip.write_text(f'#!/bin/sh\n[ "$1 $2" = "-selection clipboard" ] || exit 9\n/bin/cat > "{clipboard}"\n')
+    xclip.write_text(
+        f'#!/bin/sh\n[ "$1 $2" = "-selection clipboard" ] || exit 9\n/bin/cat > "{clipboard}"\n'
+    )
     xclip.chmod(0o755)
-    proc = run_main("cli", "draft", "q1", "--copy", "--json", data_dir=data_dir,
-                    env={**OFFLINE, "PATH": str(bin_dir)})
+    proc = run_main(
+        "cli",
+        "draft",
+        "q1",
+        "--copy",
+        "--json",
+        data_dir=data_dir,
+        env={**OFFLINE, "PATH": str(bin_dir)},
+    )
     result = json.loads(proc.stdout)["result"]
     assert proc.returncode == 0, proc.stderr
     assert result["copied"] is True
@@ -138,9 +177,13 @@ def test_a_failed_draft_call_is_counted_and_exits_3_with_its_envelope(data_dir: 
     fake.label_last = True  # the prompt quotes the parent first
     fake.script("q1", "500", "verdict")
     hooks = in_process_hooks(fake)
-    failed = run_main("cli", "draft", "q1", "--json", data_dir=data_dir, env=IN_PROCESS_ENV, hooks=hooks)
+    failed = run_main(
+        "cli", "draft", "q1", "--json", data_dir=data_dir, env=IN_PROCESS_ENV, hooks=hooks
+    )
     doc = json.loads(failed.stdout)
-    again = run_main("cli", "draft", "q1", "--json", data_dir=data_dir, env=IN_PROCESS_ENV, hooks=hooks)
+    again = run_main(
+        "cli", "draft", "q1", "--json", data_dir=data_dir, env=IN_PROCESS_ENV, hooks=hooks
+    )
     assert (failed.returncode, doc["ok"], doc["exit_code"]) == (3, False, 3)
     assert doc["result"]["error"]["kind"] == "server_error" and doc["result"]["drafts_left"] == 2
     assert "2 of 3 drafts left" in doc["error"]["message"]
@@ -165,14 +208,15 @@ def test_a_429_sets_the_cooldown_and_the_next_draft_waits_without_a_call(data_di
 
 
 def test_an_orphaned_draft_is_closed_as_interrupted_and_still_counts(data_dir: Path) -> None:
-    """A draft reserved by a process that died (nobody holds its call lock) is closed as
-    interrupted by the next draft, which is then draft 2."""
+    """A draft reserved by a process that died (nobody holds its call lock, and its pid is gone)
+    is closed as interrupted by the next draft, which is then draft 2."""
     store = seed(data_dir)
     record = store.load_record("q1")
     assert record is not None
     from watcher.state import drafts
 
-    store.save_record(drafts.reserve_draft(record, entrypoint="cli", provider="offline", model="m"))
+    reserved = drafts.reserve_draft(record, entrypoint="cli", provider="offline", model="m")
+    store.save_record(_by(reserved, _dead_pid()))
     proc = run_main("cli", "draft", "q1", "--json", data_dir=data_dir, env=OFFLINE)
     result = json.loads(proc.stdout)["result"]
     kept = drafts_of(data_dir)
@@ -227,3 +271,35 @@ def test_provider_agent_writes_no_draft(data_dir: Path) -> None:
     proc = run_main("cli", "draft", "q1", data_dir=data_dir, env={"WATCHER_PROVIDER": "agent"})
     assert proc.returncode == 2 and "reply-session" in proc.stderr
     assert drafts_of(data_dir) == []
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    done = subprocess.Popen(["true"])
+    done.wait()
+    return done.pid
+
+
+def _by(record: InboxRecord, pid: int) -> InboxRecord:
+    """``record`` with its last draft reserved by ``pid``."""
+    last = record.drafts[-1].model_copy(update={"pid": pid})
+    return record.model_copy(update={"drafts": [*record.drafts[:-1], last]})
+
+
+def test_a_draft_whose_call_lock_was_removed_while_its_process_runs_is_left_alone(
+    data_dir: Path,
+) -> None:
+    """An open draft of a process that still runs, its call-lock file removed or replaced (so
+    the free lock is not the one it was reserved under), is in flight: exit 4, nothing written,
+    no second draft call beside it (watcher/pipeline/in_flight.py)."""
+    store = seed(data_dir)
+    record = store.load_record("q1")
+    assert record is not None
+    from watcher.state import drafts
+
+    store.save_record(drafts.reserve_draft(record, entrypoint="cli", provider="offline", model="m"))
+    before = Paths(data_dir).inbox_file("q1").read_bytes()
+    proc = run_main("cli", "draft", "q1", data_dir=data_dir, env=OFFLINE)
+    assert proc.returncode == 4, proc.stderr
+    assert "removed or replaced" in " ".join(proc.stderr.split())
+    assert Paths(data_dir).inbox_file("q1").read_bytes() == before

@@ -42,6 +42,7 @@ from watcher.models import InboxRecord, Prompt, Usage
 from watcher.pipeline import budget, provider_state
 from watcher.pipeline import gate as gates
 from watcher.pipeline.batch import Batch, Run, SignalDuringCall, caught_signals
+from watcher.pipeline.in_flight import draft_in_flight, draft_token
 from watcher.providers import drafts as draft_calls
 from watcher.providers import prompts
 from watcher.providers.base import TextResult
@@ -220,9 +221,14 @@ def _reserve(
     record = _known(batch, cid)
     closed = None
     if (last := drafts.open_draft(record)) is not None:
-        if store.call_in_flight(cid):
-            raise _in_flight(batch, cid, f"draft {last.n} of pid {last.pid}")
-        # Nobody holds its call lock: its process died. Closed, and counted (§7 step 4.3).
+        out = draft_in_flight(batch, record, last)
+        if out is not None:
+            until = (
+                f" (its call lock was removed or replaced: until {out.until})" if out.until else ""
+            )
+            raise _in_flight(batch, cid, f"draft {last.n} of pid {last.pid}{until}")
+        # Its process died (its own call lock is free, or its pid is gone): closed, and counted
+        # (§7 step 4.3).
         record = drafts.interrupt_draft(record, at=iso(batch.now()))
         store.save_record(record)
         closed = record.drafts[-1]
@@ -249,6 +255,9 @@ def _reserve(
         if gate.mode == "half_open":
             # The one real call of this interval, recorded before it goes (SPEC §16.6).
             provider_state.mark_half_open(store, cid, now=gate.at or batch.now())
+        # The lock names the draft made under it before that is on disk, as an attempt's does
+        # (watcher/pipeline/in_flight.py): a removed or replaced lock file is not "its run died".
+        call_lock.stamp(draft_token(reserved.drafts[-1]))
         _save_reservation(store, reserved)
     except BaseException:
         call_lock.release()

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 from watcher.models import Attempt, InboxRecord
 from watcher.pipeline.batch import Batch
+from watcher.state.drafts_model import Draft
 from watcher.util.timeutil import iso, parse_iso
 
 # The longest call WATCHER_TIMEOUT allows (watcher/config.py: 3600 s), and as much again for a
@@ -46,23 +47,38 @@ def token(attempt: Attempt) -> str:
     return f"{attempt.pid} {attempt.n} {attempt.reserved_at}"
 
 
+def draft_token(draft: Draft) -> str:
+    """What names a reply draft's reservation in the comment's call-lock file (SPEC §16.5: a
+    draft is reserved under the same call lock as an attempt, so it is stamped the same way)."""
+    return f"draft {draft.pid} {draft.n} {draft.reserved_at}"
+
+
 def in_flight(batch: Batch, record: InboxRecord) -> InFlight | None:
     """The record's open reservation (no agent lease) if it is a call in flight elsewhere."""
     last = record.attempts[-1] if record.attempts else None
     if last is None or last.outcome is not None or last.lease_until is not None:
         return None
-    state = batch.store.call_lock_state(record.comment.id, token(last))
+    return _out(batch, record.comment.id, token(last), last.n, last.pid, last.reserved_at)
+
+
+def draft_in_flight(batch: Batch, record: InboxRecord, draft: Draft) -> InFlight | None:
+    """The record's open reply draft if its call is in flight elsewhere, as :func:`in_flight`."""
+    return _out(batch, record.comment.id, draft_token(draft), draft.n, draft.pid, draft.reserved_at)
+
+
+def _out(batch: Batch, cid: str, tok: str, n: int, pid: int, reserved_at: str) -> InFlight | None:
+    state = batch.store.call_lock_state(cid, tok)
     if state == "held":
-        return InFlight(last.n, last.pid)
+        return InFlight(n, pid)
     if state == "free":
         return None  # the lock it was made under, released by the kernel: its process died
     try:
-        reserved = parse_iso(last.reserved_at)
+        reserved = parse_iso(reserved_at)
     except ValueError:
         return None  # a stamp nobody can read bounds nothing: closed as interrupted
-    if _too_old(reserved, batch.now()) or batch.store.process_gone(last.pid, reserved):
+    if _too_old(reserved, batch.now()) or batch.store.process_gone(pid, reserved):
         return None
-    return InFlight(last.n, last.pid, until=iso(reserved + IN_FLIGHT_AT_MOST))
+    return InFlight(n, pid, until=iso(reserved + IN_FLIGHT_AT_MOST))
 
 
 def _too_old(reserved: datetime, now: datetime) -> bool:
