@@ -123,3 +123,15 @@ def test_a_draft_of_a_comment_without_attempts_is_counted(tmp_path: Path, data_d
     (model,) = _usage(data_dir)["models"]
     assert (model["calls"], model["drafts"], model["input_tokens"], model["output_tokens"]) == (
         1, 1, 100, 20)
+
+
+def test_the_offline_classifiers_calls_are_said_to_spend_no_tokens(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The offline classifier is no model: its line says it spends no tokens, not that its
+    calls' usage went unrecorded (what a call whose tokens are unknown is said to be)."""
+    _seeded(tmp_path, data_dir)
+    shown = run_main("cli", "usage", data_dir=data_dir)
+    lines = [line for line in shown.stdout.splitlines() if line.strip().startswith("offline")]
+    assert lines and all("no tokens (offline)" in line for line in lines), shown.stdout
+    assert not any("without usage recorded" in line for line in lines)

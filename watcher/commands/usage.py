@@ -170,14 +170,15 @@ def parse_prices(text: str | None) -> dict[str, tuple[float, float]]:
 
 def _line(m: ModelUsage) -> str:
     cost = f" · ${m.dollars:.2f}" if m.dollars is not None else ""
+    # The offline classifier is no model: its calls spend no tokens, and "without usage
+    # recorded" (a call whose tokens are unknown) would be untrue of them.
+    offline = m.provider == "offline"
     notes = [f"{m.drafts} draft(s)"] * bool(m.drafts) + [
         f"{m.without_usage} without usage recorded"
-    ] * bool(m.without_usage)
+    ] * bool(m.without_usage and not offline)
     said = f" ({', '.join(notes)})" if notes else ""
-    return (
-        f"{m.provider} {one_line(m.model)}: {m.calls} call(s){said} · {m.input_tokens:,} in, "
-        f"{m.output_tokens:,} out{cost}"
-    )
+    tokens = "no tokens (offline)" if offline else f"{m.input_tokens:,} in, {m.output_tokens:,} out"
+    return f"{m.provider} {one_line(m.model)}: {m.calls} call(s){said} · {tokens}{cost}"
 
 
 def view(result: UsageResult, screen: Screen) -> None:
