@@ -309,3 +309,10 @@ def test_cron_says_a_reached_budget_once_with_what_it_means(data_dir: Path, tmp_
     assert lines[0].endswith("— until then new comments wait unjudged")
     assert world.round(env=env).stderr == ""
     assert world.fake.calls == []
+
+
+def test_status_before_any_counted_call_says_none_of_the_budget_is_used(data_dir: Path) -> None:
+    """No model call counted yet (no tally): status says 0 of the budget is used, in numbers."""
+    env = {"WATCHER_PROVIDER": "offline", "WATCHER_MONTHLY_TOKENS": "1000"}
+    shown = run_main("cli", "status", data_dir=data_dir, env=env).stdout
+    assert f"budget:    0 of 1,000 tokens used in {_month()}" in shown, shown

@@ -80,7 +80,7 @@ def status(doc: StatusResult, screen: Screen) -> None:
         )
     if doc.monthly_tokens is not None:
         tokens = doc.monthly_tokens
-        used = f"{tokens.used:,}" if tokens.used is not None else "none counted yet"
+        used = f"{tokens.used or 0:,}"  # no tally yet: no call of a model has been counted
         screen.out.print(
             f"budget:    {used} of {tokens.budget:,} tokens used in {tokens.month} "
             "(WATCHER_MONTHLY_TOKENS)"
