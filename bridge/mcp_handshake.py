@@ -52,6 +52,8 @@ MODERN_CAPABILITIES = {
     "tools": {"listChanged": True},
 }
 _META = "io.modelcontextprotocol/"
+# A clientInfo's text fields (an Implementation's), checked here; any other is the SDK's to judge.
+_CLIENT_TEXT = frozenset({"name", "version", "title", "description", "websiteUrl"})
 
 # A first line longer than this is no request worth answering early: the SDK reads it.
 _MAX_LINE = 1 << 20
@@ -133,9 +135,15 @@ def _discover(
     meta = params.get("_meta")
     if not isinstance(meta, dict) or meta.get(_META + "protocolVersion") not in MODERN_VERSIONS:
         return None
-    client = meta.get(_META + "clientInfo")
-    if not isinstance(meta.get(_META + "clientCapabilities"), dict) or not (
-        client is None or _is_client(client)
+    # The SDK validates the envelope's every field; here only its shape, which Claude Code 2.1.332's
+    # has: an envelope with icons or a capability that is not an object is the SDK's to answer
+    # (tests/test_mcp_startup.py holds that it refuses both).
+    client, offered = meta.get(_META + "clientInfo"), meta.get(_META + "clientCapabilities")
+    if not (isinstance(offered, dict) and all(isinstance(v, dict) for v in offered.values())):
+        return None
+    if client is not None and not (
+        _is_client(client)
+        and all(k in _CLIENT_TEXT and isinstance(v, str) for k, v in client.items())
     ):
         return None
     return {

@@ -157,16 +157,13 @@ def test_initialize_is_answered_while_the_sdk_is_still_loading(
 ) -> None:
     """With `import mcp` held, initialize is answered; once it loads, tools/list follows, and the
     SDK's own answer to the same initialize is never sent a second time."""
-    gate = tmp_path / "gate"
-    os.mkfifo(gate)
-    proc = _spawn([sys.executable, "-c", GATED, str(gate)], data_dir)
+    proc, gate = _gated(data_dir, tmp_path)
     try:
         lines = _Lines(proc)
         _send(proc, _initialize("2025-06-18"))
         first = lines.next()
         assert first["id"] == 1 and first["result"]["serverInfo"]["name"] == "devto-watcher"
-        with open(gate, "wb"):
-            pass  # the SDK may load now
+        _open(gate)
         _send(
             proc,
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -241,6 +238,31 @@ def test_the_early_discover_answer_is_the_one_the_sdk_gives(
         assert answered_early == _Lines(late).next()
     finally:
         _close(early)
+        _close(late)
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "client"),
+    [({"roots": "yes"}, CLAUDE), ({}, {**CLAUDE, "icons": "none"})],
+    ids=["odd_capability", "odd_client_info"],
+)
+def test_a_discover_the_sdk_refuses_is_left_to_it(
+    data_dir: Path, capabilities: dict[str, Any], client: dict[str, str]
+) -> None:
+    """An envelope whose fields the SDK refuses gets the SDK's refusal, not an early result."""
+    request = _discover(7, client)
+    request["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
+    first = _spawn([str(BRIDGE), "mcp"], data_dir)
+    late = _spawn([str(BRIDGE), "mcp"], data_dir)
+    try:
+        _send(first, request)
+        assert late.stdin is not None
+        late.stdin.write(b"\n")
+        _send(late, request)
+        answered = _Lines(first).next()
+        assert "error" in answered and answered == _Lines(late).next()
+    finally:
+        _close(first)
         _close(late)
 
 
