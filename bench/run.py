@@ -33,7 +33,7 @@ FIGURES = {
     "mcp": (
         "startup",
         "run_mcp",
-        "MCP initialize: what a client waits for before it has the tools",
+        "MCP initialize and server/discover: what a client waits for before it has the tools",
     ),
     "batch": ("batch", "run_batch", "a 20-comment scan with --parallel 4, wall time"),
     "lock": ("batch", "run_lock", "pipeline lock holds during a batch: how long others wait"),

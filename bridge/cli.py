@@ -42,7 +42,7 @@ def mcp(
         signal.signal(signum, leave_quietly)
     opening = None
     if mcp_handshake.sdk_installed():
-        # initialize answered before the SDK is loaded (1.1-1.5 s): bridge/mcp_handshake.py.
+        # initialize or server/discover answered before the SDK loads (1.1-1.5 s): mcp_handshake.
         from bridge.mcp_text import INSTRUCTIONS
 
         opening = mcp_handshake.open_session(

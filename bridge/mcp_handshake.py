@@ -1,16 +1,20 @@
-"""MCP's ``initialize`` answered before the MCP SDK is loaded (SPEC §10, "MCP, for agents").
+"""MCP's opening request answered before the MCP SDK is loaded (SPEC §10, "MCP, for agents").
 
-Importing any of the SDK costs 1.1–1.5 s on a quiet machine (``mcp`` imports every protocol
-revision's types), and a client waits for ``initialize`` only so long: Claude Code gives an
-``alwaysLoad`` server 5 s, and a busy machine took 3.4–4.4 s. So the server reads the client's
+Importing any of the SDK costs 1.1-1.5 s on a quiet machine (``mcp`` imports every protocol
+revision's types), and a client waits for its first answer only so long: Claude Code gives an
+``alwaysLoad`` server 5 s, and a busy machine took 3.4-4.4 s. So the server reads the client's
 first line itself, straight from fd 0 (the SDK's transport reads the rest from the same pipe), and
-when it is an ``initialize`` it can answer, writes the answer the SDK would give; the SDK is loaded
-after. :mod:`bridge.mcp_server` then hands the SDK that same line first, so the SDK's session
-knows its client, and drops the SDK's own answer to it (tests/test_mcp_startup.py holds that both
-answers are the same for every protocol revision).
+when it is an ``initialize`` (revisions up to 2025-11-25) or a ``server/discover`` (2026-07-28) it
+can answer, writes the answer the SDK would give; the SDK is loaded after. :mod:`bridge.mcp_server`
+then hands the SDK that same line first, so the SDK's session knows its client and its protocol
+era (its first request decides it), and drops the SDK's own answer to it (tests/test_mcp_startup.py
+holds that both answers are the same, for every revision).
 
-Anything else as the first line (a ``server/discover`` of the 2026 revisions, a ping, a request
-this module cannot vouch for) is left wholly to the SDK: it answers it, only later.
+A ``server/discover`` carries its whole context in ``params._meta`` and leaves no state behind:
+every later request of that revision carries the same envelope, and an ``initialize`` after it is
+the SDK's to refuse, as it would without this module. Anything else as the first line (a ping, a
+discover without the 2026 envelope, a request this module cannot vouch for) is left wholly to the
+SDK: it answers it, only later.
 
 No MCP SDK import here, nor anything heavier than the instructions' text.
 """
@@ -38,14 +42,27 @@ CAPABILITIES = {
     "tools": {"listChanged": False},
 }
 
-# A first line longer than this is no initialize worth answering early: the SDK reads it.
+# The revisions served through ``server/discover``'s per-request envelope (mcp_types.version's
+# MODERN_PROTOCOL_VERSIONS; tests/test_mcp_startup.py holds them equal). The SDK serves their change
+# notifications on ``subscriptions/listen`` streams, so it offers them all there.
+MODERN_VERSIONS = ("2026-07-28",)
+MODERN_CAPABILITIES = {
+    "prompts": {"listChanged": True},
+    "resources": {"listChanged": True, "subscribe": True},
+    "tools": {"listChanged": True},
+}
+_META = "io.modelcontextprotocol/"
+# A clientInfo's text fields (an Implementation's), checked here; any other is the SDK's to judge.
+_CLIENT_TEXT = frozenset({"name", "version", "title", "description", "websiteUrl"})
+
+# A first line longer than this is no request worth answering early: the SDK reads it.
 _MAX_LINE = 1 << 20
 
 
 @dataclass(frozen=True)
 class Opening:
-    """The client's first line, and the id of the ``initialize`` answered here (``None``: the SDK
-    answers that line itself)."""
+    """The client's first line, and the id of the request answered here (``None``: the SDK answers
+    that line itself)."""
 
     line: bytes
     answered: int | str | None = None
@@ -65,42 +82,86 @@ def read_line(fd: int = 0) -> bytes:
 
 
 def answer(request: Any, *, name: str, version: str, instructions: str) -> dict[str, Any] | None:
-    """The ``initialize`` result the SDK would send for ``request``, or ``None`` when this is not
-    an initialize request whose parameters are plainly valid."""
+    """The response the SDK would send to ``request``, or ``None`` when it is not an
+    ``initialize`` or a ``server/discover`` whose parameters are plainly valid."""
     if not isinstance(request, dict) or request.get("jsonrpc") != "2.0":
         return None
     ident, params = request.get("id"), request.get("params")
-    if request.get("method") != "initialize" or isinstance(ident, bool):
+    if not isinstance(ident, int | str) or isinstance(ident, bool) or not isinstance(params, dict):
         return None
-    if not isinstance(ident, int | str) or not isinstance(params, dict):
+    method = request.get("method")
+    if method == "initialize":
+        result = _initialize(params, name=name, version=version, instructions=instructions)
+    elif method == "server/discover":
+        result = _discover(params, name=name, version=version, instructions=instructions)
+    else:
         return None
-    client = params.get("clientInfo")
+    return None if result is None else {"jsonrpc": "2.0", "id": ident, "result": result}
+
+
+def _is_client(client: Any) -> bool:
+    """Whether ``client`` is plainly a valid clientInfo (an Implementation)."""
+    return (
+        isinstance(client, dict)
+        and isinstance(client.get("name"), str)
+        and isinstance(client.get("version"), str)
+    )
+
+
+def _initialize(
+    params: dict[str, Any], *, name: str, version: str, instructions: str
+) -> dict[str, Any] | None:
+    """The SDK's InitializeResult for these parameters (the revision negotiated as it does)."""
     asked = params.get("protocolVersion")
     if not (
         isinstance(asked, str)
         and isinstance(params.get("capabilities"), dict)
-        and isinstance(client, dict)
-        and isinstance(client.get("name"), str)
-        and isinstance(client.get("version"), str)
+        and _is_client(params.get("clientInfo"))
     ):
         return None
     return {
-        "jsonrpc": "2.0",
-        "id": ident,
-        "result": {
-            "capabilities": CAPABILITIES,
-            "instructions": instructions,
-            "protocolVersion": asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
-            "serverInfo": {"name": name, "version": version},
-        },
+        "capabilities": CAPABILITIES,
+        "instructions": instructions,
+        "protocolVersion": asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
+        "serverInfo": {"name": name, "version": version},
+    }
+
+
+def _discover(
+    params: dict[str, Any], *, name: str, version: str, instructions: str
+) -> dict[str, Any] | None:
+    """The SDK's DiscoverResult on a 2026-07-28 connection: its cache defaults (``ttlMs`` 0,
+    ``private``) and the serverInfo it stamps on every result of that revision."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or meta.get(_META + "protocolVersion") not in MODERN_VERSIONS:
+        return None
+    # The SDK validates the envelope's every field; here only its shape, which Claude Code 2.1.332's
+    # has: an envelope with icons or a capability that is not an object is the SDK's to answer
+    # (tests/test_mcp_startup.py holds that it refuses both).
+    client, offered = meta.get(_META + "clientInfo"), meta.get(_META + "clientCapabilities")
+    if not (isinstance(offered, dict) and all(isinstance(v, dict) for v in offered.values())):
+        return None
+    if client is not None and not (
+        _is_client(client)
+        and all(k in _CLIENT_TEXT and isinstance(v, str) for k, v in client.items())
+    ):
+        return None
+    return {
+        "cacheScope": "private",
+        "capabilities": MODERN_CAPABILITIES,
+        "instructions": instructions,
+        "resultType": "complete",
+        "supportedVersions": list(MODERN_VERSIONS),
+        "ttlMs": 0,
+        "_meta": {_META + "serverInfo": {"name": name, "version": version}},
     }
 
 
 def open_session(
     *, name: str, version: str, instructions: str, fd_in: int = 0, fd_out: int = 1
 ) -> Opening:
-    """Read the client's first line and answer it when it is an ``initialize`` (see the module's
-    docstring)."""
+    """Read the client's first line and answer it when it is an ``initialize`` or a
+    ``server/discover`` (see the module's docstring)."""
     line = read_line(fd_in)
     try:
         request = json.loads(line)

@@ -134,7 +134,7 @@ if _SDK_MISSING is None:
                     ).start()
 
                 async def answer() -> None:
-                    # The SDK's own answer to an initialize answered early is not sent twice.
+                    # The SDK's own answer to a request answered early is not sent twice.
                     skip = None if opening is None else opening.answered
                     async with write_stream, sent:
                         async for message in sent:

@@ -1,5 +1,5 @@
-"""SPEC §10: the MCP server answers ``initialize`` before it loads the MCP SDK, exactly as the SDK
-would, and what the model reads of ``tools/list`` stays small.
+"""SPEC §10: the MCP server answers ``initialize`` and ``server/discover`` before it loads the MCP
+SDK, exactly as the SDK would, and what the model reads of ``tools/list`` stays small.
 
 A client gives a server only so long (Claude Code: 5 s for an ``alwaysLoad`` server) and importing
 the SDK alone takes 1.1-1.5 s; bridge/mcp_handshake.py answers the first line itself. How fast is
@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from _proc import BIN, env_for
 from mcp import ClientSession
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from test_mcp_server import run_memory_session
 
-from bridge.mcp_handshake import HANDSHAKE_VERSIONS
+from bridge.mcp_handshake import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
 BRIDGE = BIN / "watcher-bridge"
 # What the model reads of tools/list on every session: each tool's description and input schema.
@@ -69,6 +69,25 @@ def _initialize(version: str, ident: int = 1) -> dict[str, Any]:
     }
 
 
+# The 2026-07-28 per-request envelope, as Claude Code 2.1.332 sends it (its tap in the real-client
+# lane, tests/realclients/_tap.py); ``None`` for clientInfo leaves that optional key out.
+def _envelope(client: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": True}},
+    }
+    if client is not None:
+        meta["io.modelcontextprotocol/clientInfo"] = client
+    return {"_meta": meta}
+
+
+def _discover(ident: int | str, client: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "method": "server/discover", "params": _envelope(client)}
+
+
+CLAUDE = {"name": "claude-code", "title": "Claude Code", "version": "2.1.332"}
+
+
 class _Lines:
     """A server process's stdout, a line at a time, with a deadline against a hang."""
 
@@ -97,8 +116,26 @@ def _send(proc: subprocess.Popen[bytes], *messages: dict[str, Any]) -> None:
 
 
 def _spawn(argv: list[str], data_dir: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(argv, env=env_for(data_dir), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        argv,
+        env=env_for(data_dir),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _gated(data_dir: Path, tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """A server whose SDK import waits at a fifo gate, and the gate."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    return _spawn([sys.executable, "-c", GATED, str(gate)], data_dir), gate
+
+
+def _open(gate: Path) -> None:
+    """Let the gated server's SDK load."""
+    with open(gate, "wb"):
+        pass
 
 
 def _close(proc: subprocess.Popen[bytes]) -> None:
@@ -116,21 +153,23 @@ def test_the_revisions_answered_early_are_the_sdks_handshake_revisions() -> None
     assert HANDSHAKE_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
 
 
-def test_initialize_is_answered_while_the_sdk_is_still_loading(data_dir: Path, tmp_path: Path) -> None:
+def test_initialize_is_answered_while_the_sdk_is_still_loading(
+    data_dir: Path, tmp_path: Path
+) -> None:
     """With `import mcp` held, initialize is answered; once it loads, tools/list follows, and the
     SDK's own answer to the same initialize is never sent a second time."""
-    gate = tmp_path / "gate"
-    os.mkfifo(gate)
-    proc = _spawn([sys.executable, "-c", GATED, str(gate)], data_dir)
+    proc, gate = _gated(data_dir, tmp_path)
     try:
         lines = _Lines(proc)
         _send(proc, _initialize("2025-06-18"))
         first = lines.next()
         assert first["id"] == 1 and first["result"]["serverInfo"]["name"] == "devto-watcher"
-        with open(gate, "wb"):
-            pass  # the SDK may load now
-        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"},
-              {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        _open(gate)
+        _send(
+            proc,
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        )
         listed = lines.next()
         assert listed["id"] == 2 and listed["result"]["tools"]
     finally:
@@ -155,9 +194,106 @@ def test_the_early_answer_is_the_one_the_sdk_gives(data_dir: Path, version: str)
         _close(late)
 
 
+def test_the_revisions_discovered_early_are_the_sdks_modern_revisions() -> None:
+    """The early discover answer offers exactly the revisions the SDK serves by envelope."""
+    assert MODERN_VERSIONS == MODERN_PROTOCOL_VERSIONS
+
+
+def test_discover_is_answered_while_the_sdk_is_still_loading(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """With `import mcp` held, server/discover is answered; once it loads, tools/list follows, and
+    the SDK's own answer to the same discover is never sent a second time."""
+    proc, gate = _gated(data_dir, tmp_path)
+    try:
+        lines = _Lines(proc)
+        _send(proc, _discover("server-discover-probe-1", CLAUDE))
+        first = lines.next()
+        assert first["id"] == "server-discover-probe-1"
+        assert first["result"]["supportedVersions"] == ["2026-07-28"]
+        _open(gate)
+        _send(
+            proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": _envelope(CLAUDE)}
+        )
+        listed = lines.next()
+        assert listed["id"] == 2 and listed["result"]["tools"]
+    finally:
+        _close(proc)
+
+
+@pytest.mark.parametrize("client", [CLAUDE, None], ids=["client_info", "no_client_info"])
+def test_the_early_discover_answer_is_the_one_the_sdk_gives(
+    data_dir: Path, tmp_path: Path, client: dict[str, str] | None
+) -> None:
+    """The discover answer sent while the SDK is held equals the SDK's own (a blank first line
+    leaves the discover after it to the SDK), with or without the optional clientInfo."""
+    early, gate = _gated(data_dir, tmp_path)
+    late = _spawn([str(BRIDGE), "mcp"], data_dir)
+    try:
+        _send(early, _discover(7, client))
+        answered_early = _Lines(early).next()
+        _open(gate)
+        assert late.stdin is not None
+        late.stdin.write(b"\n")
+        _send(late, _discover(7, client))
+        assert answered_early == _Lines(late).next()
+    finally:
+        _close(early)
+        _close(late)
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "client"),
+    [({"roots": "yes"}, CLAUDE), ({}, {**CLAUDE, "icons": "none"})],
+    ids=["odd_capability", "odd_client_info"],
+)
+def test_a_discover_the_sdk_refuses_is_left_to_it(
+    data_dir: Path, capabilities: dict[str, Any], client: dict[str, str]
+) -> None:
+    """An envelope whose fields the SDK refuses gets the SDK's refusal, not an early result."""
+    request = _discover(7, client)
+    request["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities
+    first = _spawn([str(BRIDGE), "mcp"], data_dir)
+    late = _spawn([str(BRIDGE), "mcp"], data_dir)
+    try:
+        _send(first, request)
+        assert late.stdin is not None
+        late.stdin.write(b"\n")
+        _send(late, request)
+        answered = _Lines(first).next()
+        assert "error" in answered and answered == _Lines(late).next()
+    finally:
+        _close(first)
+        _close(late)
+
+
+def test_an_initialize_after_an_early_discover_gets_the_sdks_answer(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """A client falling back to initialize after a discover answered early is answered as the SDK
+    answers it after its own discover (the connection serves 2026-07-28 either way)."""
+    early, gate = _gated(data_dir, tmp_path)
+    late = _spawn([str(BRIDGE), "mcp"], data_dir)
+    try:
+        early_lines, late_lines = _Lines(early), _Lines(late)
+        _send(early, _discover("probe", CLAUDE))
+        assert early_lines.next()["id"] == "probe"
+        _open(gate)
+        _send(early, _initialize("2025-11-25", ident=0))
+        assert late.stdin is not None
+        late.stdin.write(b"\n")
+        _send(late, _discover("probe", CLAUDE), _initialize("2025-11-25", ident=0))
+        assert late_lines.next()["id"] == "probe"
+        assert early_lines.next() == late_lines.next()
+    finally:
+        _close(early)
+        _close(late)
+
+
 def test_what_the_model_reads_of_the_tools_fits_in_6_kb(data_dir: Path) -> None:
     """Descriptions and input schemas of every tool sum to at most 6,000 bytes; each keeps its output
     schema for the clients that use it."""
+
     async def scenario(session: ClientSession) -> None:
         tools = (await session.list_tools()).tools
         read = sum(len(_compact(t.description)) + len(_compact(t.input_schema)) for t in tools)
