@@ -311,7 +311,8 @@ def build_server(
     verbose: bool = False,
     version_on_disk: Callable[[], str | None] | None = None,
 ) -> WatcherServer:
-    """The MCP server: twelve tools (no grant: SPEC §13.2), two resources, one prompt. Requires the
+    """The MCP server: a tool per listed registry command (no grant: SPEC §13.2), two resources,
+    one prompt. Requires the
     SDK.
 
     ``version_on_disk``: how the server learns which release is installed now (tests pass their

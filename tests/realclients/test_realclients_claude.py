@@ -33,22 +33,10 @@ from _scenarios import (
 
 from bridge import mcp_text
 from bridge.mcp_text import INSTRUCTIONS
+from watcher.commands.registry import COMMANDS
 
-TOOLS = {
-    "scan",
-    "recheck",
-    "status",
-    "inbox",
-    "show",
-    "articles",
-    "mark",
-    "signals",
-    "check",
-    "claim",
-    "submit",
-    "eval",
-    "usage",
-}
+# The tools the server lists: the registry's commands with a listed MCP entry (watcher/commands/registry.py).
+TOOLS = {c.name for c in COMMANDS if c.mcp is not None and c.mcp.listed}
 CLAUDE_BLOCKS = sorted(loaded("claude-mcp-json") | loaded("claude-add"))
 # What the documented `${VAR}` references expand to in the lane.
 YOURS = {"DEVTO_USERNAME": "maya_writes", "OPENAI_API_KEY": LANE_OPENAI_KEY}

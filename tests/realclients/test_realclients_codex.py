@@ -27,6 +27,7 @@ from _scenarios import (
 )
 
 from bridge.mcp_text import INSTRUCTIONS
+from watcher.commands.registry import COMMANDS
 
 # About as many variables as Codex 0.171.0 gives a stdio MCP server besides its env (the tap saw
 # PATH, HOME, the locale, the shell, TMPDIR and the CA bundle paths).
@@ -50,21 +51,8 @@ BASIC_ENV = {
     "TZ",
     "XDG_RUNTIME_DIR",
 }
-TOOLS = {
-    "scan",
-    "recheck",
-    "status",
-    "inbox",
-    "show",
-    "articles",
-    "mark",
-    "signals",
-    "check",
-    "claim",
-    "submit",
-    "eval",
-    "usage",
-}
+# The tools the server lists: the registry's commands with a listed MCP entry (watcher/commands/registry.py).
+TOOLS = {c.name for c in COMMANDS if c.mcp is not None and c.mcp.listed}
 TRUSTED = '[projects."{project}"]\ntrust_level = "trusted"\n'
 CODEX_BLOCKS = sorted(loaded("codex-config") | loaded("codex-add") | loaded("codex-extra"))
 
