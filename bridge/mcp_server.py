@@ -312,8 +312,7 @@ def build_server(
     version_on_disk: Callable[[], str | None] | None = None,
 ) -> WatcherServer:
     """The MCP server: a tool per listed registry command (no grant: SPEC §13.2), two resources,
-    one prompt. Requires the
-    SDK.
+    one prompt. Requires the SDK.
 
     ``version_on_disk``: how the server learns which release is installed now (tests pass their
     own)."""
