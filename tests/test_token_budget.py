@@ -205,7 +205,7 @@ def test_a_lost_or_corrupt_tally_is_built_again_from_the_attempts(tmp_path: Path
     moved to quarantine and the run says so (exit 5), counting the month all the same."""
     fake = FakeProvider()
     export, worst = _recorded(tmp_path, data_dir, ["a1", "a2"])
-    assert _scan(data_dir, export, fake, None, "--limit", "1").returncode == 0
+    assert _scan(data_dir, export, fake, 10**9, "--limit", "1").returncode == 0
     budget = 120 + worst["a2"] - 1
     tally = data_dir / "tokens.json"
     tally.unlink()
@@ -233,16 +233,33 @@ def test_an_agents_claims_are_outside_the_budget(tmp_path: Path, data_dir: Path)
 
 
 def test_unset_means_no_limit(tmp_path: Path, data_dir: Path) -> None:
-    """Without WATCHER_MONTHLY_TOKENS every call is made; the month's tokens are still counted
-    (status shows no budget)."""
+    """Without WATCHER_MONTHLY_TOKENS every call is made and no tally is written (a durable write
+    per call that nobody reads: bench per-call); status shows no budget."""
     fake = FakeProvider()
     export, _ = _recorded(tmp_path, data_dir, ["a1", "a2", "a3"])
     answer = _scan(data_dir, export, fake, None)
     assert answer.returncode == 0, answer.stderr
     assert sorted(fake.calls) == ["a1", "a2", "a3"]
-    assert month_used(FileStore(Paths(data_dir)), _month()) == 360
+    assert not (data_dir / "tokens.json").exists()
     status = envelope(run_main("cli", "status", "--json", data_dir=data_dir))
     assert "monthly_tokens" not in status["result"]
+
+
+def test_calls_made_without_a_budget_count_once_one_is_set(tmp_path: Path, data_dir: Path) -> None:
+    """A run without a budget (another configuration: an MCP client's env) between two with one
+    removes the tally, so the next run with the budget counts its calls from the attempts: the
+    month's tokens are never undercounted (SPEC §16.4)."""
+    fake = FakeProvider()
+    export, worst = _recorded(tmp_path, data_dir, ["a1", "a2", "a3"])
+    assert _scan(data_dir, export, fake, 10**9, "--limit", "1").returncode == 0
+    assert (data_dir / "tokens.json").exists()
+    assert _scan(data_dir, export, fake, None, "--limit", "1").returncode == 0
+    assert not (data_dir / "tokens.json").exists()
+    budget = 240 + worst["a3"] - 1  # a1 and a2 spent 120 each: a3 does not fit
+    answer = _scan(data_dir, export, fake, budget)
+    assert answer.returncode == 3, answer.stderr
+    assert sorted(fake.calls) == ["a1", "a2"]
+    assert month_used(FileStore(Paths(data_dir)), _month()) == 240
 
 
 def test_status_and_check_show_the_budget(tmp_path: Path, data_dir: Path) -> None:

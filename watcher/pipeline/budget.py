@@ -5,9 +5,11 @@ The check is made in the same hold of the pipeline lock as the reservation it ad
 lock, re-read, cap check, **token check**, durable reservation, unlock), so two runs at once cannot
 both spend the last tokens: the second one's check already counts the first one's reservation.
 What it reads is the month's tally (:mod:`watcher.state.tokens`, ``tokens.json``), one small file,
-kept by every run that calls a provider whether a budget is set or not — so setting one mid-month,
-or in only one of two configurations (cron's env file, an MCP client's env), still counts every
-call:
+kept by the runs that have a budget. A run without one removes it at each of its reservations (one
+``lstat`` when there is none: a durable write per call would cost every user, budget or not,
+``python bench/run.py --only per-call``), so a tally that exists has seen every call since it was
+built; setting a budget mid-month, or in only one of two configurations (cron's env file, an MCP
+client's env), then counts every call from the attempts again:
 
 - :func:`admit`, before the reservation is written: every open entry whose call is over is settled
   (its recorded usage, read from its record), then the worst case of this call must fit, and is
@@ -77,10 +79,11 @@ def spends(provider: str) -> bool:
 
 
 def prepare(batch: Batch) -> None:
-    """Before the batch's first hold: :func:`prepare_tally`. A tally that could not be read
-    (quarantined, then built again) or written fails the run (exit 5) without stopping the batch;
-    :func:`admit` meets what is left of the trouble under the lock, and stops the batch with it."""
-    if not batch.run.dry_run and applies(batch.settings):
+    """Before the batch's first hold, where a budget is set: :func:`prepare_tally`. A tally that
+    could not be read (quarantined, then built again) or written fails the run (exit 5) without
+    stopping the batch; :func:`admit` meets what is left of the trouble under the lock, and stops
+    the batch with it."""
+    if not batch.run.dry_run and applies(batch.settings) and batch.settings.monthly_tokens:
         failed = prepare_tally(batch.store)
         if failed is not None:
             batch.fail(failed)
@@ -146,12 +149,16 @@ def admit_tokens(store: Store, budget: int | None, key: str, worst: int, month: 
     """Under the pipeline lock and the call's call lock, before its reservation is written: raise
     :class:`BudgetReached` if ``worst`` does not fit in what is left of ``month`` (the UTC month,
     YYYY-MM, of the reservation's time), else enter it as open, durably. ``budget`` ``None``: no
-    limit, the call is entered all the same. Raises :class:`StateError` when the tally cannot be
-    read or written (nothing reserved then either)."""
+    limit: the tally is removed instead, if there is one (see the module's docstring). Raises
+    :class:`StateError` when the tally cannot be read, written or removed (nothing reserved then
+    either)."""
+    if budget is None:
+        store.forget_token_tally()
+        return
     tally = _current(store, month)
     if tally is None:
         return
-    if budget is not None and tally.used + worst > budget:
+    if tally.used + worst > budget:
         raise BudgetReached(tally.used, budget, month, next_month(month))
     store.save_token_tally(tally.opened(key, worst))
 

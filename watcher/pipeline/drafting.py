@@ -102,7 +102,11 @@ def _reserve_call_finish(
     name, model = (provider.name, provider.model) if provider else ("offline", batch.settings.model)
     # A draft spends the provider's tokens as an attempt does: WATCHER_MONTHLY_TOKENS (SPEC §16.4).
     counted = prompt if provider is not None and budget.spends(name) else None
-    unread = budget.prepare_tally(batch.store) if counted is not None else None
+    unread = (
+        budget.prepare_tally(batch.store)
+        if counted is not None and batch.settings.monthly_tokens
+        else None
+    )
     with batch.store.pipeline_lock():
         reserved, closed, call_lock = _reserve(
             batch, cid, gate, provider=name, model=model, counted=counted

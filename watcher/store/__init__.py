@@ -206,6 +206,10 @@ class Store(Protocol):
     def save_token_tally(self, tally: TokenTally) -> None:
         """Durably replace it (callers hold the pipeline lock)."""
 
+    def forget_token_tally(self) -> None:
+        """Remove tokens.json, durably, if there is one: a run without a budget does not keep it,
+        so a run with one counts it again from the attempts (watcher/pipeline/budget.py)."""
+
     # ---- what cron has said (SPEC §15.3) ---------------------------------------------------------
 
     def load_cron_state(self) -> CronState:

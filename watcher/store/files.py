@@ -405,6 +405,12 @@ class FileStore:
     def save_token_tally(self, tally: TokenTally) -> None:
         self._write(self._paths.tokens, tally)
 
+    def forget_token_tally(self) -> None:
+        if os.path.lexists(self._paths.tokens):
+            durable.remove_file(
+                self._paths.tokens, within=self._paths.user_part, calls=self._calls or OS
+            )
+
     # ---- what cron has said ----------------------------------------------------------------------
 
     def load_cron_state(self) -> CronState:
