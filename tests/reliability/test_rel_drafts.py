@@ -143,7 +143,8 @@ def test_a_reservation_that_cannot_be_written_makes_no_call(data_dir: Path) -> N
     seed(data_dir)
     fake = FakeProvider()
     fake.label_last = True
-    proc = run_main("cli", "draft", "q1", "--json", data_dir=data_dir, env=IN_PROCESS_ENV,
+    budget = {**IN_PROCESS_ENV, "WATCHER_MONTHLY_TOKENS": "1000000"}  # a budget keeps the tally
+    proc = run_main("cli", "draft", "q1", "--json", data_dir=data_dir, env=budget,
                     hooks=_hooks(fake, "reserve", 1))
     assert proc.returncode == 5
     assert fake.calls == [] and drafts_of(data_dir) == []
