@@ -1,9 +1,8 @@
 """SPEC §15.4: a Ctrl-C while ``watcher-bridge`` is still starting ends it quietly with 130.
 
-The signal points are read off the process itself: ``-X importtime`` prints a line as each module
-finishes importing, so the line for the ``bridge`` package means ``bridge.cli`` (typer, the
-commands: a good part of a second) is loading now; for the MCP server, its ``initialize`` answer
-means the SDK is loading (held at a gate here, so the signal cannot miss that window).
+The signal points are held at fifo gates, so the signal cannot miss its window however busy the
+machine: ``bridge.cli`` (typer, the commands: a good part of a second) as it begins to import, and
+for the MCP server the SDK's import once its ``initialize`` is answered.
 """
 
 from __future__ import annotations
@@ -18,20 +17,44 @@ from _proc import BIN, env_for
 from test_mcp_startup import GATED, _initialize, _Lines, _send
 
 
-def test_sigint_while_the_bridge_imports_ends_quietly_with_130(data_dir: Path) -> None:
+# ``watcher-bridge status`` as its console script starts it, held at a fifo gate as ``bridge.cli``
+# begins to import (after the ``bridge`` package, which installs the quiet handler): the signal
+# cannot arrive after the command already ended, however busy the machine.
+IMPORT_GATED = """
+import importlib.abc, sys
+gate, script = sys.argv[1], sys.argv[2]
+
+class Gate(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "bridge.cli":
+            sys.meta_path.remove(self)
+            sys.stderr.write("importing bridge.cli\\n")
+            sys.stderr.flush()
+            open(gate).close()  # until the test opens the gate (or a signal ends the process)
+        return None
+
+sys.meta_path.insert(0, Gate())
+sys.argv = [script, "status"]
+from bridge.cli import main
+sys.exit(main())
+"""
+
+
+def test_sigint_while_the_bridge_imports_ends_quietly_with_130(data_dir: Path, tmp_path: Path) -> None:
     """SIGINT right after the bridge package loaded, while bridge.cli imports: exit 130, no
     traceback, nothing on stdout."""
-    proc = subprocess.Popen([sys.executable, "-X", "importtime", str(BIN / "watcher-bridge"), "status"],
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    proc = subprocess.Popen([sys.executable, "-c", IMPORT_GATED, str(gate), str(BIN / "watcher-bridge")],
                             env=env_for(data_dir), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
-    seen = []
-    for line in proc.stderr:
-        seen.append(line)
-        if line.startswith("import time:") and line.rsplit("|", 1)[1].strip() == "bridge":
-            proc.send_signal(signal.SIGINT)
-            break
-    out, err = proc.communicate(timeout=60)
+    try:
+        assert proc.stderr.readline() == "importing bridge.cli\n"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
     assert proc.returncode == 130, (proc.returncode, err)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert out == ""
