@@ -339,8 +339,9 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServ
 
 
 @contextmanager
-def running_fake() -> Iterator[FakeProvider]:
-    fake = FakeProvider()
+def running_fake(fake: FakeProvider | None = None) -> Iterator[FakeProvider]:
+    """``fake`` (a new :class:`FakeProvider` when none is given) served on loopback."""
+    fake = fake if fake is not None else FakeProvider()
     with serving(_handler(fake)) as server:
         fake.server = server
         try:

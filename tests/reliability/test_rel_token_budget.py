@@ -14,13 +14,11 @@ spend from the same month.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _fakes.provider import FakeProvider, Trickle, _asks_for_a_draft, _handler, serving
+from _fakes.provider import FakeProvider, Trickle, _asks_for_a_draft, running_fake
 from _fakes.records import record
 from _proc import run_main, start, write_export
 from _rel_invariants import call_budget, one_call_per_run, records, tokens_within_budget
@@ -51,17 +49,6 @@ class Metered(FakeProvider):
         return status, extra, json.dumps(doc).encode()
 
 
-@contextmanager
-def metered() -> Iterator[Metered]:
-    fake = Metered()
-    with serving(_handler(fake)) as server:
-        fake.server = server
-        try:
-            yield fake
-        finally:
-            fake.release()
-
-
 def test_concurrent_runs_and_kills_never_spend_past_the_budget(tmp_path: Path) -> None:
     """Three scans and a reply draft at once (one scan killed after its reservation, one after its
     answer) on twelve comments with room for about eight calls, then recovery and more drafts: the
@@ -73,7 +60,7 @@ def test_concurrent_runs_and_kills_never_spend_past_the_budget(tmp_path: Path) -
     assert run_main("cli", "scan", "--source", str(export), data_dir=data, env=AGENT).returncode == 0
     worst = max(worst_case(r.prompt) for r in records(data).values())
     budget = 8 * worst + worst // 2
-    with metered() as fake:
+    with running_fake(Metered()) as fake:
         fake.script("t3", "500")  # no usage reported: its worst case counts
         fake.script("t5", "malformed")  # an answer that does not parse still reports usage
         env = {**fake.env(), "WATCHER_MONTHLY_TOKENS": str(budget)}
